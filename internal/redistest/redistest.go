@@ -1,0 +1,175 @@
+// Package redistest gives tests a real, private Redis: a testcontainers
+// container where a Docker engine answers, otherwise a redis-server process
+// from PATH on 127.0.0.1. Under CI=true a missing Redis fails the test; on a
+// developer machine without Redis it skips.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
+)
+
+// Server is one running Redis.
+type Server struct {
+	Addr string
+
+	mu   sync.Mutex
+	port int
+	args []string
+	dir  string
+	cmd  *exec.Cmd
+	stop func()
+}
+
+// Start returns a fresh Redis for t, torn down when the test ends. Extra
+// redis-server arguments (e.g. "--requirepass", "x") apply to the process
+// mode only, which is the mode Stop/Restart need.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	if len(args) == 0 && dockerAvailable() {
+		if s, err := startContainer(); err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		Missing(t, "redis-server not on PATH and no Docker engine")
+	}
+	s := &Server{args: args, dir: t.TempDir()}
+	s.port = FreePort(t)
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	if err := s.spawn(bin); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Missing skips t, or fails it under CI=true where Redis must be present.
+func Missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("redistest: %s (CI=true: a missing Redis is a failure)", why)
+	}
+	t.Skipf("redistest: %s", why)
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (s *Server) spawn(bin string) error {
+	argv := append([]string{
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+	}, s.args...)
+	cmd := exec.Command(bin, argv...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	s.cmd = cmd
+	go func() { _ = cmd.Wait() }()
+	return waitReady(s.Addr, 10*time.Second)
+}
+
+// Stop kills the server; Restart brings it back on the same address, empty.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		s.cmd = nil
+	}
+}
+
+// Restart starts a stopped process-mode server again on the same port.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: restart: %v", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.spawn(bin); err != nil {
+		t.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+func waitReady(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			_, _ = c.Write([]byte("PING\r\n"))
+			buf := make([]byte, 64)
+			n, _ := c.Read(buf)
+			c.Close()
+			// A password-protected server answers NOAUTH, which also means ready.
+			if reply := string(buf[:n]); strings.HasPrefix(reply, "+PONG") || strings.Contains(reply, "NOAUTH") {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redis at %s not ready after %s", addr, within)
+}
+
+func dockerAvailable() bool {
+	if os.Getenv("DOCKER_HOST") == "" {
+		if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+			return false
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return false
+	}
+	defer p.Close()
+	return p.Health(ctx) == nil
+}
+
+func startContainer() (*Server, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := tcredis.Run(ctx, "redis:7-alpine")
+	if err != nil {
+		return nil, err
+	}
+	uri, err := c.ConnectionString(ctx)
+	if err != nil {
+		_ = c.Terminate(context.Background())
+		return nil, err
+	}
+	return &Server{
+		Addr: strings.TrimPrefix(uri, "redis://"),
+		stop: func() { _ = c.Terminate(context.Background()) },
+	}, nil
+}

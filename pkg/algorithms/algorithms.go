@@ -1,0 +1,97 @@
+// Package algorithms is the pure Go reference of every rate-limit algorithm
+// ratelimitd offers. Each algorithm is a function of (limit, state, hits, now)
+// that returns a decision and the next state: no I/O, no clock, no globals.
+// The Lua scripts in pkg/scripts implement the same functions and are tested
+// against these references, so the two must change together.
+//
+// All state is integers: time in Unix microseconds, counts in whole hits.
+package algorithms
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Algorithm selects how a limit is enforced. Zero means unset.
+type Algorithm uint8
+
+const (
+	FixedWindow Algorithm = iota + 1
+	SlidingLog
+	SlidingWindow
+	TokenBucket
+	LeakyBucket
+	GCRA
+)
+
+var algorithmNames = map[Algorithm]string{
+	FixedWindow:   "fixed_window",
+	SlidingLog:    "sliding_log",
+	SlidingWindow: "sliding_window",
+	TokenBucket:   "token_bucket",
+	LeakyBucket:   "leaky_bucket",
+	GCRA:          "gcra",
+}
+
+// All lists every algorithm in declaration order.
+func All() []Algorithm {
+	return []Algorithm{FixedWindow, SlidingLog, SlidingWindow, TokenBucket, LeakyBucket, GCRA}
+}
+
+func (a Algorithm) String() string {
+	if name, ok := algorithmNames[a]; ok {
+		return name
+	}
+	return fmt.Sprintf("algorithm(%d)", uint8(a))
+}
+
+// Parse maps a config name (case-insensitive) to an Algorithm.
+func Parse(name string) (Algorithm, error) {
+	for a, n := range algorithmNames {
+		if strings.EqualFold(n, name) {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown algorithm %q (want one of fixed_window, sliding_log, sliding_window, token_bucket, leaky_bucket, gcra)", name)
+}
+
+// Limit is a rate of Requests per Period, as configured for one rule.
+type Limit struct {
+	Algorithm Algorithm
+	// Requests admitted per Period (requests_per_unit). Zero admits nothing.
+	Requests uint64
+	// Period is unit x unit_multiplier; a whole number of seconds in config.
+	Period time.Duration
+	// Burst is the bucket capacity for token_bucket, leaky_bucket and gcra.
+	// Zero means Requests.
+	Burst uint64
+	// RefillInterval makes token_bucket add tokens in steps of
+	// Requests*RefillInterval/Period every RefillInterval. Zero is continuous.
+	RefillInterval time.Duration
+	// MaxDebt lets token_bucket lend up to this many tokens it does not have.
+	MaxDebt uint64
+}
+
+// Capacity is Burst, or Requests when Burst is unset.
+func (l Limit) Capacity() uint64 {
+	if l.Burst == 0 {
+		return l.Requests
+	}
+	return l.Burst
+}
+
+// Decision is the outcome of one Take.
+type Decision struct {
+	Allowed bool
+	// Remaining is how many more hits would be admitted right now, after this
+	// one if it was admitted (the meaning per algorithm is in its doc comment).
+	Remaining uint64
+	// ResetAfter is duration_until_reset: for windows, until the window
+	// rolls over; for buckets, until the bucket is full (empty meter) again;
+	// when denied, never less than RetryAfter.
+	ResetAfter time.Duration
+	// RetryAfter is how long until the same hits would be admitted; zero when
+	// allowed. It is "never" (MaxRetry) when hits can never fit.
+	RetryAfter time.Duration
+}

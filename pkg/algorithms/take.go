@@ -1,0 +1,90 @@
+package algorithms
+
+import (
+	"math"
+	"time"
+)
+
+// Never is the RetryAfter of hits that can never be admitted (more hits than
+// the capacity, or a limit of zero requests).
+const Never = time.Duration(math.MaxInt64)
+
+// State is the persisted state of one key; the zero State is a fresh key.
+// Which fields an algorithm uses is documented on that algorithm.
+type State struct {
+	// A and B are the algorithm's integer registers.
+	A, B int64
+	// Log holds sliding_log's admitted hits, oldest first.
+	Log []LogEntry
+	// ExpiresAt (Unix microseconds) is when the state no longer matters and
+	// may be dropped; a store reads a state at or past it as the zero State.
+	ExpiresAt int64
+}
+
+// LogEntry is one admitted request in a sliding log.
+type LogEntry struct {
+	At   int64 // Unix microseconds
+	Seq  int64 // distinguishes entries with the same At
+	Hits int64
+}
+
+// Take applies hits to state at now under lim. hits == 0 only checks.
+// The returned state is the one to persist when the caller commits.
+func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
+	us := now.UnixMicro()
+	if st.ExpiresAt != 0 && us >= st.ExpiresAt {
+		st = State{}
+	}
+	switch lim.Algorithm {
+	case FixedWindow:
+		return fixedWindow(lim, st, hits, us)
+	default:
+		return takeOther(lim, st, hits, us)
+	}
+}
+
+// Op is one charge of Hits against Key under Limit.
+type Op struct {
+	Key   string
+	Limit Limit
+	Hits  uint64
+}
+
+// TakeAll decides ops as one atomic, all-or-nothing unit, the contract every
+// store implements. Ops are evaluated in order, each against the state the
+// ops before it left (a key named twice is charged twice). If every op is
+// allowed, it returns the decisions and the states to write: one per key that
+// received hits. If any op is denied, nothing is written and each allowed op
+// reports the unchanged state (as a check with zero hits would).
+func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
+	decisions := make([]Decision, len(ops))
+	original := make(map[string]State, len(ops))
+	pending := make(map[string]State, len(ops))
+	allowed := true
+	for i, op := range ops {
+		st, seen := pending[op.Key]
+		if !seen {
+			st = load(op.Key)
+			original[op.Key] = st
+		}
+		var next State
+		decisions[i], next = Take(op.Limit, st, op.Hits, now)
+		pending[op.Key] = next
+		allowed = allowed && decisions[i].Allowed
+	}
+	if !allowed {
+		for i, op := range ops {
+			if decisions[i].Allowed {
+				decisions[i], _ = Take(op.Limit, original[op.Key], 0, now)
+			}
+		}
+		return decisions, nil
+	}
+	writes := make(map[string]State, len(ops))
+	for _, op := range ops {
+		if op.Hits > 0 {
+			writes[op.Key] = pending[op.Key]
+		}
+	}
+	return decisions, writes
+}

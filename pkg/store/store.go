@@ -1,0 +1,31 @@
+// Package store defines how the service asks a backend for rate-limit
+// decisions. Implementations: memstore (embedded) and redisstore.
+package store
+
+import (
+	"context"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// Request charges Hits against Key under Limit. Hits == 0 only checks.
+type Request struct {
+	Key   string
+	Limit algorithms.Limit
+	Hits  uint64
+}
+
+// Result is the decision for the Request at the same index.
+type Result struct {
+	algorithms.Decision
+}
+
+// Store decides a batch of requests atomically with the semantics of
+// algorithms.TakeAll: all-or-nothing, in one round trip to its backend.
+type Store interface {
+	// Take returns one Result per Request, in order. An error is a backend
+	// failure (unreachable, timeout, script error), never "over limit".
+	Take(ctx context.Context, reqs []Request) ([]Result, error)
+	// Close releases the backend's resources.
+	Close() error
+}
