@@ -1,0 +1,226 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+)
+
+// The binary and grpcurl are built once per test run by TestMain.
+var (
+	binPath     string
+	grpcurlPath string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "ratelimitd-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binPath = filepath.Join(dir, "ratelimitd")
+	if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/ratelimitd").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build ratelimitd: %v\n%s", err, out)
+		return 1
+	}
+	grpcurlPath = installGrpcurl(dir)
+	return m.Run()
+}
+
+// installGrpcurl uses a grpcurl on PATH, else installs the pinned version;
+// an empty result makes the grpcurl tests fail under CI=true and skip elsewhere.
+func installGrpcurl(dir string) string {
+	if p, err := exec.LookPath("grpcurl"); err == nil {
+		return p
+	}
+	cmd := exec.Command("go", "install", "github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4")
+	cmd.Env = append(os.Environ(), "GOBIN="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "install grpcurl: %v\n%s", err, out)
+		return ""
+	}
+	return filepath.Join(dir, "grpcurl")
+}
+
+// service is one running ratelimitd process.
+type service struct {
+	t         *testing.T
+	cmd       *exec.Cmd
+	grpcAddr  string
+	httpAddr  string
+	debugAddr string
+	configDir string
+	logs      *syncBuffer
+	conn      *grpc.ClientConn
+	client    rlsv3.RateLimitServiceClient
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newConfigRoot lays out a runtime directory the envoyproxy way:
+// RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config/*.yaml. It returns the root and
+// the config directory.
+func newConfigRoot(t *testing.T, files map[string]string) (root, configDir string) {
+	t.Helper()
+	root = t.TempDir()
+	configDir = filepath.Join(root, "ratelimit", "config")
+	if err := os.MkdirAll(configDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		writeFile(t, filepath.Join(configDir, name), body)
+	}
+	return root, configDir
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Rename so the watcher never reads a half-written file.
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startService runs the binary with envoyproxy-style settings pointing at
+// root; extra env entries ("K=V") are appended last so they win.
+func startService(t *testing.T, root string, env ...string) *service {
+	t.Helper()
+	s := &service{t: t, logs: &syncBuffer{}, configDir: filepath.Join(root, "ratelimit", "config")}
+	gp, hp, dp := redistest.FreePort(t), redistest.FreePort(t), redistest.FreePort(t)
+	s.grpcAddr = "127.0.0.1:" + strconv.Itoa(gp)
+	s.httpAddr = "127.0.0.1:" + strconv.Itoa(hp)
+	s.debugAddr = "127.0.0.1:" + strconv.Itoa(dp)
+	s.cmd = exec.Command(binPath)
+	s.cmd.Env = append(os.Environ(),
+		"RUNTIME_ROOT="+root,
+		"RUNTIME_SUBDIRECTORY=ratelimit",
+		"RUNTIME_WATCH_ROOT=false",
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(gp),
+		"HOST=127.0.0.1", "PORT="+strconv.Itoa(hp),
+		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(dp),
+		"LOG_LEVEL=debug",
+	)
+	s.cmd.Env = append(s.cmd.Env, env...)
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start ratelimitd: %v", err)
+	}
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			t.Logf("ratelimitd logs:\n%s", s.logs.String())
+		}
+	})
+	s.waitHealthy(15 * time.Second)
+	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	s.conn = conn
+	s.client = rlsv3.NewRateLimitServiceClient(conn)
+	return s
+}
+
+func (s *service) waitHealthy(within time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + s.httpAddr + "/healthcheck")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if s.cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	s.t.Fatalf("ratelimitd not healthy after %s; logs:\n%s", within, s.logs.String())
+}
+
+func (s *service) stop() {
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func (s *service) signal(sig os.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// call sends one request with a deadline like Envoy's (generous for -race).
+func (s *service) call(req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.client.ShouldRateLimit(ctx, req)
+}
+
+// eventually retries cond until it holds or within passes (for file-watch
+// reloads, which are asynchronous I/O).
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", within, what)
+}
