@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+)
+
+// configWatcher is what serve needs of *config.Watcher.
+type configWatcher interface {
+	Run(ctx context.Context) error
+	Reload() error
+}
+
+// app is one ratelimitd: built by newApp, bound by listen, run by serve.
+type app struct {
+	set     settings
+	log     *zap.Logger
+	watcher configWatcher
+	store   store.Store
+	svc     *service.Service
+	health  *health.Server
+	grpc    *grpc.Server
+	http    *http.Server
+	debug   *http.Server
+
+	grpcLn, httpLn, debugLn net.Listener
+}
+
+func newApp(set settings, log *zap.Logger) (*app, error) {
+	w, err := config.NewWatcher(set.ConfigDir,
+		config.WithWatchPath(set.WatchPath),
+		config.WithLoadOptions(
+			config.WithMergeDomains(set.MergeDomains),
+			config.WithIgnoreDotfiles(set.IgnoreDotfiles),
+		),
+		config.WithLogger(log),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("loading rate limit config from %s: %w", set.ConfigDir, err)
+	}
+	st, err := newStore(set)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{set: set, log: log, watcher: w, store: st}
+	a.svc = service.New(w, st,
+		service.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
+		service.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
+		service.WithShadowMode(set.ShadowMode),
+		service.WithLogger(log),
+	)
+
+	a.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(service.RecoverUnary(log)),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionAge:      set.GRPCMaxConnectionAge,
+			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,
+		}),
+	)
+	rlsv3.RegisterRateLimitServiceServer(a.grpc, a.svc)
+	a.health = health.NewServer()
+	healthpb.RegisterHealthServer(a.grpc, a.health)
+	a.health.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	reflection.Register(a.grpc)
+
+	mux := http.NewServeMux()
+	a.svc.RegisterHTTP(mux)
+	a.http = newHTTPServer(mux)
+	a.debug = newHTTPServer(debugMux(w))
+	return a, nil
+}
+
+// newHTTPServer bounds how long a client may take to send a request; there
+// is no write timeout because /debug/pprof/profile streams for its duration.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+}
+
+// listen binds all three listeners before anything is served, so a port
+// conflict fails the start instead of leaving a half-running process.
+func (a *app) listen() error {
+	var err error
+	if a.grpcLn, err = net.Listen("tcp", a.set.GRPCAddr); err != nil {
+		return fmt.Errorf("gRPC listener: %w", err)
+	}
+	if a.httpLn, err = net.Listen("tcp", a.set.HTTPAddr); err != nil {
+		return fmt.Errorf("HTTP listener: %w", err)
+	}
+	if a.debugLn, err = net.Listen("tcp", a.set.DebugAddr); err != nil {
+		return fmt.Errorf("debug listener: %w", err)
+	}
+	return nil
+}
+
+// announce logs, once, exactly what is listening and with which backend.
+func (a *app) announce(log *zap.Logger) {
+	fields := []zap.Field{
+		zap.String("grpc", a.grpcLn.Addr().String()),
+		zap.String("http", a.httpLn.Addr().String()+" (/healthcheck, /json)"),
+		zap.String("debug", a.debugLn.Addr().String()+" (/rlconfig, /debug/pprof/)"),
+		zap.Stringer("backend", a.set.Backend),
+		zap.String("config", a.set.ConfigDir),
+	}
+	if a.set.Backend == backendRedis {
+		fields = append(fields, zap.String("redis", a.set.RedisType.String()+" "+a.set.RedisSocketType+" "+a.set.RedisURL))
+	}
+	log.Info("ratelimitd listening", fields...)
+}
+
+// abort releases what newApp and a failed listen acquired.
+func (a *app) abort(cause error) error {
+	for _, ln := range []net.Listener{a.grpcLn, a.httpLn, a.debugLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+	if err := a.store.Close(); err != nil {
+		return errors.Join(cause, fmt.Errorf("closing store: %w", err))
+	}
+	return cause
+}
+
+// serve runs until ctx ends or a server fails, reloading the config on each
+// hup, then shuts down gracefully within the shutdown timeout.
+func (a *app) serve(ctx context.Context, hup <-chan os.Signal) error {
+	errc := make(chan error, 3)
+	go func() { errc <- serveErr("gRPC", a.grpc.Serve(a.grpcLn)) }()
+	go func() { errc <- serveErr("HTTP", a.http.Serve(a.httpLn)) }()
+	go func() { errc <- serveErr("debug", a.debug.Serve(a.debugLn)) }()
+
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- a.watcher.Run(watchCtx) }()
+
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-errc:
+			runErr = err
+			break loop
+		case err := <-watchDone:
+			watchDone = nil
+			if err != nil && !errors.Is(err, context.Canceled) {
+				runErr = fmt.Errorf("config watcher: %w", err)
+				break loop
+			}
+		case <-hup:
+			// The watcher logs the outcome either way.
+			_ = a.watcher.Reload()
+		}
+	}
+
+	a.log.Info("shutting down", zap.Duration("timeout", a.set.ShutdownTimeout))
+	a.svc.SetServing(false)
+	a.health.Shutdown()
+	a.shutdownServers()
+	stopWatch()
+	if watchDone != nil {
+		<-watchDone
+	}
+	if err := a.store.Close(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("closing store: %w", err))
+	}
+	return runErr
+}
+
+// shutdownServers stops all three servers in parallel, letting in-flight
+// calls finish until the shutdown timeout, then cutting them off.
+func (a *app) shutdownServers() {
+	ctx, cancel := context.WithTimeout(context.Background(), a.set.ShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		done := make(chan struct{})
+		go func() {
+			a.grpc.GracefulStop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			a.grpc.Stop()
+			<-done
+		}
+	})
+	for _, srv := range []*http.Server{a.http, a.debug} {
+		wg.Go(func() {
+			if err := srv.Shutdown(ctx); err != nil {
+				_ = srv.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func serveErr(name string, err error) error {
+	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return fmt.Errorf("%s server: %w", name, err)
+}

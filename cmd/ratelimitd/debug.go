@@ -1,0 +1,30 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/ratelimitd/ratelimitd/pkg/service"
+)
+
+// debugMux serves what envoyproxy's debug port does that we support: the
+// loaded config and Go's profiler.
+func debugMux(cfg service.ConfigSource) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/rlconfig", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		c := cfg.Current()
+		if c == nil {
+			http.Error(w, "no rate limit configuration loaded", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, c.Dump())
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}

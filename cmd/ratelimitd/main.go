@@ -1,0 +1,17 @@
+// Command ratelimitd is a drop-in replacement for envoyproxy/ratelimit: it
+// serves Envoy's RateLimitService over gRPC, reads the same YAML config and
+// environment settings, and decides each request atomically.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.LookupEnv, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "ratelimitd: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// run starts ratelimitd and blocks until SIGINT/SIGTERM (or ctx) stops it.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) error {
+	set, err := parseSettings(args, lookup)
+	if err != nil {
+		return err
+	}
+	log, announce := newLoggers(set, stderr)
+	defer func() { _ = log.Sync() }()
+	for _, w := range set.Warnings {
+		log.Warn(w)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	a, err := newApp(set, log)
+	if err != nil {
+		return err
+	}
+	if err := a.listen(); err != nil {
+		return a.abort(err)
+	}
+	a.announce(announce)
+	return a.serve(ctx, hup)
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+// backendKind selects the store.
+type backendKind uint8
+
+const (
+	backendMemory backendKind = iota + 1
+	backendRedis
+)
+
+func (b backendKind) String() string {
+	switch b {
+	case backendMemory:
+		return "memory"
+	case backendRedis:
+		return "redis"
+	default:
+		return "backend(" + strconv.Itoa(int(b)) + ")"
+	}
+}
+
+// settings is everything run needs, read from envoyproxy/ratelimit's
+// environment variables (same names and, where sensible, same defaults) and
+// overridden by flags.
+type settings struct {
+	// ConfigDir holds the YAML files; WatchPath is what the watcher watches
+	// (RUNTIME_ROOT when RUNTIME_WATCH_ROOT, so a runtime symlink swap is
+	// seen).
+	ConfigDir      string
+	WatchPath      string
+	IgnoreDotfiles bool
+	MergeDomains   bool
+
+	GRPCAddr  string
+	HTTPAddr  string
+	DebugAddr string
+
+	GRPCMaxConnectionAge      time.Duration
+	GRPCMaxConnectionAgeGrace time.Duration
+	ShutdownTimeout           time.Duration
+
+	Backend         backendKind
+	RedisURL        string
+	RedisSocketType string // tcp or unix
+	RedisType       redisstore.Type
+	RedisAuth       string
+	RedisTLS        bool
+	// TLS files and options as envoyproxy names them.
+	RedisTLSCACert         string
+	RedisTLSClientCert     string
+	RedisTLSClientKey      string
+	RedisTLSSkipVerifyHost bool
+	RedisPoolSize          int
+	RedisTimeout           time.Duration
+	CacheKeyPrefix         string
+	MemoryMaxKeys          int
+
+	LogLevel  zapcore.Level
+	LogJSON   bool
+	UseStatsd bool
+
+	ShadowMode     bool
+	MaxDescriptors int
+	MaxEntries     int
+	MaxValueLen    int
+
+	// Warnings are logged once at startup: settings we accept for
+	// compatibility but do not act on.
+	Warnings []string
+}
+
+// ignoredSettings are envoyproxy settings a deployment may set that have no
+// effect here; setting one is worth a warning, not a failed start.
+func ignoredSettings() []string {
+	return []string{
+		"LIMIT_RESPONSE_HEADERS_ENABLED", "LOCAL_CACHE_SIZE_IN_BYTES", "NEAR_LIMIT_RATIO",
+		"GRPC_SERVER_USE_TLS", "REDIS_PERSECOND", "FORCE_START_WITHOUT_INITIAL_CONFIG",
+		"USE_PROMETHEUS", "USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
+	}
+}
+
+const maxPort = 65535
+
+// parseSettings reads env through lookup, then applies args (flags).
+func parseSettings(args []string, lookup func(string) (string, bool)) (settings, error) {
+	env := &envReader{lookup: lookup}
+	var s settings
+
+	root := env.str("RUNTIME_ROOT", "/srv/runtime_data/current")
+	sub := env.str("RUNTIME_SUBDIRECTORY", "")
+	app := env.str("RUNTIME_APPDIRECTORY", "config")
+	watchRoot := env.boolean("RUNTIME_WATCH_ROOT", true)
+	s.ConfigDir = filepath.Join(root, sub, app)
+	s.WatchPath = s.ConfigDir
+	if watchRoot {
+		s.WatchPath = root
+	}
+	s.IgnoreDotfiles = env.boolean("RUNTIME_IGNOREDOTFILES", false)
+	s.MergeDomains = env.boolean("MERGE_DOMAIN_CONFIG", false)
+
+	s.HTTPAddr = hostPort(env, "HOST", "PORT", 8080)
+	s.GRPCAddr = hostPort(env, "GRPC_HOST", "GRPC_PORT", 8081)
+	s.DebugAddr = hostPort(env, "DEBUG_HOST", "DEBUG_PORT", 6070)
+	s.GRPCMaxConnectionAge = env.duration("GRPC_MAX_CONNECTION_AGE", 24*time.Hour)
+	s.GRPCMaxConnectionAgeGrace = env.duration("GRPC_MAX_CONNECTION_AGE_GRACE", time.Hour)
+	s.ShutdownTimeout = env.duration("SHUTDOWN_TIMEOUT", 10*time.Second)
+
+	backend := env.oneOf("BACKEND_TYPE", "", "memory", "redis")
+	s.RedisURL = env.str("REDIS_URL", "")
+	s.RedisSocketType = env.oneOf("REDIS_SOCKET_TYPE", "", "tcp", "unix")
+	redisType := env.oneOf("REDIS_TYPE", "SINGLE", "SINGLE", "SENTINEL", "CLUSTER")
+	s.RedisAuth = env.str("REDIS_AUTH", "")
+	s.RedisTLS = env.boolean("REDIS_TLS", false)
+	s.RedisTLSCACert = env.str("REDIS_TLS_CACERT", "")
+	s.RedisTLSClientCert = env.str("REDIS_TLS_CLIENT_CERT", "")
+	s.RedisTLSClientKey = env.str("REDIS_TLS_CLIENT_KEY", "")
+	s.RedisTLSSkipVerifyHost = env.boolean("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false)
+	s.RedisPoolSize = env.integer("REDIS_POOL_SIZE", redisstore.DefaultPoolSize, 1, 100000)
+	s.RedisTimeout = env.duration("REDIS_TIMEOUT", redisstore.DefaultTimeout)
+	if s.RedisTimeout == 0 {
+		env.fail("REDIS_TIMEOUT", "0s", "a positive duration")
+	}
+	s.CacheKeyPrefix = env.str("CACHE_KEY_PREFIX", "")
+	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", 0, 0, math.MaxInt32)
+
+	if v, ok := env.raw("LOG_LEVEL"); ok {
+		lvl, err := parseLogLevel(v)
+		if err != nil {
+			env.fail("LOG_LEVEL", v, "one of debug, info, warn, error")
+		}
+		s.LogLevel = lvl
+	} else {
+		s.LogLevel = zapcore.WarnLevel
+	}
+	s.LogJSON = env.oneOf("LOG_FORMAT", "text", "text", "json") == "json"
+	s.UseStatsd = env.boolean("USE_STATSD", false)
+
+	s.ShadowMode = env.boolean("SHADOW_MODE", false)
+	s.MaxDescriptors = env.integer("MAX_DESCRIPTORS", service.DefaultMaxDescriptors, 1, 1<<16)
+	s.MaxEntries = env.integer("MAX_DESCRIPTOR_ENTRIES", service.DefaultMaxEntries, 1, 1<<16)
+	s.MaxValueLen = env.integer("MAX_VALUE_LENGTH", service.DefaultMaxValueLen, 1, 1<<20)
+
+	for _, name := range ignoredSettings() {
+		if v, ok := env.raw(name); ok {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%s is not supported and has no effect", name, v))
+		}
+	}
+	if s.UseStatsd {
+		s.Warnings = append(s.Warnings, "USE_STATSD=true: statsd is not supported; no metrics are sent")
+	}
+	if err := env.err(); err != nil {
+		return settings{}, fmt.Errorf("invalid environment: %w", err)
+	}
+	// oneOf has already checked the spelling.
+	s.RedisType, _ = redisstore.ParseType(redisType)
+	if (s.RedisTLSClientCert == "") != (s.RedisTLSClientKey == "") {
+		return settings{}, fmt.Errorf("REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY must be set together")
+	}
+
+	fs := flag.NewFlagSet("ratelimitd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	configDir := fs.String("config", "", "directory of rate limit YAML files (overrides RUNTIME_*)")
+	fs.StringVar(&s.GRPCAddr, "grpc-addr", s.GRPCAddr, "gRPC listen address (GRPC_HOST:GRPC_PORT)")
+	fs.StringVar(&s.HTTPAddr, "http-addr", s.HTTPAddr, "HTTP listen address (HOST:PORT)")
+	fs.StringVar(&s.DebugAddr, "debug-addr", s.DebugAddr, "debug listen address (DEBUG_HOST:DEBUG_PORT)")
+	fs.StringVar(&backend, "backend", backend, "store: memory or redis (BACKEND_TYPE)")
+	fs.StringVar(&s.RedisURL, "redis-url", s.RedisURL, "Redis address (REDIS_URL)")
+	if err := fs.Parse(args); err != nil {
+		return settings{}, fmt.Errorf("flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return settings{}, fmt.Errorf("flags: unexpected argument %q", fs.Arg(0))
+	}
+	if *configDir != "" {
+		s.ConfigDir = filepath.Clean(*configDir)
+		s.WatchPath = s.ConfigDir
+	}
+	for name, addr := range map[string]string{"--grpc-addr": s.GRPCAddr, "--http-addr": s.HTTPAddr, "--debug-addr": s.DebugAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return settings{}, fmt.Errorf("%s %q: want host:port: %w", name, addr, err)
+		}
+	}
+
+	var err error
+	if s.Backend, err = chooseBackend(backend, s.RedisURL); err != nil {
+		return settings{}, err
+	}
+	if s.RedisSocketType == "" {
+		// envoyproxy defaults to a unix socket; a path is the only URL that
+		// can mean one, so infer it instead of failing on host:port URLs.
+		s.RedisSocketType = "tcp"
+		if strings.HasPrefix(s.RedisURL, "/") {
+			s.RedisSocketType = "unix"
+		}
+	}
+	return s, nil
+}
+
+func chooseBackend(name, redisURL string) (backendKind, error) {
+	switch strings.ToLower(name) {
+	case "memory":
+		return backendMemory, nil
+	case "redis":
+		if redisURL == "" {
+			return 0, fmt.Errorf("BACKEND_TYPE=redis needs REDIS_URL (or --redis-url)")
+		}
+		return backendRedis, nil
+	case "":
+		if redisURL != "" {
+			return backendRedis, nil
+		}
+		return backendMemory, nil
+	default:
+		return 0, fmt.Errorf("BACKEND_TYPE (or --backend) %q: want memory or redis", name)
+	}
+}
+
+func hostPort(env *envReader, hostVar, portVar string, defPort int) string {
+	host := env.str(hostVar, "0.0.0.0")
+	port := env.integer(portVar, defPort, 0, maxPort)
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// parseLogLevel accepts logrus's level names too (envoyproxy logs with
+// logrus), mapping those zap lacks to the nearest zap level.
+func parseLogLevel(v string) (zapcore.Level, error) {
+	switch strings.ToLower(v) {
+	case "trace":
+		return zapcore.DebugLevel, nil
+	case "warning":
+		return zapcore.WarnLevel, nil
+	}
+	return zapcore.ParseLevel(strings.ToLower(v))
+}

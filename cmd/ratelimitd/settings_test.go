@@ -1,0 +1,192 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+func envOf(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := kv[k]
+		return v, ok
+	}
+}
+
+// defaultSettings is what an empty environment and no flags give.
+func defaultSettings() settings {
+	return settings{
+		ConfigDir:                 "/srv/runtime_data/current/config",
+		WatchPath:                 "/srv/runtime_data/current",
+		GRPCAddr:                  "0.0.0.0:8081",
+		HTTPAddr:                  "0.0.0.0:8080",
+		DebugAddr:                 "0.0.0.0:6070",
+		GRPCMaxConnectionAge:      24 * time.Hour,
+		GRPCMaxConnectionAgeGrace: time.Hour,
+		ShutdownTimeout:           10 * time.Second,
+		Backend:                   backendMemory,
+		RedisSocketType:           "tcp",
+		RedisType:                 redisstore.Single,
+		RedisPoolSize:             10,
+		RedisTimeout:              10 * time.Second,
+		LogLevel:                  zapcore.WarnLevel,
+		MaxDescriptors:            service.DefaultMaxDescriptors,
+		MaxEntries:                service.DefaultMaxEntries,
+		MaxValueLen:               service.DefaultMaxValueLen,
+	}
+}
+
+func TestParseSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want func(*settings)
+	}{
+		{name: "defaults", want: func(*settings) {}},
+		{
+			name: "runtime directories",
+			env:  map[string]string{"RUNTIME_ROOT": "/data", "RUNTIME_SUBDIRECTORY": "ratelimit", "RUNTIME_APPDIRECTORY": "cfg", "RUNTIME_IGNOREDOTFILES": "true"},
+			want: func(s *settings) {
+				s.ConfigDir, s.WatchPath, s.IgnoreDotfiles = "/data/ratelimit/cfg", "/data", true
+			},
+		},
+		{
+			name: "RUNTIME_WATCH_ROOT=false watches the config directory",
+			env:  map[string]string{"RUNTIME_ROOT": "/data", "RUNTIME_WATCH_ROOT": "false"},
+			want: func(s *settings) { s.ConfigDir, s.WatchPath = "/data/config", "/data/config" },
+		},
+		{
+			name: "addresses",
+			env:  map[string]string{"HOST": "127.0.0.1", "PORT": "9080", "GRPC_HOST": "::1", "GRPC_PORT": "9081", "DEBUG_PORT": "0"},
+			want: func(s *settings) { s.HTTPAddr, s.GRPCAddr, s.DebugAddr = "127.0.0.1:9080", "[::1]:9081", "0.0.0.0:0" },
+		},
+		{
+			name: "REDIS_URL selects redis",
+			env: map[string]string{"REDIS_URL": "redis:6379", "REDIS_TYPE": "cluster", "REDIS_AUTH": "u:p", "REDIS_TLS": "true",
+				"REDIS_POOL_SIZE": "32", "REDIS_TIMEOUT": "250ms", "CACHE_KEY_PREFIX": "rl_"},
+			want: func(s *settings) {
+				s.Backend, s.RedisURL, s.RedisType, s.RedisAuth, s.RedisTLS = backendRedis, "redis:6379", redisstore.Cluster, "u:p", true
+				s.RedisPoolSize, s.RedisTimeout, s.CacheKeyPrefix = 32, 250*time.Millisecond, "rl_"
+			},
+		},
+		{
+			name: "a socket path means a unix socket",
+			env:  map[string]string{"REDIS_URL": "/var/run/redis.sock"},
+			want: func(s *settings) {
+				s.Backend, s.RedisURL, s.RedisSocketType = backendRedis, "/var/run/redis.sock", "unix"
+			},
+		},
+		{
+			name: "REDIS_SOCKET_TYPE is explicit",
+			env:  map[string]string{"REDIS_URL": "localhost:6379", "REDIS_SOCKET_TYPE": "TCP"},
+			want: func(s *settings) { s.Backend, s.RedisURL = backendRedis, "localhost:6379" },
+		},
+		{
+			name: "BACKEND_TYPE=memory wins over REDIS_URL",
+			env:  map[string]string{"BACKEND_TYPE": "memory", "REDIS_URL": "redis:6379", "MEMORY_MAX_KEYS": "1000"},
+			want: func(s *settings) { s.RedisURL, s.MemoryMaxKeys = "redis:6379", 1000 },
+		},
+		{
+			name: "flags override the environment",
+			env:  map[string]string{"RUNTIME_ROOT": "/data", "GRPC_PORT": "1", "PORT": "2", "BACKEND_TYPE": "redis", "REDIS_URL": "a:1"},
+			args: []string{"--config", "api/examples/", "--grpc-addr", "127.0.0.1:0", "--http-addr=:0", "--debug-addr", "localhost:0", "--backend", "memory", "--redis-url", "b:2"},
+			want: func(s *settings) {
+				s.ConfigDir, s.WatchPath = "api/examples", "api/examples"
+				s.GRPCAddr, s.HTTPAddr, s.DebugAddr = "127.0.0.1:0", ":0", "localhost:0"
+				s.RedisURL = "b:2"
+			},
+		},
+		{
+			name: "logging and service limits",
+			env: map[string]string{"LOG_LEVEL": "Debug", "LOG_FORMAT": "JSON", "SHADOW_MODE": "1", "MERGE_DOMAIN_CONFIG": "true",
+				"MAX_DESCRIPTORS": "8", "MAX_DESCRIPTOR_ENTRIES": "4", "MAX_VALUE_LENGTH": "64", "SHUTDOWN_TIMEOUT": "3s"},
+			want: func(s *settings) {
+				s.LogLevel, s.LogJSON, s.ShadowMode, s.MergeDomains = zapcore.DebugLevel, true, true, true
+				s.MaxDescriptors, s.MaxEntries, s.MaxValueLen, s.ShutdownTimeout = 8, 4, 64, 3*time.Second
+			},
+		},
+		{
+			name: "logrus level names",
+			env:  map[string]string{"LOG_LEVEL": "trace"},
+			want: func(s *settings) { s.LogLevel = zapcore.DebugLevel },
+		},
+		{
+			name: "unsupported settings are warned about",
+			env:  map[string]string{"USE_STATSD": "true", "LIMIT_RESPONSE_HEADERS_ENABLED": "true"},
+			want: func(s *settings) {
+				s.UseStatsd = true
+				s.Warnings = []string{
+					"LIMIT_RESPONSE_HEADERS_ENABLED=true is not supported and has no effect",
+					"USE_STATSD=true: statsd is not supported; no metrics are sent",
+				}
+			},
+		},
+		{
+			name: "empty values mean unset",
+			env:  map[string]string{"PORT": "", "LOG_LEVEL": " "},
+			want: func(*settings) {},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseSettings(tt.args, envOf(tt.env))
+			if err != nil {
+				t.Fatalf("parseSettings: %v", err)
+			}
+			want := defaultSettings()
+			tt.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("settings:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseSettingsErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string // every one must appear in the error
+	}{
+		{name: "bad port", env: map[string]string{"PORT": "http"}, want: []string{`PORT="http"`, "integer between 0 and 65535"}},
+		{name: "port out of range", env: map[string]string{"GRPC_PORT": "70000"}, want: []string{`GRPC_PORT="70000"`}},
+		{name: "duration without unit", env: map[string]string{"REDIS_TIMEOUT": "10"}, want: []string{`REDIS_TIMEOUT="10"`, "Go duration"}},
+		{name: "zero redis timeout", env: map[string]string{"REDIS_TIMEOUT": "0s"}, want: []string{"REDIS_TIMEOUT", "positive"}},
+		{name: "bad boolean", env: map[string]string{"SHADOW_MODE": "maybe"}, want: []string{`SHADOW_MODE="maybe"`, "true or false"}},
+		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, want: []string{`LOG_LEVEL="loud"`}},
+		{name: "bad log format", env: map[string]string{"LOG_FORMAT": "xml"}, want: []string{`LOG_FORMAT="xml"`, "text, json"}},
+		{name: "bad redis type", env: map[string]string{"REDIS_TYPE": "ring"}, want: []string{`REDIS_TYPE="ring"`, "SINGLE, SENTINEL, CLUSTER"}},
+		{name: "bad socket type", env: map[string]string{"REDIS_SOCKET_TYPE": "udp"}, want: []string{`REDIS_SOCKET_TYPE="udp"`}},
+		{name: "bad pool size", env: map[string]string{"REDIS_POOL_SIZE": "0"}, want: []string{`REDIS_POOL_SIZE="0"`}},
+		{name: "bad backend", env: map[string]string{"BACKEND_TYPE": "memcache"}, want: []string{`BACKEND_TYPE="memcache"`}},
+		{name: "redis without a URL", env: map[string]string{"BACKEND_TYPE": "redis"}, want: []string{"BACKEND_TYPE=redis needs REDIS_URL"}},
+		{name: "half a client certificate", env: map[string]string{"REDIS_TLS_CLIENT_CERT": "/c.pem"}, want: []string{"REDIS_TLS_CLIENT_KEY"}},
+		{name: "every bad variable at once", env: map[string]string{"PORT": "x", "DEBUG_PORT": "y", "REDIS_TLS": "z"},
+			want: []string{`PORT="x"`, `DEBUG_PORT="y"`, `REDIS_TLS="z"`}},
+		{name: "unknown flag", args: []string{"--nope"}, want: []string{"flags", "nope"}},
+		{name: "stray argument", args: []string{"serve"}, want: []string{`unexpected argument "serve"`}},
+		{name: "bad flag address", args: []string{"--grpc-addr", "8081"}, want: []string{"--grpc-addr", "host:port"}},
+		{name: "bad flag backend", args: []string{"--backend", "disk"}, want: []string{`"disk"`, "memory or redis"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseSettings(tt.args, envOf(tt.env))
+			if err == nil {
+				t.Fatal("parseSettings succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+func newStore(set settings) (store.Store, error) {
+	if set.Backend != backendRedis {
+		return memstore.New(memstore.WithMaxKeys(set.MemoryMaxKeys)), nil
+	}
+	opts := []redisstore.Option{
+		redisstore.WithAddr(set.RedisURL),
+		redisstore.WithType(set.RedisType),
+		redisstore.WithSocketType(set.RedisSocketType),
+		redisstore.WithAuth(set.RedisAuth),
+		redisstore.WithPoolSize(set.RedisPoolSize),
+		redisstore.WithTimeout(set.RedisTimeout),
+	}
+	if set.RedisTLS {
+		cfg, err := redisTLS(set)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, redisstore.WithTLS(cfg))
+	}
+	st, err := redisstore.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("redis store (REDIS_URL=%s): %w", set.RedisURL, err)
+	}
+	return st, nil
+}
+
+// redisTLS builds REDIS_TLS's client config from envoyproxy's settings: the
+// system roots unless REDIS_TLS_CACERT names a bundle, and a client
+// certificate when one is given.
+func redisTLS(set settings) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if set.RedisTLSCACert != "" {
+		pem, err := os.ReadFile(set.RedisTLSCACert)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_TLS_CACERT: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("REDIS_TLS_CACERT=%s: no PEM certificate found", set.RedisTLSCACert)
+		}
+		cfg.RootCAs = pool
+	}
+	if set.RedisTLSClientCert != "" {
+		cert, err := tls.LoadX509KeyPair(set.RedisTLSClientCert, set.RedisTLSClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_TLS_CLIENT_CERT/REDIS_TLS_CLIENT_KEY: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	// Like envoyproxy: the chain is still verified, only the host name is
+	// not, for Redis endpoints reached by an address the certificate lacks.
+	if set.RedisTLSSkipVerifyHost {
+		cfg.InsecureSkipVerify = true
+		roots := cfg.RootCAs
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return fmt.Errorf("redis TLS: no server certificate")
+			}
+			inter := x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				inter.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
+			return err
+		}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,26 @@
+package service
+
+import (
+	"context"
+	"errors"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// backendError turns a store failure into the gRPC status Envoy acts on
+// (its failure_mode_deny decides): never an OK, never UNKNOWN. When the
+// caller's own deadline or cancellation caused it, say so instead of blaming
+// the backend.
+func (s *Service) backendError(ctx context.Context, err error) error {
+	switch ctxErr := ctx.Err(); {
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		s.errLog.Warn("deadline exceeded waiting for the backend", zap.Error(err))
+		return status.Errorf(codes.DeadlineExceeded, "deadline exceeded waiting for the backend: %v", err)
+	case errors.Is(ctxErr, context.Canceled):
+		return status.Errorf(codes.Canceled, "request canceled while waiting for the backend: %v", err)
+	}
+	s.errLog.Error("backend unavailable", zap.Error(err))
+	return status.Errorf(codes.Unavailable, "backend unavailable: %v", err)
+}

@@ -1,0 +1,55 @@
+package service
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/ratelimitd/ratelimitd/pkg/config"
+)
+
+// Default request caps. Envoy sends a handful of short descriptors; the caps
+// only stop a misbehaving client from making one call cost a huge Lua run.
+const (
+	DefaultMaxDescriptors = 64
+	DefaultMaxEntries     = 32
+	DefaultMaxValueLen    = 1024
+)
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithKeyBuilder sets how store keys are built (CACHE_KEY_PREFIX).
+func WithKeyBuilder(b config.KeyBuilder) Option {
+	return func(s *Service) { s.keys = b }
+}
+
+// WithLimits caps descriptors per request, entries per descriptor and the
+// length in bytes of the domain and of each entry key and value. A value of
+// zero or less keeps the default.
+func WithLimits(maxDescriptors, maxEntries, maxValueLen int) Option {
+	return func(s *Service) {
+		if maxDescriptors > 0 {
+			s.caps.descriptors = maxDescriptors
+		}
+		if maxEntries > 0 {
+			s.caps.entries = maxEntries
+		}
+		if maxValueLen > 0 {
+			s.caps.valueLen = maxValueLen
+		}
+	}
+}
+
+// WithShadowMode is envoyproxy's global SHADOW_MODE: descriptors are decided
+// and counted as usual, but the overall code is always OK.
+func WithShadowMode(on bool) Option {
+	return func(s *Service) { s.globalShadow = on }
+}
+
+// WithLogger sets the logger; the default discards everything.
+func WithLogger(l *zap.Logger) Option {
+	return func(s *Service) {
+		if l != nil {
+			s.log = l
+		}
+	}
+}
