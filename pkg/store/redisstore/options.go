@@ -1,0 +1,123 @@
+package redisstore
+
+import (
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Type is the Redis deployment REDIS_TYPE names.
+type Type uint8
+
+const (
+	// Single is one Redis server (REDIS_TYPE=SINGLE, the default).
+	Single Type = iota + 1
+	// Sentinel is a master found through Sentinel (REDIS_TYPE=SENTINEL).
+	Sentinel
+	// Cluster is Redis Cluster (REDIS_TYPE=CLUSTER).
+	Cluster
+)
+
+func (t Type) String() string {
+	switch t {
+	case Single:
+		return "SINGLE"
+	case Sentinel:
+		return "SENTINEL"
+	case Cluster:
+		return "CLUSTER"
+	default:
+		return fmt.Sprintf("Type(%d)", uint8(t))
+	}
+}
+
+// ParseType maps a REDIS_TYPE value (case-insensitive) to a Type.
+func ParseType(s string) (Type, error) {
+	for _, t := range []Type{Single, Sentinel, Cluster} {
+		if strings.EqualFold(s, t.String()) {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("redisstore: unknown redis type %q (want SINGLE, SENTINEL or CLUSTER)", s)
+}
+
+// DefaultTimeout is REDIS_TIMEOUT's default in envoyproxy/ratelimit.
+const DefaultTimeout = 10 * time.Second
+
+// DefaultPoolSize is REDIS_POOL_SIZE's default in envoyproxy/ratelimit.
+const DefaultPoolSize = 10
+
+// Option configures New.
+type Option func(*settings)
+
+type settings struct {
+	client     redis.UniversalClient
+	addr       string
+	typ        Type
+	socketType string
+	auth       string
+	tls        *tls.Config
+	poolSize   int
+	timeout    time.Duration
+	now        func() time.Time
+}
+
+func defaults() settings {
+	return settings{typ: Single, socketType: "tcp", poolSize: DefaultPoolSize, timeout: DefaultTimeout}
+}
+
+// WithClient uses c instead of building a client from the other options,
+// which are then ignored except WithTimeout and WithClock. The caller keeps
+// ownership: Close does not close c.
+func WithClient(c redis.UniversalClient) Option {
+	return func(s *settings) { s.client = c }
+}
+
+// WithAddr is REDIS_URL: "host:port", "redis://..." or "rediss://..." (or a
+// socket path with WithSocketType("unix")); for Sentinel
+// "mastername,host:port,host:port" (the sentinels); for Cluster a
+// comma-separated list of seed nodes.
+func WithAddr(url string) Option {
+	return func(s *settings) { s.addr = url }
+}
+
+// WithType is REDIS_TYPE.
+func WithType(t Type) Option {
+	return func(s *settings) { s.typ = t }
+}
+
+// WithSocketType is REDIS_SOCKET_TYPE: "tcp" (default) or "unix".
+func WithSocketType(network string) Option {
+	return func(s *settings) { s.socketType = network }
+}
+
+// WithAuth is REDIS_AUTH: "password", or "user:password" for an ACL user.
+// It wins over credentials in a redis:// URL.
+func WithAuth(auth string) Option {
+	return func(s *settings) { s.auth = auth }
+}
+
+// WithTLS enables TLS (REDIS_TLS) with cfg; a rediss:// URL enables it too.
+func WithTLS(cfg *tls.Config) Option {
+	return func(s *settings) { s.tls = cfg }
+}
+
+// WithPoolSize is REDIS_POOL_SIZE, connections per node.
+func WithPoolSize(n int) Option {
+	return func(s *settings) { s.poolSize = n }
+}
+
+// WithTimeout is REDIS_TIMEOUT: the dial, read and write timeout, and an
+// upper bound on every Take and Ping whatever the caller's deadline.
+func WithTimeout(d time.Duration) Option {
+	return func(s *settings) { s.timeout = d }
+}
+
+// WithClock passes now() to the script as the decision time. Tests only: in
+// production every replica must share Redis's clock (TIME), which is the default.
+func WithClock(now func() time.Time) Option {
+	return func(s *settings) { s.now = now }
+}

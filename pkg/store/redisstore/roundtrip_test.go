@@ -1,0 +1,121 @@
+package redisstore_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+// countingHook records every command the store sends, client-side.
+type countingHook struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.mu.Lock()
+		h.names = append(h.names, cmd.Name())
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		for _, c := range cmds {
+			h.names = append(h.names, "pipeline:"+c.Name())
+		}
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (h *countingHook) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.names
+	h.names = nil
+	return out
+}
+
+// TestOneRoundTripPerTake counts on both ends: the go-redis hook sees what
+// the store sends, INFO commandstats what Redis executed.
+func TestOneRoundTripPerTake(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	hook := &countingHook{}
+	client.AddHook(hook)
+	s := newStore(t, redisstore.WithClient(client))
+
+	// The first Take may load the script (NOSCRIPT, then EVAL) on a fresh server.
+	mustTake(t, s, batch(1, window(100), 1))
+	hook.take()
+	if err := client.ConfigResetStat(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hook.take()
+
+	const takes = 10
+	for _, n := range []int{1, 5, 20} {
+		for range takes {
+			res := mustTake(t, s, batch(n, window(1000), 1))
+			if len(res) != n {
+				t.Fatalf("Take of %d ops returned %d results", n, len(res))
+			}
+			if sent := hook.take(); len(sent) != 1 || sent[0] != "evalsha" {
+				t.Fatalf("Take of %d ops sent %v, want exactly [evalsha]", n, sent)
+			}
+		}
+	}
+
+	stats := commandStats(t, client)
+	if got := stats["evalsha"]; got != 3*takes {
+		t.Errorf("Redis ran evalsha %d times for %d Takes", got, 3*takes)
+	}
+	// Commands the script calls count too (hmget, pexpire, ...); what
+	// matters is that each Take entered Redis once, and never as EVAL.
+	if got := stats["eval"]; got != 0 {
+		t.Errorf("Redis ran eval %d times: the script cache was missed", got)
+	}
+}
+
+// commandStats parses INFO commandstats into calls per command.
+func commandStats(t *testing.T, c *redis.Client) map[string]int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	stats := map[string]int{}
+	for line := range strings.SplitSeq(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		for field := range strings.SplitSeq(rest, ",") {
+			if v, ok := strings.CutPrefix(field, "calls="); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatalf("commandstats line %q: %v", line, err)
+				}
+				stats[strings.TrimPrefix(name, "cmdstat_")] = n
+			}
+		}
+	}
+	return stats
+}

@@ -1,0 +1,110 @@
+// Package redisstore is the store.Store shared by every replica: each Take
+// is one EVALSHA of pkg/scripts' Lua, so a batch is decided atomically in
+// Redis, on Redis's clock, in one round trip.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Store decides rate limits in Redis.
+type Store struct {
+	client     redis.UniversalClient
+	ownsClient bool
+	runner     *scripts.Runner
+	timeout    time.Duration
+	now        func() time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds a Store. It does not contact Redis: a replica must start (and
+// report not ready through Ping) while Redis is still coming up.
+func New(opts ...Option) (*Store, error) {
+	s := defaults()
+	for _, opt := range opts {
+		opt(&s)
+	}
+	if s.timeout <= 0 {
+		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.timeout)
+	}
+	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.timeout, now: s.now}
+	if st.client == nil {
+		c, err := newClient(s)
+		if err != nil {
+			return nil, err
+		}
+		st.client, st.ownsClient = c, true
+	}
+	return st, nil
+}
+
+// Take decides reqs atomically with one EVALSHA. An error means Redis could
+// not decide (unreachable, timed out, script error); it is never "over limit".
+func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: take %d keys: %w", len(reqs), err)
+	}
+	if len(reqs) == 0 {
+		return []store.Result{}, nil
+	}
+	ops := make([]algorithms.Op, len(reqs))
+	for i, r := range reqs {
+		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits}
+	}
+	// REDIS_TIMEOUT caps the call even when the caller allows longer.
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var now time.Time
+	if s.now != nil {
+		now = s.now()
+	}
+	decisions, err := s.runner.Take(ctx, s.client, ops, now)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: take %d keys: %w", len(reqs), err)
+	}
+	if len(decisions) != len(reqs) {
+		return nil, fmt.Errorf("redisstore: take %d keys: script returned %d decisions", len(reqs), len(decisions))
+	}
+	results := make([]store.Result, len(decisions))
+	for i, d := range decisions {
+		results[i] = store.Result{Decision: d}
+	}
+	return results, nil
+}
+
+// Ping reports whether Redis answers, for readiness checks.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisstore: ping: %w", err)
+	}
+	return nil
+}
+
+// Close closes the client New built; a client from WithClient stays open.
+// Closing twice is harmless.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.ownsClient {
+			if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+				s.closeErr = fmt.Errorf("redisstore: close: %w", err)
+			}
+		}
+	})
+	return s.closeErr
+}

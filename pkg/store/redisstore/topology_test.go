@@ -1,0 +1,122 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+// TestSentinelSmoke finds the master through one real Sentinel process.
+func TestSentinelSmoke(t *testing.T) {
+	master := redistest.Start(t)
+	_, masterPort, _ := net.SplitHostPort(master.Addr)
+	sentinel := startSentinel(t, "mymaster", masterPort)
+
+	s := newStore(t, redisstore.WithType(redisstore.Sentinel), redisstore.WithAddr("mymaster,"+sentinel))
+	res := mustTake(t, s, batch(3, window(5), 2))
+	for i, r := range res {
+		if !r.Allowed || r.Remaining != 3 {
+			t.Errorf("op %d through Sentinel: %+v, want allowed with remaining 3", i, r.Decision)
+		}
+	}
+	// The state landed on the master Sentinel named.
+	direct := redis.NewClient(&redis.Options{Addr: master.Addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	if n, err := direct.DBSize(t.Context()).Result(); err != nil || n == 0 {
+		t.Errorf("master holds %d keys (%v), want the store's state", n, err)
+	}
+}
+
+func startSentinel(t *testing.T, name, masterPort string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		redistest.Missing(t, "redis-server not on PATH")
+	}
+	dir := t.TempDir()
+	port := redistest.FreePort(t)
+	conf := filepath.Join(dir, "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %s 1\n", port, dir, name, masterPort)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sentinel: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = sc.Close() })
+	waitFor(t, 10*time.Second, func() error {
+		_, err := sc.GetMasterAddrByName(t.Context(), name).Result()
+		return err
+	})
+	return addr
+}
+
+// TestClusterSmoke runs against a one-node Redis Cluster holding every slot.
+// A batch's keys must share a slot (a hash tag): Redis refuses a script
+// whose keys span slots, even on a single node.
+func TestClusterSmoke(t *testing.T) {
+	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	if err := admin.Do(t.Context(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		info, err := admin.ClusterInfo(t.Context()).Result()
+		if err == nil && !strings.Contains(info, "cluster_state:ok") {
+			err = fmt.Errorf("cluster not ok yet")
+		}
+		return err
+	})
+
+	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(srv.Addr))
+	lim := window(5)
+	tagged := []store.Request{{Key: "{t}a", Limit: lim, Hits: 1}, {Key: "{t}b", Limit: lim, Hits: 2}}
+	res := mustTake(t, s, tagged)
+	if !res[0].Allowed || res[0].Remaining != 4 || !res[1].Allowed || res[1].Remaining != 3 {
+		t.Errorf("same-slot batch on a cluster: %+v, %+v", res[0].Decision, res[1].Decision)
+	}
+	spread := []store.Request{{Key: "a", Limit: lim, Hits: 1}, {Key: "b", Limit: algorithms.Limit(lim), Hits: 1}}
+	if _, err := s.Take(t.Context(), spread); err == nil {
+		t.Error("a batch across slots succeeded; Redis Cluster should refuse it (the service must hash-tag keys)")
+	} else {
+		t.Logf("cross-slot batch: %v", err)
+	}
+}
+
+// waitFor polls a real process becoming ready; it waits on the process, not
+// on the passage of rate-limit time.
+func waitFor(t *testing.T, within time.Duration, ready func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := ready()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after %s: %v", within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
