@@ -26,8 +26,48 @@ type Rule struct {
 	Unit            rlsv3.RateLimitResponse_RateLimit_Unit
 	RequestsPerUnit uint32
 	// Limit is what the store enforces (algorithm, period, burst, ...).
+	// It is the zero Limit for unlimited rules, which never reach a store.
 	Limit          algorithms.Limit
 	Unlimited      bool
 	ShadowMode     bool
 	DetailedMetric bool
+	// ValueToMetric is the node's own value_to_metric; MetricKey applies
+	// the flags of every node on the path.
+	ValueToMetric bool
+	// ShareThreshold is the node's own share_threshold; KeyBuilder applies
+	// the flags of every node on the path.
+	ShareThreshold bool
+	// QuotaMode marks a quota descriptor: the request is over the limit
+	// only if every quota descriptor is.
+	QuotaMode bool
+	// Metadata is the node's user metadata (JSON-like values), sent back to
+	// the client while the descriptor is under its limit. Read-only.
+	Metadata map[string]any
+	// Source is "file:line" of the node's key, for logs and /rlconfig.
+	Source string
+
+	// path describes how each request entry reached this rule, root first.
+	// It is nil for rules not built by Parse (e.g. request overrides), which
+	// then count per value at every level.
+	path []level
+}
+
+// levelKind is how a request entry reached a node.
+type levelKind uint8
+
+const (
+	byValue    levelKind = iota + 1 // key and exact value
+	byWildcard                      // key and a value pattern containing '*'
+	byKey                           // key alone: every value
+)
+
+// level is one node on a rule's path from the domain root.
+type level struct {
+	key   string
+	value string // exact value or wildcard pattern; empty for byKey
+	kind  levelKind
+	// shared: values matching this wildcard share one counter
+	// (share_threshold).
+	shared        bool
+	valueToMetric bool
 }

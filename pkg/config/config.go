@@ -1,0 +1,168 @@
+// Package config loads envoyproxy/ratelimit's YAML rate-limit configuration
+// (plus ratelimitd's algorithm extensions), matches request descriptors to
+// rules the way envoyproxy does, builds the store keys of matched rules and
+// reloads the configuration when its directory changes.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// File is one configuration file: Name appears in error messages.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Config is an immutable, loaded configuration. It is safe for concurrent
+// use.
+type Config struct {
+	domains map[string]*domainTree
+	names   []string // sorted
+}
+
+type domainTree struct {
+	root  *node
+	files []string // files that configure the domain, in load order
+}
+
+// Parse loads files in order. It returns every error of every file, joined;
+// each is an *Error naming the file, line and field.
+func Parse(files []File, opts ...Option) (*Config, error) {
+	o := buildOptions(opts)
+	c := &Config{domains: map[string]*domainTree{}}
+	errs := &errorList{}
+	for _, f := range files {
+		spec := readFile(f, errs)
+		if spec == nil {
+			continue
+		}
+		c.addFile(spec, o, errs)
+	}
+	if len(errs.errs) > 0 {
+		return nil, errors.Join(errs.errs...)
+	}
+	for name := range c.domains {
+		c.names = append(c.names, name)
+	}
+	slices.Sort(c.names)
+	return c, nil
+}
+
+func (c *Config) addFile(spec *fileSpec, o options, errs *errorList) {
+	tree, exists := c.domains[spec.domain]
+	switch {
+	case !exists:
+		tree = &domainTree{root: newNode()}
+		tree.root.statKey = spec.domain
+		c.domains[spec.domain] = tree
+	case !o.mergeDomains:
+		errs.add(spec.name, spec.domainNode.Line, "domain",
+			"duplicate domain %q (also in %s); set MERGE_DOMAIN_CONFIG=true to merge", spec.domain, strings.Join(tree.files, ", "))
+		return
+	}
+	tree.files = append(tree.files, spec.name)
+	b := builder{file: spec.name, domain: spec.domain, errs: errs}
+	b.insert(tree.root, spec.descriptors)
+}
+
+// builder inserts one file's descriptors into a domain's tree.
+type builder struct {
+	file   string
+	domain string
+	errs   *errorList
+}
+
+func (b builder) insert(parent *node, specs []*descSpec) {
+	for _, d := range specs {
+		if d.key == "" {
+			continue // already reported; nothing to index it by
+		}
+		segment := d.key
+		if d.value != "" {
+			segment += "_" + d.value
+		}
+		statKey := parent.statKey + "." + segment
+		source := fmt.Sprintf("%s:%d", b.file, d.line)
+		if prev := parent.lookup(d.key, d.value); prev != nil {
+			b.errs.add(b.file, d.line, d.field, "duplicate descriptor composite key %q (first at %s)", statKey, prev.source)
+			continue
+		}
+		kind := byKey
+		switch {
+		case strings.Contains(d.value, "*"):
+			kind = byWildcard
+		case d.value != "":
+			kind = byValue
+		}
+		n := newNode()
+		n.statKey = statKey
+		n.source = source
+		n.path = append(slices.Clip(parent.path), level{
+			key:           d.key,
+			value:         d.value,
+			kind:          kind,
+			shared:        d.shareThreshold,
+			valueToMetric: d.valueToMetric,
+		})
+		if r := d.rule; r != nil {
+			r.Domain = b.domain
+			r.StatKey = statKey
+			r.ShadowMode = d.shadowMode
+			r.DetailedMetric = d.detailedMetric
+			r.ValueToMetric = d.valueToMetric
+			r.ShareThreshold = d.shareThreshold
+			r.QuotaMode = d.quotaMode
+			r.Metadata = d.metadata
+			r.Source = source
+			r.path = n.path
+			n.rule = r
+		}
+		parent.add(d.key, d.value, n)
+		b.insert(n, d.children)
+	}
+}
+
+// HasDomain reports whether any file configures domain.
+func (c *Config) HasDomain(domain string) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.domains[domain]
+	return ok
+}
+
+// Domains lists the configured domains, sorted.
+func (c *Config) Domains() []string {
+	if c == nil {
+		return nil
+	}
+	return slices.Clone(c.names)
+}
+
+// Match finds the rule for one request descriptor as envoyproxy does: walk
+// the entries from the domain's root, at each level taking the key_value
+// node, else the first matching wildcard, else the key-only node, never
+// backtracking. The rule applies only at the node reached by the last
+// entry. It returns nil for an unknown domain, no match, or a node without
+// a rate_limit. Match does not allocate; the Rule is shared by every caller
+// and must not be modified.
+func (c *Config) Match(domain string, entries []Entry) *Rule {
+	if c == nil || len(entries) == 0 {
+		return nil
+	}
+	tree := c.domains[domain]
+	if tree == nil {
+		return nil
+	}
+	n := tree.root
+	for _, e := range entries {
+		if n = n.child(e); n == nil {
+			return nil
+		}
+	}
+	return n.rule
+}

@@ -1,0 +1,159 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The keys allowed at each level mirror envoyproxy/ratelimit's YAML, plus
+// our rate_limit extensions (algorithm, burst, unit_multiplier,
+// refill_interval, max_debt).
+func rootKeys() []string { return []string{"domain", "descriptors"} }
+
+func descriptorKeys() []string {
+	return []string{"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+		"value_to_metric", "share_threshold", "quota_mode", "metadata"}
+}
+
+func rateLimitKeys() []string {
+	return []string{"unit", "requests_per_unit", "unlimited", "name", "replaces",
+		"algorithm", "burst", "unit_multiplier", "refill_interval", "max_debt"}
+}
+
+// fileSpec is one file, read and checked field by field but not yet merged
+// with the other files.
+type fileSpec struct {
+	name        string
+	domain      string
+	domainNode  *yaml.Node
+	descriptors []*descSpec
+}
+
+type descSpec struct {
+	field string
+	line  int
+	key   string
+	value string
+	// rule is nil when the node has no rate_limit, or an invalid one.
+	rule           *Rule
+	shadowMode     bool
+	detailedMetric bool
+	valueToMetric  bool
+	shareThreshold bool
+	quotaMode      bool
+	metadata       map[string]any
+	children       []*descSpec
+}
+
+// readFile checks one file. It returns nil when the file has no domain to
+// merge it into; its errors are in errs either way.
+func readFile(f File, errs *errorList) *fileSpec {
+	r := &reader{file: f.Name, errs: errs}
+	root, ok := r.document(f.Data)
+	if !ok {
+		return nil
+	}
+	spec := &fileSpec{name: f.Name}
+	if root == nil {
+		errs.add(f.Name, 1, "domain", "missing: the file is empty")
+		return nil
+	}
+	pairs, ok := r.fields(root, "", rootKeys()...)
+	if !ok {
+		return nil
+	}
+	domainOK := true
+	for _, p := range pairs {
+		switch p.name {
+		case "domain":
+			spec.domain, domainOK = r.str(p.val, "domain")
+			spec.domainNode = p.key
+		case "descriptors":
+			spec.descriptors = r.descriptors(p.val, "descriptors")
+		}
+	}
+	if r.aborted {
+		return nil // a partial tree of an alias bomb is not worth indexing
+	}
+	if spec.domain == "" {
+		if domainOK {
+			line := root.Line
+			if spec.domainNode != nil {
+				line = spec.domainNode.Line
+			}
+			errs.add(f.Name, line, "domain", "missing or empty")
+		}
+		return nil
+	}
+	// A file with errors is still merged so that its duplicate keys are
+	// reported too; Parse discards the result.
+	return spec
+}
+
+func (r *reader) descriptors(n *yaml.Node, field string) []*descSpec {
+	items, ok := r.list(n, field)
+	if !ok {
+		return nil
+	}
+	out := make([]*descSpec, 0, len(items))
+	for i, item := range items {
+		if d := r.descriptor(item, fmt.Sprintf("%s[%d]", field, i)); d != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
+	if !r.enter(n, field) {
+		return nil
+	}
+	defer r.leave()
+	pairs, ok := r.fields(n, field, descriptorKeys()...)
+	if !ok {
+		return nil
+	}
+	d := &descSpec{field: field, line: n.Line}
+	var rateLimit, rateLimitKey *yaml.Node
+	var shareNode *yaml.Node
+	for _, p := range pairs {
+		sub := join(field, p.name)
+		switch p.name {
+		case "key":
+			d.key, _ = r.str(p.val, sub)
+			d.line = p.key.Line
+		case "value":
+			d.value, _ = r.str(p.val, sub)
+		case "rate_limit":
+			rateLimit, rateLimitKey = p.val, p.key
+		case "descriptors":
+			d.children = r.descriptors(p.val, sub)
+		case "shadow_mode":
+			d.shadowMode, _ = r.boolean(p.val, sub)
+		case "detailed_metric":
+			d.detailedMetric, _ = r.boolean(p.val, sub)
+		case "value_to_metric":
+			d.valueToMetric, _ = r.boolean(p.val, sub)
+		case "share_threshold":
+			d.shareThreshold, _ = r.boolean(p.val, sub)
+			shareNode = p.key
+		case "quota_mode":
+			d.quotaMode, _ = r.boolean(p.val, sub)
+		case "metadata":
+			d.metadata, _ = r.metadata(p.val, sub)
+		}
+	}
+	if d.key == "" {
+		r.errorf(n, join(field, "key"), "missing or empty: every descriptor needs a key")
+	}
+	if d.shareThreshold && !strings.Contains(d.value, "*") {
+		r.errorf(shareNode, join(field, "share_threshold"),
+			"only applies to a wildcard value (containing \"*\"), got value %q", d.value)
+	}
+	if rateLimit != nil && !isNull(rateLimit) {
+		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"))
+	}
+	return d
+}
