@@ -67,7 +67,8 @@ type Limit struct {
 	// Zero means Requests.
 	Burst uint64
 	// RefillInterval makes token_bucket add tokens in steps of
-	// Requests*RefillInterval/Period every RefillInterval. Zero is continuous.
+	// Requests*RefillInterval/Period every RefillInterval (fractions of a
+	// token carry over to the next step). Zero is continuous.
 	RefillInterval time.Duration
 	// MaxDebt lets token_bucket lend up to this many tokens it does not have.
 	MaxDebt uint64
@@ -91,7 +92,8 @@ type Decision struct {
 	// rolls over; for buckets, until the bucket is full (empty meter) again;
 	// when denied, never less than RetryAfter.
 	ResetAfter time.Duration
-	// RetryAfter is how long until the same hits would be admitted; zero when
-	// allowed. It is "never" (MaxRetry) when hits can never fit.
+	// RetryAfter is how long until the same hits would be admitted (exactly:
+	// not a µs earlier); zero when allowed. It is Never when hits can never
+	// fit.
 	RetryAfter time.Duration
 }

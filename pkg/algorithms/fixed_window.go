@@ -8,28 +8,34 @@ import "time"
 //
 // State: A = window start (µs), B = hits admitted in that window.
 // TTL: the state expires at the end of its window.
-// Remaining: Requests minus hits admitted in this window.
+// Remaining: Requests minus hits admitted in this window (0 when over).
 // ResetAfter: until the window ends.
+// RetryAfter: until the window ends (a fresh window admits up to Requests).
+// Over the limit means count > Requests, so a check (hits 0) is denied only
+// after a rule lowered Requests below what the window already admitted.
 func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	period := lim.Period.Microseconds()
 	start := now - now%period
 	count := int64(0)
-	if st.A == start {
+	if st.A == start && st.B > 0 {
 		count = st.B
 	}
 	limit := int64(lim.Requests)
-	reset := time.Duration(start+period-now) * time.Microsecond
-	d := Decision{ResetAfter: reset}
-	if int64(hits) > limit-count {
-		d.Remaining = uint64(max(limit-count, 0))
-		d.RetryAfter = reset
-		if int64(hits) > limit {
+	reset := start + period - now
+	room := limit - count
+	if room < 0 || hits > uint64(room) {
+		d := Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: micros(reset)}
+		if hits > lim.Requests {
 			d.RetryAfter = Never
 		}
 		return d, st
 	}
 	count += int64(hits)
-	d.Allowed = true
-	d.Remaining = uint64(limit - count)
-	return d, State{A: start, B: count, ExpiresAt: start + period}
+	return Decision{Allowed: true, Remaining: uint64(limit - count), ResetAfter: micros(reset)},
+		State{A: start, B: count, ExpiresAt: start + period}
+}
+
+// micros converts µs to a Duration.
+func micros(us int64) time.Duration {
+	return time.Duration(us) * time.Microsecond
 }

@@ -12,12 +12,13 @@ const Never = time.Duration(math.MaxInt64)
 // State is the persisted state of one key; the zero State is a fresh key.
 // Which fields an algorithm uses is documented on that algorithm.
 type State struct {
-	// A and B are the algorithm's integer registers.
-	A, B int64
+	// A, B and C are the algorithm's integer registers.
+	A, B, C int64
 	// Log holds sliding_log's admitted hits, oldest first.
 	Log []LogEntry
 	// ExpiresAt (Unix microseconds) is when the state no longer matters and
 	// may be dropped; a store reads a state at or past it as the zero State.
+	// Zero means a fresh state.
 	ExpiresAt int64
 }
 
@@ -30,17 +31,45 @@ type LogEntry struct {
 
 // Take applies hits to state at now under lim. hits == 0 only checks.
 // The returned state is the one to persist when the caller commits.
+//
+// A limit that fails Validate denies everything with RetryAfter Never. A
+// state written by the other family (sliding_log's log versus the registers
+// of every other algorithm) reads as a fresh one, so changing a rule's
+// algorithm never misreads old state. now is clamped to 0..MaxUnixMicro.
 func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
-	us := now.UnixMicro()
+	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	if st.ExpiresAt != 0 && us >= st.ExpiresAt {
 		st = State{}
 	}
-	switch lim.Algorithm {
+	if lim.Validate() != nil {
+		return Decision{RetryAfter: Never}, st
+	}
+	if (lim.Algorithm == SlidingLog) != (len(st.Log) > 0) {
+		st = State{}
+	}
+	switch lim.Algorithm { // Validate rejected any other value
 	case FixedWindow:
 		return fixedWindow(lim, st, hits, us)
+	case SlidingLog:
+		return slidingLog(lim, st, hits, us)
+	case SlidingWindow:
+		return slidingWindow(lim, st, hits, us)
+	case TokenBucket:
+		return tokenBucket(lim, st, hits, us)
+	case LeakyBucket:
+		return leakyBucket(lim, st, hits, us)
 	default:
-		return takeOther(lim, st, hits, us)
+		return gcra(lim, st, hits, us)
 	}
+}
+
+// zeroRate is the decision of every algorithm but fixed_window when Requests
+// is 0: hits are never admitted, a check is.
+func zeroRate(st State, hits uint64) (Decision, State) {
+	if hits > 0 {
+		return Decision{RetryAfter: Never}, st
+	}
+	return Decision{Allowed: true}, st
 }
 
 // Op is one charge of Hits against Key under Limit.

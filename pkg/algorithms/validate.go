@@ -3,18 +3,24 @@ package algorithms
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"time"
 )
 
 // Bounds keep every intermediate value of every algorithm exact in Lua's
 // binary64 numbers (integers up to 2^53): timestamps in microseconds are
-// about 2^51 today, and no count exceeds MaxCount.
+// about 2^51 today, no count exceeds MaxCount, and no state outlives its
+// write by more than 2*MaxPeriod (a sliding window's previous window), so
+// every stored time stays below 2^53 while now <= MaxUnixMicro.
 const (
-	MaxPeriod = 100 * 365 * 24 * time.Hour
+	MaxPeriod = 50 * 365 * 24 * time.Hour
 	MaxCount  = 1 << 40
+	// MaxUnixMicro is the latest supported clock (year 2155) in Unix µs.
+	MaxUnixMicro = 1<<53 - 1 - 2*int64(MaxPeriod/time.Microsecond)
 )
 
-// Validate reports a Limit the algorithms cannot evaluate exactly.
+// Validate reports a Limit the algorithms cannot evaluate exactly. It is
+// pure and cheap: Take calls it on every evaluation.
 func (l Limit) Validate() error {
 	var errs []error
 	if _, ok := algorithmNames[l.Algorithm]; !ok {
@@ -35,5 +41,27 @@ func (l Limit) Validate() error {
 	if (l.RefillInterval != 0 || l.MaxDebt != 0) && l.Algorithm != TokenBucket {
 		errs = append(errs, errors.New("refill_interval and max_debt apply to token_bucket only"))
 	}
+	if len(errs) == 0 && !l.refillsInTime() {
+		errs = append(errs, fmt.Errorf("a bucket of %d (burst+max_debt) refilling at %d per %s takes longer than %s to refill", l.Capacity()+l.MaxDebt, l.Requests, l.Period, MaxPeriod))
+	}
 	return errors.Join(errs...)
+}
+
+// refillsInTime reports whether a bucket (token_bucket, leaky_bucket, gcra)
+// goes from empty (or fully in debt) to full, plus one refill step, within
+// MaxPeriod: every time a bucket stores or reports is bounded by that.
+func (l Limit) refillsInTime() bool {
+	switch l.Algorithm {
+	case TokenBucket, LeakyBucket, GCRA:
+	default:
+		return true
+	}
+	if l.Requests == 0 {
+		return true
+	}
+	// (Capacity+MaxDebt) * Period <= (MaxPeriod - RefillInterval) * Requests
+	hiNeed, loNeed := bits.Mul64(l.Capacity()+l.MaxDebt, uint64(l.Period.Microseconds()))
+	budget := uint64((MaxPeriod - l.RefillInterval).Microseconds())
+	hiHave, loHave := bits.Mul64(budget, l.Requests)
+	return hiNeed < hiHave || (hiNeed == hiHave && loNeed <= loHave)
 }

@@ -1,0 +1,68 @@
+package algorithms
+
+// gcra is the generic cell rate algorithm: one theoretical arrival time (TAT)
+// per key. Each hit is due Period/Requests (the emission interval T) after
+// the previous one; hits are admitted while TAT - now, after adding them,
+// stays within Capacity()*T. It admits exactly what a continuous token
+// bucket of Capacity() tokens would, with the smallest state.
+//
+// State: A = TAT in whole µs, B = the TAT's fraction of a µs in 1/Requests
+// units (0 <= B < Requests), since T is rarely a whole number of µs.
+// TTL: at the TAT, when the key is as good as fresh.
+// Remaining: hits admissible now, Capacity() - ceil((TAT-now)/T).
+// ResetAfter: until the TAT. RetryAfter: until TAT - now <= (Capacity()-hits)*T.
+//
+// A lowered rate or burst clamps the TAT to now + Capacity()*T.
+func gcra(lim Limit, st State, hits uint64, now int64) (Decision, State) {
+	if lim.Requests == 0 {
+		return zeroRate(st, hits)
+	}
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	// The TAT may run at most window = capacity*T = q + rem/r µs ahead.
+	q, rem := mad(capacity, p, 0, r)
+	tat, frac := now, int64(0)
+	if st.ExpiresAt != 0 {
+		tat, frac = st.A, clamp(st.B, 0, r-1)
+		if tat > now+q || (tat == now+q && frac > rem) {
+			tat, frac = now+q, rem
+		}
+	}
+	if tat < now {
+		tat, frac = now, 0
+	}
+	remaining := capacity - ceilDiv(tat-now, r, frac, p)
+	reset := tat - now
+	if frac > 0 {
+		reset++
+	}
+	if hits > uint64(capacity) {
+		return Decision{Remaining: uint64(remaining), ResetAfter: micros(reset), RetryAfter: Never}, st
+	}
+	add, nextFrac := mad(int64(hits), p, frac, r)
+	next := tat + add
+	if next-now > q || (next-now == q && nextFrac > rem) {
+		// Admissible once the TAT is within (capacity-hits)*T of the clock.
+		hq, hrem := mad(capacity-int64(hits), p, 0, r)
+		at := tat - hq
+		if frac > hrem {
+			at++
+		}
+		return Decision{Remaining: uint64(remaining), ResetAfter: micros(reset), RetryAfter: micros(at - now)}, st
+	}
+	expires := next
+	if nextFrac > 0 {
+		expires++
+	}
+	return Decision{
+			Allowed:    true,
+			Remaining:  uint64(capacity - ceilDiv(next-now, r, nextFrac, p)),
+			ResetAfter: micros(expires - now),
+		},
+		State{A: next, B: nextFrac, ExpiresAt: expires}
+}
+
+// ceilDiv is ceil((a*b + c) / d).
+func ceilDiv(a, b, c, d int64) int64 {
+	q, _ := mad(a, b, c+d-1, d)
+	return q
+}

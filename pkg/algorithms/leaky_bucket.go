@@ -1,0 +1,64 @@
+package algorithms
+
+// leakyBucket is a meter: each admitted hit adds one to a level that drains
+// at Requests per Period; hits are admitted while level+hits <= Capacity().
+//
+// State: A = drain anchor (µs; draining is accounted up to it), B = level
+// (whole units, rounded up), C = the fraction of a unit already drained in
+// 1/Period units (0 <= C < Period µs), so the exact level is B - C/Period.
+// A fresh state is an empty meter.
+// TTL: when the meter is empty again.
+// Remaining: Capacity() minus the level.
+// ResetAfter: until the meter is empty. RetryAfter: until the level is at
+// most Capacity() - hits.
+//
+// A lowered Capacity clamps the level to it.
+func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) {
+	if lim.Requests == 0 {
+		return zeroRate(st, hits)
+	}
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	level, frac, anchor := int64(0), int64(0), now
+	if st.ExpiresAt != 0 {
+		level, frac, anchor = clamp(st.B, 0, capacity), clamp(st.C, 0, p-1), max(st.A, now)
+		if level == 0 {
+			frac = 0
+		} else if elapsed := now - st.A; elapsed > 0 {
+			if elapsed >= refillTime(level, frac, p, r) {
+				level, frac = 0, 0
+			} else {
+				var drained int64
+				drained, frac = mad(elapsed, r, frac, p)
+				level -= drained
+			}
+		}
+	}
+	// until is when the level has drained down to x < level.
+	until := func(x int64) int64 {
+		return anchor + refillTime(level-x, frac, p, r)
+	}
+	if hits > uint64(capacity) {
+		d := Decision{Remaining: uint64(capacity - level), RetryAfter: Never}
+		if level > 0 {
+			d.ResetAfter = micros(until(0) - now)
+		}
+		return d, st
+	}
+	if target := capacity - int64(hits); level > target {
+		return Decision{
+			Remaining:  uint64(capacity - level),
+			ResetAfter: micros(until(0) - now),
+			RetryAfter: micros(until(target) - now),
+		}, st
+	}
+	level += int64(hits)
+	next := State{A: anchor, B: level, C: frac, ExpiresAt: now}
+	if level > 0 {
+		next.ExpiresAt = until(0)
+	}
+	return Decision{
+		Allowed:    true,
+		Remaining:  uint64(capacity - level),
+		ResetAfter: micros(next.ExpiresAt - now),
+	}, next
+}

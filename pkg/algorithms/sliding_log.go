@@ -1,0 +1,84 @@
+package algorithms
+
+import "slices"
+
+// slidingLog is an exact sliding window: it logs every admitted request and
+// admits hits while the hits logged in (now-Period, now] plus the new ones
+// stay within Requests.
+//
+// State: Log, one entry per admitted request with hits > 0, sorted by At then
+// Seq; Seq is 1 + the entries already logged at that same µs, so an entry is
+// unique (entries with one At always leave the window together). The log
+// never holds more than Requests entries. In Redis it is a ZSET (score At,
+// member "At:Seq:Hits") plus one member "~<sum of hits>" scored ExpiresAt.
+// TTL: when the newest entry leaves the window (its At + Period).
+// Remaining: Requests minus the hits in the window.
+// ResetAfter: until the newest entry leaves (the window is empty).
+// RetryAfter: until enough of the oldest entries leave to make room.
+//
+// A lowered Requests keeps the log (it simply denies until entries leave).
+func slidingLog(lim Limit, st State, hits uint64, now int64) (Decision, State) {
+	if lim.Requests == 0 {
+		return zeroRate(st, hits)
+	}
+	p, r := lim.Period.Microseconds(), int64(lim.Requests)
+	log := st.Log
+	for len(log) > 0 && log[0].At <= now-p {
+		log = log[1:]
+	}
+	var sum int64
+	for _, e := range log {
+		sum += e.Hits
+	}
+	room := r - sum
+	reset := int64(0)
+	if len(log) > 0 {
+		reset = log[len(log)-1].At + p - now
+	}
+	if hits > uint64(r) {
+		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: Never}, st
+	}
+	if room < 0 || hits > uint64(room) {
+		return Decision{
+			Remaining:  uint64(max(room, 0)),
+			ResetAfter: micros(reset),
+			RetryAfter: micros(logRoomAt(log, sum-(r-int64(hits))) + p - now),
+		}, st
+	}
+	if hits > 0 {
+		// Insert after every entry at or before now: a clock that went
+		// back leaves newer entries at the end.
+		i, seq := len(log), int64(1)
+		for i > 0 && log[i-1].At > now {
+			i--
+		}
+		for j := i - 1; j >= 0 && log[j].At == now; j-- {
+			seq++
+		}
+		log = slices.Insert(slices.Clip(log), i, LogEntry{At: now, Seq: seq, Hits: int64(hits)})
+	}
+	// An empty log is a fresh key: already expired (at 1µs, so even a clock
+	// that goes back reads it as fresh), so a store drops it.
+	next := State{ExpiresAt: 1}
+	reset = 0
+	if len(log) > 0 {
+		next = State{Log: log, ExpiresAt: log[len(log)-1].At + p}
+		reset = next.ExpiresAt - now
+	}
+	return Decision{Allowed: true, Remaining: uint64(room - int64(hits)), ResetAfter: micros(reset)}, next
+}
+
+// logRoomAt is the At of the oldest entry whose leaving, with every entry
+// before it, frees at least excess hits (0 < excess <= the log's sum).
+// Entries with one At leave together, so stopping inside such a group
+// gives the same At.
+func logRoomAt(log []LogEntry, excess int64) int64 {
+	freed := int64(0)
+	for _, e := range log {
+		freed += e.Hits
+		if freed >= excess {
+			return e.At
+		}
+	}
+	return log[len(log)-1].At
+}

@@ -1,0 +1,80 @@
+package algorithms
+
+// slidingWindow approximates a sliding window in O(1) state, like
+// Cloudflare's: windows of Period aligned to the Unix epoch, and at a time
+// el µs into the current window the count is
+//
+//	cur + ceil(prev * (Period - el) / Period)
+//
+// (the previous window's hits weighted by how much of it still overlaps the
+// sliding window, rounded up so it never admits more than a true sliding
+// window that spread prev evenly). A burst at the end of one window is still
+// counted at the start of the next, so there is no 2x burst at the edges.
+// The arithmetic is exact integers (mulAddDivMod), not binary64 weights.
+//
+// State: A = current window start (µs), B = hits admitted in it, C = hits
+// admitted in the window before it.
+// TTL: the end of the window after A (when B stops counting as prev).
+// Remaining: Requests minus the weighted count.
+// ResetAfter: until the weighted count reaches 0 (the end of the next window
+// while the current one has hits). RetryAfter: the exact first µs at which
+// the weighted count leaves room for hits.
+//
+// A state from another alignment (the Period changed) reads as fresh.
+func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) {
+	if lim.Requests == 0 {
+		return zeroRate(st, hits)
+	}
+	p, r := lim.Period.Microseconds(), int64(lim.Requests)
+	start := now - now%p
+	var cur, prev int64
+	if st.ExpiresAt != 0 {
+		switch {
+		case st.A == start:
+			cur, prev = st.B, st.C
+		case st.A == start-p:
+			prev = st.B
+		case st.A > start && (st.A-start)%p == 0:
+			// The clock went back a window or more: keep the newer counts.
+			start, cur, prev = st.A, st.B, st.C
+		}
+		cur, prev = max(cur, 0), max(prev, 0)
+	}
+	elapsed := max(now-start, 0)
+	weighted, _ := mad(prev, p-elapsed, p-1, p)
+	room := r - cur - weighted
+	reset := int64(0)
+	switch {
+	case cur > 0:
+		reset = start + 2*p - now
+	case prev > 0:
+		reset = start + p - now
+	}
+	if hits > uint64(r) {
+		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: Never}, st
+	}
+	if room < 0 || hits > uint64(room) {
+		var at int64
+		if left := r - cur - int64(hits); left >= 0 {
+			// Later in this window: prev*(start+p-at) <= left*p.
+			at = start + p - int64(mulDiv(uint64(left), uint64(p), uint64(prev)))
+		} else {
+			// In the next window, where cur becomes the previous count.
+			at = start + 2*p - int64(mulDiv(uint64(r)-hits, uint64(p), uint64(cur)))
+		}
+		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: micros(at - now)}, st
+	}
+	cur += int64(hits)
+	next := State{A: start, B: cur, C: prev, ExpiresAt: now}
+	switch {
+	case cur > 0:
+		next.ExpiresAt = start + 2*p
+	case prev > 0:
+		next.ExpiresAt = start + p
+	}
+	return Decision{
+		Allowed:    true,
+		Remaining:  uint64(room - int64(hits)),
+		ResetAfter: micros(next.ExpiresAt - now),
+	}, next
+}

@@ -1,0 +1,113 @@
+package algorithms
+
+import (
+	"testing"
+	"time"
+)
+
+func TestTakeAll(t *testing.T) {
+	fw := func(n uint64) Limit { return Limit{Algorithm: FixedWindow, Requests: n, Period: time.Minute} }
+	tb := Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second}
+	now := t0
+	tests := map[string]struct {
+		stored     map[string]State
+		ops        []Op
+		want       []Decision
+		wantWrites map[string]State
+	}{
+		"all allowed writes every key with hits": {
+			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(5), Hits: 2}, {Key: "c", Limit: fw(5), Hits: 0}},
+			want: []Decision{ok(1, 40*s), ok(3, 40*s), ok(5, 40*s)},
+			wantWrites: map[string]State{
+				"a": {A: t0.UnixMicro() - 20e6, B: 1, ExpiresAt: t0.UnixMicro() + 40e6},
+				"b": {A: t0.UnixMicro() - 20e6, B: 2, ExpiresAt: t0.UnixMicro() + 40e6},
+			},
+		},
+		"one denial consumes nothing and reports checks": {
+			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(1), Hits: 2}, {Key: "c", Limit: fw(3), Hits: 3}},
+			want: []Decision{ok(2, 40*s), no(1, 40*s, Never), ok(3, 40*s)},
+		},
+		"a repeated key is charged twice": {
+			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 2}, {Key: "a", Limit: fw(3), Hits: 1}},
+			want: []Decision{ok(1, 40*s), ok(0, 40*s)},
+			wantWrites: map[string]State{
+				"a": {A: t0.UnixMicro() - 20e6, B: 3, ExpiresAt: t0.UnixMicro() + 40e6},
+			},
+		},
+		"a repeated key over the limit denies both": {
+			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 2}, {Key: "a", Limit: fw(3), Hits: 2}},
+			want: []Decision{ok(3, 40*s), no(1, 40*s, 40*s)},
+		},
+		"stored state counts": {
+			stored: map[string]State{"a": {A: t0.UnixMicro() - 20e6, B: 2, ExpiresAt: t0.UnixMicro() + 40e6}},
+			ops:    []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "b", Limit: fw(3), Hits: 1}},
+			want:   []Decision{ok(0, 40*s), ok(2, 40*s)},
+			wantWrites: map[string]State{
+				"a": {A: t0.UnixMicro() - 20e6, B: 3, ExpiresAt: t0.UnixMicro() + 40e6},
+				"b": {A: t0.UnixMicro() - 20e6, B: 1, ExpiresAt: t0.UnixMicro() + 40e6},
+			},
+		},
+		"expired state reads as fresh": {
+			stored: map[string]State{"a": {A: 1, B: 99, ExpiresAt: t0.UnixMicro()}},
+			ops:    []Op{{Key: "a", Limit: fw(3), Hits: 0}},
+			want:   []Decision{ok(3, 40*s)},
+		},
+		"another family's state reads as fresh": {
+			stored: map[string]State{"a": {Log: []LogEntry{{At: t0.UnixMicro(), Seq: 1, Hits: 5}}, ExpiresAt: t0.UnixMicro() + 1e6}},
+			ops:    []Op{{Key: "a", Limit: tb, Hits: 10}},
+			want:   []Decision{ok(0, s)},
+			wantWrites: map[string]State{
+				"a": {A: t0.UnixMicro(), B: 0, ExpiresAt: t0.UnixMicro() + 1e6},
+			},
+		},
+		"an invalid limit denies the batch": {
+			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "b", Limit: Limit{Algorithm: FixedWindow, Requests: 1}, Hits: 0}},
+			want: []Decision{ok(3, 40*s), no(0, 0, Never)},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			loads := 0
+			load := func(key string) State { loads++; return tc.stored[key] }
+			got, writes := TakeAll(tc.ops, load, now)
+			for i := range tc.want {
+				if got[i] != tc.want[i] {
+					t.Errorf("op %d: got %s, want %s", i, fmtD(got[i]), fmtD(tc.want[i]))
+				}
+			}
+			if len(writes) != len(tc.wantWrites) {
+				t.Fatalf("writes %+v, want %+v", writes, tc.wantWrites)
+			}
+			for k, w := range tc.wantWrites {
+				g, found := writes[k]
+				if !found || g.A != w.A || g.B != w.B || g.C != w.C || g.ExpiresAt != w.ExpiresAt || len(g.Log) != len(w.Log) {
+					t.Errorf("write %s = %+v, want %+v", k, g, w)
+				}
+			}
+			keys := map[string]bool{}
+			for _, op := range tc.ops {
+				keys[op.Key] = true
+			}
+			if loads != len(keys) {
+				t.Errorf("loaded %d times for %d keys", loads, len(keys))
+			}
+		})
+	}
+}
+
+// Take never edits the caller's log: TakeAll keeps the original state to
+// re-check allowed ops after a denial.
+func TestSlidingLogDoesNotAliasInput(t *testing.T) {
+	lim := Limit{Algorithm: SlidingLog, Requests: 10, Period: s}
+	log := make([]LogEntry, 1, 8)
+	log[0] = LogEntry{At: t0.UnixMicro(), Seq: 1, Hits: 1}
+	st := State{Log: log, ExpiresAt: t0.UnixMicro() + 1e6}
+	_, a := Take(lim, st, 1, t0)
+	_, b := Take(lim, st, 2, t0)
+	if a.Log[1].Hits != 1 || b.Log[1].Hits != 2 || len(st.Log) != 1 || log[:2][1] != (LogEntry{}) {
+		t.Fatalf("logs share memory: %+v %+v %+v", a.Log, b.Log, log[:2])
+	}
+	if a.Log[1].Seq != 2 {
+		t.Fatalf("second entry in the same µs has seq %d, want 2", a.Log[1].Seq)
+	}
+}

@@ -1,0 +1,79 @@
+package algorithms
+
+// tokenBucket holds up to Capacity() tokens; they arrive at Requests per
+// Period and each hit takes one.
+//
+// Refill: continuous (µs granularity) by default. With RefillInterval I,
+// tokens arrive only at multiples of I since the Unix epoch; the amount at a
+// step is what continuous refill would have added by then, so fractions of
+// a token carry over to later steps, never rounded up nor lost, and over any
+// Period exactly Requests tokens arrive (when I divides it).
+//
+// Debt: with MaxDebt, a request not in debt may take tokens the bucket lacks,
+// down to -MaxDebt; while the bucket is below zero every request, checks
+// included, is denied until refill repays the debt. Formally hits are
+// admitted iff tokens >= max(0, hits - MaxDebt); hits > Capacity()+MaxDebt
+// are never admitted. MaxDebt 0 is a plain bucket.
+//
+// State: A = refill anchor (µs; refill is accounted up to it), B = tokens
+// (negative in debt), C = the next token's fraction in 1/Period units
+// (0 <= C < Period µs). A fresh state is a full bucket.
+// TTL: when the bucket is full again.
+// Remaining: whole tokens in the bucket (0 in debt; debt is not offered).
+// ResetAfter: until the bucket is full. RetryAfter: until tokens reach
+// max(0, hits - MaxDebt).
+//
+// A lowered Capacity or MaxDebt clamps tokens into -MaxDebt..Capacity.
+func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) {
+	if lim.Requests == 0 {
+		return zeroRate(st, hits)
+	}
+	p, r := lim.Period.Microseconds(), int64(lim.Requests)
+	capacity, debt := int64(lim.Capacity()), int64(lim.MaxDebt)
+	step := max(lim.RefillInterval.Microseconds(), 1)
+	boundary := now - now%step
+	tokens, frac, anchor := capacity, int64(0), boundary
+	if st.ExpiresAt != 0 {
+		tokens, frac, anchor = clamp(st.B, -debt, capacity), clamp(st.C, 0, p-1), max(st.A, boundary)
+		if tokens == capacity {
+			frac = 0
+		} else if elapsed := boundary - st.A; elapsed > 0 {
+			if elapsed >= refillTime(capacity-tokens, frac, p, r) {
+				tokens, frac = capacity, 0
+			} else {
+				var add int64
+				add, frac = mad(elapsed, r, frac, p)
+				tokens += add
+			}
+		}
+	}
+	// until is when the bucket holds x > tokens tokens.
+	until := func(x int64) int64 {
+		return ceilTo(anchor+refillTime(x-tokens, frac, p, r), step)
+	}
+	if hits > uint64(capacity+debt) {
+		d := Decision{Remaining: uint64(max(tokens, 0)), RetryAfter: Never}
+		if tokens < capacity {
+			d.ResetAfter = micros(until(capacity) - now)
+		}
+		return d, st
+	}
+	need := max(int64(hits)-debt, 0)
+	if tokens < need {
+		return Decision{
+			Remaining:  uint64(max(tokens, 0)),
+			ResetAfter: micros(until(capacity) - now),
+			RetryAfter: micros(until(need) - now),
+		}, st
+	}
+	tokens -= int64(hits)
+	next := State{A: anchor, B: tokens, C: frac, ExpiresAt: now}
+	if tokens < capacity {
+		next.ExpiresAt = until(capacity)
+	}
+	return Decision{
+		Allowed:    true,
+		Remaining:  uint64(max(tokens, 0)),
+		ResetAfter: micros(next.ExpiresAt - now),
+	}, next
+}

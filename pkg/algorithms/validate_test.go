@@ -1,0 +1,61 @@
+package algorithms
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	year := 365 * 24 * time.Hour
+	tests := map[string]struct {
+		lim     Limit
+		wantErr string // "" = valid
+	}{
+		"fixed window":              {Limit{Algorithm: FixedWindow, Requests: 10, Period: time.Second}, ""},
+		"zero requests":             {Limit{Algorithm: GCRA, Period: time.Second}, ""},
+		"max values":                {Limit{Algorithm: SlidingWindow, Requests: MaxCount, Period: MaxPeriod}, ""},
+		"token bucket extras":       {Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second, RefillInterval: time.Second, MaxDebt: 5}, ""},
+		"1e9 per year":              {Limit{Algorithm: TokenBucket, Requests: 1e9, Period: year, Burst: 1e9}, ""},
+		"unset algorithm":           {Limit{Requests: 1, Period: time.Second}, "algorithm is unset"},
+		"unknown algorithm":         {Limit{Algorithm: 42, Requests: 1, Period: time.Second}, "algorithm is unset or unknown (42)"},
+		"zero period":               {Limit{Algorithm: FixedWindow, Requests: 1}, "period 0s is outside"},
+		"period too long":           {Limit{Algorithm: FixedWindow, Requests: 1, Period: MaxPeriod + time.Second}, "is outside"},
+		"sub-µs period":             {Limit{Algorithm: FixedWindow, Requests: 1, Period: time.Second + 1}, "not a whole number of microseconds"},
+		"requests too big":          {Limit{Algorithm: FixedWindow, Requests: MaxCount + 1, Period: time.Second}, "at most"},
+		"burst too big":             {Limit{Algorithm: GCRA, Requests: 1, Burst: MaxCount + 1, Period: time.Second}, "at most"},
+		"refill longer than period": {Limit{Algorithm: TokenBucket, Requests: 1, Period: time.Second, RefillInterval: 2 * time.Second}, "refill_interval"},
+		"negative refill":           {Limit{Algorithm: TokenBucket, Requests: 1, Period: time.Second, RefillInterval: -time.Second}, "refill_interval"},
+		"max_debt on gcra":          {Limit{Algorithm: GCRA, Requests: 1, Period: time.Second, MaxDebt: 1}, "token_bucket only"},
+		"refill on fixed window":    {Limit{Algorithm: FixedWindow, Requests: 1, Period: time.Second, RefillInterval: time.Millisecond}, "token_bucket only"},
+		"bucket too slow to fill":   {Limit{Algorithm: LeakyBucket, Requests: 1, Period: year, Burst: 51}, "takes longer than"},
+		"debt too slow to repay":    {Limit{Algorithm: TokenBucket, Requests: 1, Period: year, Burst: 10, MaxDebt: 41}, "takes longer than"},
+		"burst ignored by windows":  {Limit{Algorithm: SlidingLog, Requests: 1, Period: year, Burst: MaxCount}, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := tc.lim.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("valid, want an error containing %q", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Fatalf("error %q, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// Every valid limit keeps the times it stores under 2^53 µs.
+func TestBoundsFitBinary64(t *testing.T) {
+	if MaxUnixMicro+2*MaxPeriod.Microseconds() >= 1<<53 {
+		t.Fatal("MaxUnixMicro + 2*MaxPeriod reaches 2^53")
+	}
+	if MaxUnixMicro < time.Date(2150, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() {
+		t.Fatalf("MaxUnixMicro is %s", time.UnixMicro(MaxUnixMicro).UTC())
+	}
+	if MaxPeriod.Microseconds() >= 1<<52 {
+		t.Fatal("mulAddDivMod's Lua twin needs divisors below 2^52")
+	}
+}

@@ -1,0 +1,277 @@
+package scripts_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+)
+
+// The differential test: for every algorithm, sequences of random ops (time
+// steps from 0 to beyond the period and a few backwards, hits from 0 to far
+// beyond the capacity, limit changes, multi-op batches with repeated keys and
+// mixed algorithms) must give the same decisions and leave the same state in Lua on a real
+// redis-server as algorithms.TakeAll does in Go.
+const (
+	diffSequences = 100
+	diffSteps     = 100 // diffSequences*diffSteps = 10^4 steps per algorithm
+)
+
+var periods = []time.Duration{
+	time.Microsecond, 7 * time.Microsecond, time.Millisecond, 1234567 * time.Microsecond,
+	time.Second, time.Minute, time.Hour, 24 * time.Hour, 365 * 24 * time.Hour,
+}
+
+var requestChoices = []uint64{1, 1, 2, 3, 5, 10, 10, 100, 1000, 1e9}
+
+// randomLimit draws a valid limit of alg (retrying until Validate passes).
+func randomLimit(rng *rand.Rand, alg algorithms.Algorithm) algorithms.Limit {
+	for {
+		lim := algorithms.Limit{
+			Algorithm: alg,
+			Requests:  requestChoices[rng.IntN(len(requestChoices))],
+			Period:    periods[rng.IntN(len(periods))],
+		}
+		if rng.IntN(50) == 0 {
+			lim.Requests = 0
+		}
+		if rng.IntN(2) == 0 {
+			lim.Burst = 1 + rng.Uint64N(3*max(lim.Requests, 1))
+		}
+		if alg == algorithms.TokenBucket {
+			if rng.IntN(2) == 0 {
+				lim.RefillInterval = time.Duration(1+rng.Int64N(lim.Period.Microseconds())) * time.Microsecond
+			}
+			if rng.IntN(2) == 0 {
+				lim.MaxDebt = rng.Uint64N(2*lim.Capacity() + 2)
+			}
+		}
+		if lim.Validate() == nil {
+			return lim
+		}
+	}
+}
+
+// mutate changes one parameter of lim, as a config reload would.
+func mutate(rng *rand.Rand, lim algorithms.Limit) algorithms.Limit {
+	for {
+		next := lim
+		switch rng.IntN(6) {
+		case 0:
+			next.Requests = requestChoices[rng.IntN(len(requestChoices))]
+		case 1:
+			next.Burst = rng.Uint64N(3*max(next.Requests, 1) + 1)
+		case 2:
+			next.Period = periods[rng.IntN(len(periods))]
+		case 3:
+			if next.Algorithm == algorithms.TokenBucket {
+				next.MaxDebt = rng.Uint64N(2*next.Capacity() + 2)
+			}
+		case 4:
+			if next.Algorithm == algorithms.TokenBucket {
+				next.RefillInterval = time.Duration(rng.Int64N(next.Period.Microseconds()+1)) * time.Microsecond
+			}
+		case 5:
+			return randomLimit(rng, lim.Algorithm)
+		}
+		if next.Validate() == nil {
+			return next
+		}
+	}
+}
+
+func randomHits(rng *rand.Rand, lim algorithms.Limit) uint64 {
+	capacity := max(lim.Capacity()+lim.MaxDebt, 1)
+	switch r := rng.IntN(100); {
+	case r < 10:
+		return 0
+	case r < 45:
+		return 1
+	case r < 75:
+		return 1 + rng.Uint64N(min(capacity, 20))
+	case r < 85:
+		return capacity - 1 + rng.Uint64N(3)
+	case r < 95:
+		return rng.Uint64N(2*capacity + 2)
+	default:
+		return []uint64{math.MaxUint64, algorithms.MaxCount, algorithms.MaxCount + 1, 1 << 42, 1 << 53}[rng.IntN(5)]
+	}
+}
+
+func randomStep(rng *rand.Rand, p time.Duration, now int64) int64 {
+	us := p.Microseconds()
+	if now > 4_000_000_000_000_000 {
+		us = 1000
+	}
+	switch r := rng.IntN(100); {
+	case r < 3:
+		// The clock went back (a Redis failover to a replica behind it).
+		return -rng.Int64N(2*us + 1)
+	case r < 20:
+		return 0
+	case r < 40:
+		return rng.Int64N(us/10 + 1)
+	case r < 80:
+		return rng.Int64N(us + 1)
+	default:
+		return rng.Int64N(3*us + 1)
+	}
+}
+
+// sequence is one independent history on its own keys and clock.
+type sequence struct {
+	keys    [2]string
+	now     int64
+	lim     algorithms.Limit
+	history []string
+}
+
+func (s *sequence) note(format string, args ...any) {
+	s.history = append(s.history, fmt.Sprintf(format, args...))
+	if len(s.history) > 12 {
+		s.history = s.history[1:]
+	}
+}
+
+// nextOps draws the ops of one step: mostly one op on the main key; some
+// batches of 2-4 ops over both keys (so keys repeat), with limit variants
+// and, rarely, another algorithm.
+func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
+	if rng.IntN(10) == 0 {
+		s.lim = mutate(rng, s.lim)
+	}
+	if rng.IntN(20) != 0 {
+		return []algorithms.Op{{Key: s.keys[0], Limit: s.lim, Hits: randomHits(rng, s.lim)}}
+	}
+	ops := make([]algorithms.Op, 2+rng.IntN(3))
+	for i := range ops {
+		lim := s.lim
+		switch rng.IntN(10) {
+		case 0:
+			lim = randomLimit(rng, algorithms.All()[rng.IntN(len(algorithms.All()))])
+		case 1, 2:
+			lim = mutate(rng, lim)
+		case 3:
+			lim.Period = 0 // invalid: denied with RetryAfter never
+		}
+		ops[i] = algorithms.Op{Key: s.keys[rng.IntN(2)], Limit: lim, Hits: randomHits(rng, lim)}
+	}
+	return ops
+}
+
+func TestDifferential(t *testing.T) {
+	rdb := newRedis(t)
+	src, ok := scripts.RecordingSource()
+	if !ok {
+		t.Fatal("RecordingSource no longer matches the script's PEXPIRE or return")
+	}
+	hash, err := rdb.ScriptLoad(context.Background(), src).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range algorithms.All() {
+		t.Run(alg.String(), func(t *testing.T) {
+			differential(t, rdb, hash, alg)
+		})
+	}
+}
+
+func differential(t *testing.T, rdb *redis.Client, hash string, alg algorithms.Algorithm) {
+	ctx := context.Background()
+	rng := newRand(t)
+	goState := model{}
+	seqs := make([]*sequence, diffSequences)
+	for i := range seqs {
+		seqs[i] = &sequence{
+			keys: [2]string{fmt.Sprintf("diff:%s:%d:a", alg, i), fmt.Sprintf("diff:%s:%d:b", alg, i)},
+			now:  1_700_000_000_000_000 + rng.Int64N(1e12),
+			lim:  randomLimit(rng, alg),
+		}
+	}
+	type pending struct {
+		ops   []algorithms.Op
+		eval  *redis.Cmd
+		reads [2]*stateRead
+	}
+	allowed, denied := 0, 0
+	for step := range diffSteps {
+		pipe := rdb.Pipeline()
+		steps := make([]pending, len(seqs))
+		for i, s := range seqs {
+			s.now += randomStep(rng, s.lim.Period, s.now)
+			ops := s.nextOps(rng)
+			keys, args, err := scripts.Encode(ops, time.UnixMicro(s.now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps[i].ops = ops
+			steps[i].eval = pipe.EvalSha(ctx, hash, keys, args...)
+			for k, key := range s.keys {
+				steps[i].reads[k] = queueRead(ctx, pipe, key)
+			}
+		}
+		_, _ = pipe.Exec(ctx) // WRONGTYPE replies of the reads are expected
+		for i, s := range seqs {
+			p := steps[i]
+			reply, err := p.eval.Result()
+			if err != nil {
+				t.Fatalf("step %d seq %d: evalsha: %v", step, i, err)
+			}
+			parts, ok := reply.([]any)
+			if !ok || len(parts) != 2 {
+				t.Fatalf("step %d seq %d: reply %v", step, i, reply)
+			}
+			got, err := scripts.Decode(parts[0], len(p.ops))
+			if err != nil {
+				t.Fatalf("step %d seq %d: %v", step, i, err)
+			}
+			pttl := map[string]int64{}
+			for j, v := range parts[1].([]any) {
+				pttl[p.ops[j].Key] = v.(int64)
+			}
+			want, writes := goState.take(p.ops, time.UnixMicro(s.now))
+			var b strings.Builder
+			for j, op := range p.ops {
+				fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d go=%s lua=%s", j, op.Key, op.Limit, op.Hits, fmtDecision(want[j]), fmtDecision(got[j]))
+			}
+			s.note("t=%d%s", s.now, b.String())
+			fail := func(format string, args ...any) {
+				t.Helper()
+				t.Fatalf("step %d seq %d: %s\nhistory (newest last):\n%s", step, i, fmt.Sprintf(format, args...), strings.Join(s.history, "\n"))
+			}
+			for j := range p.ops {
+				if got[j] != want[j] {
+					fail("op %d: lua %s, go %s", j, fmtDecision(got[j]), fmtDecision(want[j]))
+				}
+				if want[j].Allowed {
+					allowed++
+				} else {
+					denied++
+				}
+			}
+			for k, key := range s.keys {
+				st := p.reads[k].result()
+				if err := sameState(goState[key], st, s.now); err != nil {
+					fail("key %s: %v", key, err)
+				}
+				if _, written := writes[key]; written {
+					if err := checkTTL(key, pttl[key], st, s.now); err != nil {
+						fail("%v", err)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d steps: %d ops allowed, %d denied", diffSequences*diffSteps, allowed, denied)
+	if allowed < diffSteps || denied < diffSteps {
+		t.Errorf("the random ops barely explore both outcomes: %d allowed, %d denied", allowed, denied)
+	}
+}

@@ -1,0 +1,214 @@
+package scripts_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+)
+
+// newRedis returns a client of a private redis-server with the script loaded.
+func newRedis(t testing.TB) *redis.Client {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.ScriptLoad(context.Background(), scripts.Source()).Err(); err != nil {
+		t.Fatalf("script load: %v", err)
+	}
+	return rdb
+}
+
+// model is the Go reference: algorithms.TakeAll over a map.
+type model map[string]algorithms.State
+
+func (m model) take(ops []algorithms.Op, now time.Time) ([]algorithms.Decision, map[string]algorithms.State) {
+	load := func(key string) algorithms.State {
+		st := m[key]
+		st.Log = slices.Clone(st.Log)
+		return st
+	}
+	decisions, writes := algorithms.TakeAll(ops, load, now)
+	for k, st := range writes {
+		m[k] = st
+	}
+	return decisions, writes
+}
+
+// stored is a key's state as read back from Redis.
+type stored struct {
+	kind string // "none", "hash", "zset" or another Redis type
+	st   algorithms.State
+	sum  int64 // the zset's meta sum
+	err  string
+}
+
+// parseHash reads an HGETALL reply.
+func parseHash(m map[string]string) stored {
+	s := stored{kind: "hash"}
+	for f, dst := range map[string]*int64{"a": &s.st.A, "b": &s.st.B, "c": &s.st.C, "e": &s.st.ExpiresAt} {
+		v, err := strconv.ParseInt(m[f], 10, 64)
+		if err != nil {
+			s.err = fmt.Sprintf("field %s = %q", f, m[f])
+		}
+		*dst = v
+	}
+	if len(m) != 4 {
+		s.err = fmt.Sprintf("hash has fields %v", m)
+	}
+	return s
+}
+
+// parseZSet reads a ZRANGE WITHSCORES reply.
+func parseZSet(zs []redis.Z) stored {
+	s := stored{kind: "zset"}
+	metas := 0
+	for _, z := range zs {
+		m := z.Member.(string)
+		if rest, ok := strings.CutPrefix(m, "~"); ok {
+			metas++
+			s.sum, _ = strconv.ParseInt(rest, 10, 64)
+			s.st.ExpiresAt = int64(z.Score)
+			continue
+		}
+		parts := strings.Split(m, ":")
+		if len(parts) != 3 {
+			s.err = "member " + m
+			continue
+		}
+		at, _ := strconv.ParseInt(parts[0], 10, 64)
+		seq, _ := strconv.ParseInt(parts[1], 10, 64)
+		hits, _ := strconv.ParseInt(parts[2], 10, 64)
+		if float64(at) != z.Score {
+			s.err = fmt.Sprintf("member %s scored %v", m, z.Score)
+		}
+		s.st.Log = append(s.st.Log, algorithms.LogEntry{At: at, Seq: seq, Hits: hits})
+	}
+	if metas != 1 {
+		s.err = fmt.Sprintf("%d meta members", metas)
+	}
+	sortLog(s.st.Log)
+	return s
+}
+
+func sortLog(l []algorithms.LogEntry) {
+	slices.SortFunc(l, func(x, y algorithms.LogEntry) int {
+		if x.At != y.At {
+			return int(x.At - y.At)
+		}
+		return int(x.Seq - y.Seq)
+	})
+}
+
+// live reports whether a state still matters at now.
+func live(st algorithms.State, now int64) bool {
+	if st.ExpiresAt == 0 {
+		return false
+	}
+	return now < st.ExpiresAt
+}
+
+// sameState compares the Go state of a key with what Redis holds, both read
+// at now; a state at or past its ExpiresAt counts as absent.
+func sameState(want algorithms.State, got stored, now int64) error {
+	if got.err != "" {
+		return fmt.Errorf("malformed %s: %s", got.kind, got.err)
+	}
+	wantLive := live(want, now)
+	gotLive := (got.kind == "hash" || got.kind == "zset") && live(got.st, now)
+	switch {
+	case !wantLive && !gotLive:
+		return nil
+	case wantLive != gotLive:
+		return fmt.Errorf("go state %+v (live %v), redis %s %+v (live %v)", want, wantLive, got.kind, got.st, gotLive)
+	}
+	if len(want.Log) > 0 {
+		if got.kind != "zset" {
+			return fmt.Errorf("go has a log %+v, redis a %s", want, got.kind)
+		}
+		var sum int64
+		for _, e := range want.Log {
+			sum += e.Hits
+		}
+		w := slices.Clone(want.Log)
+		sortLog(w)
+		if !slices.Equal(w, got.st.Log) || want.ExpiresAt != got.st.ExpiresAt || sum != got.sum {
+			return fmt.Errorf("log: go %+v sum %d, redis %+v sum %d", want, sum, got.st, got.sum)
+		}
+		return nil
+	}
+	if got.kind != "hash" {
+		return fmt.Errorf("go has registers %+v, redis a %s", want, got.kind)
+	}
+	if want.A != got.st.A || want.B != got.st.B || want.C != got.st.C || want.ExpiresAt != got.st.ExpiresAt {
+		return fmt.Errorf("registers: go %+v, redis %+v", want, got.st)
+	}
+	return nil
+}
+
+// stateRead holds the pipelined commands that read one key back.
+type stateRead struct {
+	key  string
+	typ  *redis.StatusCmd
+	hash *redis.MapStringStringCmd
+	zset *redis.ZSliceCmd
+}
+
+func queueRead(ctx context.Context, pipe redis.Pipeliner, key string) *stateRead {
+	return &stateRead{
+		key:  key,
+		typ:  pipe.Type(ctx, key),
+		hash: pipe.HGetAll(ctx, key),
+		zset: pipe.ZRangeWithScores(ctx, key, 0, -1),
+	}
+}
+
+func (r *stateRead) result() stored {
+	switch t := r.typ.Val(); t {
+	case "hash":
+		return parseHash(r.hash.Val())
+	case "zset":
+		return parseZSet(r.zset.Val())
+	default:
+		return stored{kind: t}
+	}
+}
+
+// checkTTL verifies the TTL (ms) a take gave a key that now holds st: the
+// time to its ExpiresAt rounded up to whole ms, at least 1 ms, so Redis never
+// drops a state before it stops mattering.
+func checkTTL(key string, pttl int64, st stored, now int64) error {
+	if st.kind == "none" {
+		return nil
+	}
+	want := max((st.st.ExpiresAt-now+999)/1000, 1)
+	if pttl != want {
+		return fmt.Errorf("key %s TTL %dms, want %dms", key, pttl, want)
+	}
+	return nil
+}
+
+// fmtDecision makes a failure readable.
+func fmtDecision(d algorithms.Decision) string {
+	retry := d.RetryAfter.String()
+	if d.RetryAfter == algorithms.Never {
+		retry = "never"
+	}
+	return fmt.Sprintf("{allowed=%v remaining=%d reset=%s retry=%s}", d.Allowed, d.Remaining, d.ResetAfter, retry)
+}
+
+func newRand(t testing.TB) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, seed>>1))
+}

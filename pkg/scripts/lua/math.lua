@@ -1,0 +1,109 @@
+-- math.lua: exact integer helpers shared by every algorithm.
+--
+-- Lua 5.1 numbers are IEEE binary64, exact for integers below 2^53. Every
+-- algorithm keeps its values below that bound (see algorithms/validate.go),
+-- but intermediate products such as elapsed*requests do not fit, so they go
+-- through muldiv, which is exact whenever its inputs and result are.
+
+local TWO53 = 9007199254740992
+
+-- divmod(a, d) = floor(a/d), a mod d for integers 0 <= a < 2^53, 1 <= d.
+-- The correction steps make it independent of how a/d was rounded.
+local function divmod(a, d)
+  local q = math.floor(a / d)
+  local r = a - q * d
+  while r < 0 do q = q - 1; r = r + d end
+  while r >= d do q = q + 1; r = r - d end
+  return q, r
+end
+
+-- muldiv(a, b, c, d) = floor((a*b + c)/d), (a*b + c) mod d, exactly, for
+-- integers a, b, c >= 0 below 2^53, 1 <= d < 2^52, and a quotient below 2^53.
+local function muldiv(a, b, c, d)
+  local p = a * b
+  if p < TWO53 then
+    -- p is exact: a rounded product below 2^53 means the true one is too.
+    local s = p + c
+    if s < TWO53 then
+      return divmod(s, d)
+    end
+  end
+  -- Slow path: (a*b + c)/d = qa*b + qc + (ra*b + rc)/d with ra, rc < d, then
+  -- ra*b by shift-and-add over the bits of b, keeping the remainder below d
+  -- so every sum stays below 2d < 2^53.
+  local qa, ra = divmod(a, d)
+  local qc, rc = divmod(c, d)
+  local bits, n, x = {}, 0, b
+  while x > 0 do
+    local half = math.floor(x / 2)
+    n = n + 1
+    bits[n] = x - half * 2
+    x = half
+  end
+  local q, r = 0, 0
+  for i = n, 1, -1 do
+    q = q * 2
+    r = r * 2
+    if r >= d then r = r - d; q = q + 1 end
+    if bits[i] == 1 then
+      r = r + ra
+      if r >= d then r = r - d; q = q + 1 end
+    end
+  end
+  r = r + rc
+  if r >= d then r = r - d; q = q + 1 end
+  return qa * b + qc + q, r
+end
+
+-- ceil_to(x, step) is the smallest multiple of step that is >= x (x >= 0).
+local function ceil_to(x, step)
+  if step <= 1 then return x end
+  local q, r = divmod(x, step)
+  if r == 0 then return x end
+  return (q + 1) * step
+end
+
+-- NEVER is the retry_after of hits that can never be admitted.
+local NEVER = -1
+
+-- int formats an integer for a Redis argument: tostring would round to 14
+-- significant digits and redis.call may use an exponent.
+local function int(x)
+  return string.format('%d', x)
+end
+
+-- ttl_ms is the PEXPIRE of a state that stops mattering at e (µs): rounded
+-- up and at least 1 ms, so Redis never drops a key before its logical end.
+local function ttl_ms(e, now)
+  if e - now <= 1000 then return 1 end
+  local q, r = divmod(e - now, 1000)
+  if r > 0 then q = q + 1 end
+  return q
+end
+
+-- expire_at gives a written key its TTL; every write goes through it.
+local function expire_at(key, e, now)
+  redis.call('PEXPIRE', key, ttl_ms(e, now))
+end
+
+-- clamp bounds x to lo..hi (lo <= hi).
+local function clamp(x, lo, hi)
+  if x < lo then return lo end
+  if x > hi then return hi end
+  return x
+end
+
+-- refill_time mirrors algorithms.refillTime: µs a rate of r per p needs to
+-- add x - frac/p whole units (x >= 1, 0 <= frac < p).
+local function refill_time(x, frac, p, r)
+  local q = muldiv(x - 1, p, p - frac + r - 1, r)
+  return q
+end
+
+-- zero_rate mirrors algorithms.zeroRate: Requests 0 admits only checks.
+local function zero_rate(st, h)
+  if h > 0 then
+    return false, 0, 0, NEVER, st
+  end
+  return true, 0, 0, 0, st
+end

@@ -1,0 +1,166 @@
+-- sliding_log.lua: storage and mirror of algorithms/sliding_log.go (read it
+-- for the semantics).
+--
+-- Layout: a ZSET with one member "at:seq:hits" scored at (µs) per admitted
+-- request, plus one meta member "~<sum of hits>" scored ExpiresAt, which is
+-- always the highest score while the log is live. The running sum makes a
+-- decision O(log n) plus the entries it prunes, instead of reading the log.
+--
+-- In a batch the log is a view: the stored ZSET (ignored when fresh), the
+-- entries above cut that still count (ssum), and the entries this batch adds
+-- at now (pend). Nothing is written until phase 2.
+
+local function log_fresh(key)
+  return { key = key, fresh = true, cut = nil, ssum = 0, pend = {}, psum = 0, exp = 0, meta = nil }
+end
+
+local function log_parse_hits(member)
+  return tonumber(string.match(member, '^%-?%d+:%d+:(%d+)$'))
+end
+
+local function log_load(key, now)
+  local v = redis.pcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if type(v) ~= 'table' or v.err then
+    return log_fresh(key), false
+  end
+  if #v == 0 then
+    return log_fresh(key), true
+  end
+  local sum = tonumber(string.match(v[1], '^~(%d+)$'))
+  local exp = tonumber(v[2])
+  if sum == nil or exp == nil then
+    return log_fresh(key), false
+  end
+  return { key = key, fresh = false, cut = nil, ssum = sum, pend = {}, psum = 0, exp = exp, meta = v[1] }, true
+end
+
+local function log_copy(view)
+  local pend = {}
+  for i, e in ipairs(view.pend) do pend[i] = e end
+  return {
+    key = view.key, fresh = view.fresh, cut = view.cut, ssum = view.ssum,
+    pend = pend, psum = view.psum, exp = view.exp, meta = view.meta,
+  }
+end
+
+local function log_expire(view, now)
+  if view.exp ~= 0 and now >= view.exp then
+    return log_fresh(view.key)
+  end
+  return view
+end
+
+-- log_sum_above is the sum of the stored entries scored above cut.
+local function log_sum_above(view, cut)
+  if view.fresh then return 0 end
+  if view.cut ~= nil and cut <= view.cut then return view.ssum end
+  local lo = '-inf'
+  if view.cut ~= nil then lo = '(' .. int(view.cut) end
+  local sum = view.ssum
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', view.key, lo, int(cut))) do
+    sum = sum - (log_parse_hits(m) or 0)
+  end
+  return sum
+end
+
+-- log_newest_above is the newest stored entry's score above cut, or nil.
+local function log_newest_above(view, cut)
+  if view.fresh then return nil end
+  local v = redis.call('ZREVRANGEBYSCORE', view.key, '+inf', '(' .. int(cut), 'WITHSCORES', 'LIMIT', 0, 2)
+  for i = 1, #v, 2 do
+    if string.sub(v[i], 1, 1) ~= '~' then return tonumber(v[i + 1]) end
+  end
+  return nil
+end
+
+-- log_room_at mirrors algorithms.logRoomAt over the view: the score of the
+-- oldest entry whose leaving, with all before it, frees at least excess hits.
+-- The entries this batch added sit at now, after the stored ones at or
+-- before now.
+local function log_room_at(view, cut, excess, now)
+  local freed = 0
+  local pending = view.psum > 0
+  if not view.fresh then
+    local off = 0
+    while true do
+      local v = redis.call('ZRANGEBYSCORE', view.key, '(' .. int(cut), '+inf', 'WITHSCORES', 'LIMIT', off, 64)
+      for i = 1, #v, 2 do
+        local m = v[i]
+        if string.sub(m, 1, 1) ~= '~' then
+          local at = tonumber(v[i + 1])
+          if pending and at > now then
+            pending = false
+            freed = freed + view.psum
+            if freed >= excess then return now end
+          end
+          freed = freed + (log_parse_hits(m) or 0)
+          if freed >= excess then return at end
+        end
+      end
+      if #v < 128 then break end
+      off = off + 64
+    end
+  end
+  return now
+end
+
+local function sliding_log(lim, view, h, now)
+  if lim.req == 0 then
+    return zero_rate(view, h)
+  end
+  local p, r = lim.period, lim.req
+  local cut = now - p
+  if view.cut ~= nil and view.cut > cut then cut = view.cut end
+  local ssum = log_sum_above(view, cut)
+  local room = r - ssum - view.psum
+  local newest = log_newest_above(view, cut)
+  if view.psum > 0 and (newest == nil or newest < now) then newest = now end
+  local reset = 0
+  if newest ~= nil then reset = newest + p - now end
+  if h > r then
+    return false, math.max(room, 0), reset, NEVER, view
+  end
+  if room < 0 or h > room then
+    local at = log_room_at(view, cut, h - room, now)
+    return false, math.max(room, 0), reset, at + p - now, view
+  end
+  local nv = log_copy(view)
+  nv.cut, nv.ssum = cut, ssum
+  if h > 0 then
+    local seq = 1 + #nv.pend
+    if not nv.fresh then
+      seq = seq + redis.call('ZCOUNT', nv.key, int(now), int(now))
+    end
+    nv.pend[#nv.pend + 1] = { seq = seq, hits = h }
+    nv.psum = nv.psum + h
+    if newest == nil or newest < now then newest = now end
+  end
+  if newest == nil then
+    return true, room - h, 0, 0, log_fresh(view.key)
+  end
+  nv.exp = newest + p
+  return true, room - h, nv.exp - now, 0, nv
+end
+
+local function log_write(key, view, typeok, now)
+  if view.fresh or not typeok then
+    redis.call('DEL', key)
+  else
+    if view.cut ~= nil then redis.call('ZREMRANGEBYSCORE', key, '-inf', int(view.cut)) end
+    if view.meta ~= nil then redis.call('ZREM', key, view.meta) end
+  end
+  local sum = view.ssum + view.psum
+  if sum == 0 then
+    redis.call('DEL', key)
+    return
+  end
+  local args = {}
+  for _, e in ipairs(view.pend) do
+    args[#args + 1] = int(now)
+    args[#args + 1] = int(now) .. ':' .. int(e.seq) .. ':' .. int(e.hits)
+  end
+  args[#args + 1] = int(view.exp)
+  args[#args + 1] = '~' .. int(sum)
+  redis.call('ZADD', key, unpack(args))
+  expire_at(key, view.exp, now)
+end

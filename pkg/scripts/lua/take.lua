@@ -1,0 +1,130 @@
+-- take.lua: the driver. Decides every op of one request atomically and
+-- all-or-nothing, exactly like algorithms.TakeAll.
+--
+-- KEYS: one per op (a key may repeat; later ops see the earlier ops' state).
+-- ARGV[1]: now in µs, or 0 to use the server's TIME.
+-- ARGV[2..]: 7 integers per op: algorithm (0 = invalid limit), requests,
+--   period µs, burst, refill interval µs, max debt, hits.
+-- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
+--   (-1 = never).
+--
+-- Phase 1 reads and computes every op without writing; phase 2 writes the
+-- final state of each key that received hits, only if every op was allowed.
+
+local HASH, LOG = 1, 2
+
+local KINDS = {
+  [HASH] = { load = hash_load, fresh = hash_fresh, copy = hash_copy, expire = hash_expire, write = hash_write },
+  [LOG] = { load = log_load, fresh = log_fresh, copy = log_copy, expire = log_expire, write = log_write },
+}
+
+-- ALGS maps algorithms.Algorithm values to their kind and step function.
+local ALGS = {
+  [1] = { kind = HASH, take = fixed_window },
+  [2] = { kind = LOG, take = sliding_log },
+  [3] = { kind = HASH, take = sliding_window },
+  [4] = { kind = HASH, take = token_bucket },
+  [5] = { kind = HASH, take = leaky_bucket },
+  [6] = { kind = HASH, take = gcra },
+}
+
+-- original returns the stored state of rec's key as kind, loading it once.
+local function original(rec, kind, now)
+  local st = rec.orig[kind]
+  if st == nil then
+    st, rec.typeok[kind] = KINDS[kind].load(rec.key, now)
+    rec.orig[kind] = st
+  end
+  return KINDS[kind].copy(st)
+end
+
+-- current returns the pending state for an op of kind: the stored one for a
+-- key's first op, and a fresh one when the previous op left another kind
+-- (algorithms.Take reads another algorithm family's state as absent).
+local function current(rec, kind, now)
+  if rec.kind == nil then
+    rec.kind = kind
+    rec.cur = original(rec, kind, now)
+  elseif rec.kind ~= kind then
+    rec.kind = kind
+    rec.cur = KINDS[kind].fresh(rec.key)
+  end
+  rec.cur = KINDS[kind].expire(rec.cur, now)
+  return rec.cur
+end
+
+local function limit_of(j)
+  local lim = {
+    alg = tonumber(ARGV[j]),
+    req = tonumber(ARGV[j + 1]),
+    period = tonumber(ARGV[j + 2]),
+    burst = tonumber(ARGV[j + 3]),
+    refill = tonumber(ARGV[j + 4]),
+    debt = tonumber(ARGV[j + 5]),
+  }
+  lim.cap = lim.burst
+  if lim.cap == 0 then lim.cap = lim.req end
+  return lim
+end
+
+local function take_main()
+  local now = tonumber(ARGV[1])
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  local recs, order, ops = {}, {}, {}
+  local all = true
+  for i = 1, #KEYS do
+    local j = 2 + (i - 1) * 7
+    local lim = limit_of(j)
+    local h = tonumber(ARGV[j + 6])
+    local key = KEYS[i]
+    local rec = recs[key]
+    if rec == nil then
+      rec = { key = key, orig = {}, typeok = {} }
+      recs[key] = rec
+      order[#order + 1] = rec
+    end
+    local alg = ALGS[lim.alg]
+    local op = { rec = rec, lim = lim, h = h, alg = alg }
+    ops[i] = op
+    if alg == nil then
+      op.ok, op.rem, op.reset, op.retry = false, 0, 0, NEVER
+    else
+      local st = current(rec, alg.kind, now)
+      local nst
+      op.ok, op.rem, op.reset, op.retry, nst = alg.take(op.lim, st, h, now)
+      rec.cur = nst
+      if h > 0 then rec.hit = true end
+    end
+    all = all and op.ok
+  end
+  if all then
+    for _, rec in ipairs(order) do
+      if rec.hit then
+        KINDS[rec.kind].write(rec.key, rec.cur, rec.typeok[rec.kind], now)
+      end
+    end
+  else
+    -- Nothing is written: an allowed op reports what a check would.
+    for _, op in ipairs(ops) do
+      if op.ok then
+        local kind = op.alg.kind
+        local st = KINDS[kind].expire(original(op.rec, kind, now), now)
+        op.ok, op.rem, op.reset, op.retry = op.alg.take(op.lim, st, 0, now)
+      end
+    end
+  end
+  local out = {}
+  for i, op in ipairs(ops) do
+    local k = (i - 1) * 4
+    out[k + 1] = op.ok and 1 or 0
+    out[k + 2] = op.rem
+    out[k + 3] = op.reset
+    out[k + 4] = op.retry
+  end
+  return out
+end
+
+return take_main()

@@ -1,0 +1,208 @@
+package scripts_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+)
+
+// A zero now makes the script read Redis TIME: a token bucket's refill
+// anchor is that time in µs.
+func TestTakeUsesRedisTime(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	r := scripts.NewRunner()
+	lim := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 10, Period: time.Hour}
+	before, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.Take(ctx, rdb, []algorithms.Op{{Key: "clock", Limit: lim, Hits: 1}}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := rdb.Time(ctx).Val()
+	if !d[0].Allowed || d[0].Remaining != 9 || d[0].ResetAfter != 6*time.Minute {
+		t.Fatalf("decision %s", fmtDecision(d[0]))
+	}
+	anchor, err := strconv.ParseInt(rdb.HGet(ctx, "clock", "a").Val(), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if anchor < before.UnixMicro() || anchor > after.UnixMicro() {
+		t.Fatalf("script time %d outside Redis TIME %d..%d", anchor, before.UnixMicro(), after.UnixMicro())
+	}
+}
+
+// go-redis answers NOSCRIPT with EVAL, which also loads the script again.
+func TestTakeAfterScriptFlush(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	r := scripts.NewRunner()
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 2, Period: time.Hour}
+	op := []algorithms.Op{{Key: "flush", Limit: lim, Hits: 1}}
+	for i, want := range []uint64{1, 0} {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := r.Take(ctx, rdb, op, time.Time{})
+		if err != nil {
+			t.Fatalf("take %d after SCRIPT FLUSH: %v", i, err)
+		}
+		if !d[0].Allowed || d[0].Remaining != want {
+			t.Fatalf("take %d: %s", i, fmtDecision(d[0]))
+		}
+	}
+	if exists := rdb.ScriptExists(ctx, r.Hash()).Val(); len(exists) != 1 || !exists[0] {
+		t.Fatal("the script was not loaded again")
+	}
+}
+
+// Every key a take writes has a TTL ending when its state stops mattering;
+// checks and denied batches write nothing.
+func TestWrittenKeysHaveTTL(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	r := scripts.NewRunner()
+	for _, alg := range algorithms.All() {
+		lim := algorithms.Limit{Algorithm: alg, Requests: 5, Period: time.Hour}
+		written, checked := "ttl:"+alg.String(), "check:"+alg.String()
+		d, err := r.Take(ctx, rdb, []algorithms.Op{
+			{Key: written, Limit: lim, Hits: 2},
+			{Key: checked, Limit: lim, Hits: 0},
+		}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The TTL is ResetAfter rounded up to whole ms, less what has passed.
+		pttl := rdb.PTTL(ctx, written).Val()
+		if pttl <= 0 || pttl > d[0].ResetAfter.Round(time.Millisecond)+time.Millisecond || pttl < d[0].ResetAfter-time.Second {
+			t.Errorf("%s: PTTL %v, decision %s", alg, pttl, fmtDecision(d[0]))
+		}
+		if n := rdb.Exists(ctx, checked).Val(); n != 0 {
+			t.Errorf("%s: a check created its key", alg)
+		}
+		denied := "denied:" + alg.String()
+		if _, err := r.Take(ctx, rdb, []algorithms.Op{
+			{Key: denied, Limit: lim, Hits: 1},
+			{Key: written, Limit: lim, Hits: 6},
+		}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := rdb.Exists(ctx, denied).Val(); n != 0 {
+			t.Errorf("%s: a denied batch wrote a key", alg)
+		}
+	}
+	keys := rdb.Keys(ctx, "*").Val()
+	for _, k := range keys {
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 {
+			t.Errorf("key %s has PTTL %v", k, ttl)
+		}
+	}
+	if len(keys) != len(algorithms.All()) {
+		t.Errorf("keys %v, want one per algorithm", keys)
+	}
+}
+
+func TestTakeErrors(t *testing.T) {
+	ctx := context.Background()
+	r := scripts.NewRunner()
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 2, Period: time.Hour}
+	op := []algorithms.Op{{Key: "k", Limit: lim, Hits: 1}}
+
+	if d, err := r.Take(ctx, nil, nil, time.Time{}); err != nil || len(d) != 0 {
+		t.Fatalf("no ops: %v, %v", d, err)
+	}
+	for _, now := range []time.Time{time.Unix(-1, 0), time.UnixMicro(algorithms.MaxUnixMicro + 1)} {
+		if _, err := r.Take(ctx, nil, op, now); err == nil || !strings.Contains(err.Error(), "clock range") {
+			t.Fatalf("now %v: err %v", now, err)
+		}
+	}
+
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer rdb.Close()
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := r.Take(canceled, rdb, op, time.Time{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled context: %v", err)
+	}
+	if err := rdb.Set(ctx, "k", "a string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A key of another type is read as absent and replaced.
+	d, err := r.Take(ctx, rdb, op, time.Time{})
+	if err != nil || !d[0].Allowed || d[0].Remaining != 1 {
+		t.Fatalf("take over a string key: %v %v", d, err)
+	}
+	srv.Stop()
+	if _, err := r.Take(ctx, rdb, op, time.Time{}); err == nil || !strings.HasPrefix(err.Error(), "scripts: take 1 keys: ") {
+		t.Fatalf("stopped redis: %v", err)
+	}
+}
+
+func TestEncode(t *testing.T) {
+	lim := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 7, Period: time.Second, Burst: 3, RefillInterval: time.Millisecond, MaxDebt: 2}
+	ops := []algorithms.Op{
+		{Key: "a", Limit: lim, Hits: math.MaxUint64},
+		{Key: "b", Limit: algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1}, Hits: 1},
+	}
+	keys, args, err := scripts.Encode(ops, time.UnixMicro(1_700_000_000_000_001))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{int64(1_700_000_000_000_001),
+		uint8(algorithms.TokenBucket), uint64(7), int64(1e6), uint64(3), int64(1000), uint64(2), uint64(4 << 40),
+		0, 0, 0, 0, 0, 0, uint64(1)}
+	if strings.Join(keys, ",") != "a,b" || len(args) != len(want) {
+		t.Fatalf("keys %v args %v", keys, args)
+	}
+	for i := range want {
+		if args[i] != want[i] {
+			t.Fatalf("arg %d = %v (%T), want %v (%T)", i, args[i], args[i], want[i], want[i])
+		}
+	}
+	if _, args, _ := scripts.Encode(ops, time.Time{}); args[0] != int64(0) {
+		t.Fatalf("zero now encodes as %v, want 0 (Redis TIME)", args[0])
+	}
+}
+
+func TestDecode(t *testing.T) {
+	good := []any{int64(1), int64(5), int64(1000), int64(0), int64(0), int64(0), int64(7), int64(-1)}
+	d, err := scripts.Decode(good, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []algorithms.Decision{
+		{Allowed: true, Remaining: 5, ResetAfter: time.Millisecond},
+		{ResetAfter: 7 * time.Microsecond, RetryAfter: algorithms.Never},
+	}
+	if d[0] != want[0] || d[1] != want[1] {
+		t.Fatalf("decoded %+v, want %+v", d, want)
+	}
+	for name, bad := range map[string]any{
+		"not an array":   "OK",
+		"short":          good[:7],
+		"not an integer": []any{int64(1), "5", int64(0), int64(0)},
+		"negative":       []any{int64(1), int64(-5), int64(0), int64(0)},
+		"retry below -1": []any{int64(0), int64(0), int64(0), int64(-2)},
+	} {
+		n := 2
+		if name != "short" {
+			n = 1
+		}
+		if _, err := scripts.Decode(bad, n); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}

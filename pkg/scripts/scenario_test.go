@@ -1,0 +1,110 @@
+package scripts_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+)
+
+// agree runs ops through the real script and through the Go model and fails
+// on any difference in decisions or in the stored state of the ops' keys.
+func agree(t *testing.T, rdb *redis.Client, m model, ops []algorithms.Op, now time.Time) []algorithms.Decision {
+	t.Helper()
+	ctx := context.Background()
+	got, err := scripts.NewRunner().Take(ctx, rdb, ops, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := m.take(ops, now)
+	for i := range ops {
+		if got[i] != want[i] {
+			t.Fatalf("op %d (%s, %d hits): lua %s, go %s", i, ops[i].Key, ops[i].Hits, fmtDecision(got[i]), fmtDecision(want[i]))
+		}
+	}
+	pipe := rdb.Pipeline()
+	reads := map[string]*stateRead{}
+	for _, op := range ops {
+		reads[op.Key] = queueRead(ctx, pipe, op.Key)
+	}
+	_, _ = pipe.Exec(ctx)
+	for key, r := range reads {
+		if err := sameState(m[key], r.result(), now.UnixMicro()); err != nil {
+			t.Fatalf("key %s: %v", key, err)
+		}
+	}
+	return got
+}
+
+func TestScenarios(t *testing.T) {
+	rdb := newRedis(t)
+	base := time.Now().Truncate(time.Hour)
+	log := algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 1000, Period: time.Hour}
+
+	t.Run("a long sliding log pages through its oldest entries", func(t *testing.T) {
+		m := model{}
+		for i := range 300 {
+			agree(t, rdb, m, []algorithms.Op{{Key: "long", Limit: log, Hits: 1}}, base.Add(time.Duration(i)*time.Millisecond))
+		}
+		now := base.Add(time.Second)
+		// Each denial walks a different number of the 300 entries (64 a page).
+		for _, hits := range []uint64{701, 764, 765, 766, 829, 830, 1000, 1001, 0} {
+			d := agree(t, rdb, m, []algorithms.Op{{Key: "long", Limit: log, Hits: hits}}, now)
+			if hits > 700 && d[0].Allowed {
+				t.Fatalf("%d hits allowed over 300 logged", hits)
+			}
+		}
+		agree(t, rdb, m, []algorithms.Op{{Key: "long", Limit: log, Hits: 700}}, now)
+	})
+
+	t.Run("the clock goes back under a batch that adds entries", func(t *testing.T) {
+		m := model{}
+		lim := algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 10, Period: time.Hour}
+		agree(t, rdb, m, []algorithms.Op{{Key: "back", Limit: lim, Hits: 3}}, base.Add(10*time.Second))
+		agree(t, rdb, m, []algorithms.Op{{Key: "back", Limit: lim, Hits: 2}}, base.Add(5*time.Second))
+		for _, hits := range []uint64{1, 4, 5, 6, 8} {
+			agree(t, rdb, m, []algorithms.Op{
+				{Key: "back", Limit: lim, Hits: 2},
+				{Key: "back", Limit: lim, Hits: hits},
+			}, base)
+		}
+		agree(t, rdb, m, []algorithms.Op{{Key: "back", Limit: lim, Hits: 2}, {Key: "back", Limit: lim, Hits: 2}}, base)
+	})
+
+	t.Run("a key changes algorithm family", func(t *testing.T) {
+		m := model{}
+		now := base
+		for i, alg := range []algorithms.Algorithm{
+			algorithms.TokenBucket, algorithms.SlidingLog, algorithms.GCRA, algorithms.SlidingLog,
+			algorithms.SlidingLog, algorithms.FixedWindow, algorithms.SlidingWindow, algorithms.LeakyBucket,
+		} {
+			lim := algorithms.Limit{Algorithm: alg, Requests: 5, Period: time.Minute}
+			other := algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 5, Period: time.Minute}
+			if alg == algorithms.SlidingLog {
+				other.Algorithm = algorithms.GCRA
+			}
+			now = now.Add(time.Second)
+			agree(t, rdb, m, []algorithms.Op{{Key: "family", Limit: lim, Hits: 2}}, now)
+			// Within one batch too, and a denial after a switch.
+			agree(t, rdb, m, []algorithms.Op{
+				{Key: "family", Limit: lim, Hits: 1},
+				{Key: "family", Limit: other, Hits: 1},
+				{Key: "family", Limit: lim, Hits: uint64(i % 7)},
+			}, now)
+		}
+	})
+
+	t.Run("unreadable state is fresh", func(t *testing.T) {
+		ctx := context.Background()
+		lim := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 5, Period: time.Minute}
+		rdb.HSet(ctx, "corrupt", "a", "x", "b", "1", "c", "0", "e", "99999999999999999")
+		rdb.ZAdd(ctx, "corrupt-log", redis.Z{Score: 1, Member: "garbage"})
+		agree(t, rdb, model{}, []algorithms.Op{{Key: "corrupt", Limit: lim, Hits: 5}}, base)
+		lim.Algorithm = algorithms.SlidingLog
+		agree(t, rdb, model{}, []algorithms.Op{{Key: "corrupt-log", Limit: lim, Hits: 5}}, base)
+	})
+}
