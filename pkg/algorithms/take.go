@@ -72,24 +72,43 @@ func zeroRate(st State, hits uint64) (Decision, State) {
 	return Decision{Allowed: true}, st
 }
 
+// Mode says how an op's denial affects the rest of its batch. Zero means
+// Enforce.
+type Mode uint8
+
+const (
+	// Enforce: a denial denies the whole batch.
+	Enforce Mode = iota + 1
+	// Shadow: a denial denies nothing; the denied op alone is not charged
+	// (envoyproxy's shadow_mode and global SHADOW_MODE).
+	Shadow
+	// Quota: the batch's quota ops are alternatives; they deny the batch
+	// only when every one of them is denied (envoyproxy's quota_mode).
+	Quota
+)
+
 // Op is one charge of Hits against Key under Limit.
 type Op struct {
 	Key   string
 	Limit Limit
 	Hits  uint64
+	Mode  Mode
 }
 
 // TakeAll decides ops as one atomic, all-or-nothing unit, the contract every
 // store implements. Ops are evaluated in order, each against the state the
-// ops before it left (a key named twice is charged twice). If every op is
-// allowed, it returns the decisions and the states to write: one per key that
-// received hits. If any op is denied, nothing is written and each allowed op
-// reports the unchanged state (as a check with zero hits would).
+// ops before it left (a key named twice is charged twice). The batch is
+// denied when an Enforce op is denied or when it has Quota ops and all of
+// them are denied; a denied Shadow op, or a denied Quota op beside an allowed
+// one, only forgoes its own charge. If the batch is allowed, it returns the
+// decisions and the states to write: one per key that an allowed op with
+// hits > 0 charged. If the batch is denied, nothing is written and each
+// allowed op reports the unchanged state (as a check with zero hits would).
 func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
 	decisions := make([]Decision, len(ops))
 	original := make(map[string]State, len(ops))
 	pending := make(map[string]State, len(ops))
-	allowed := true
+	enforcedDenied, quotaOps, quotaDenied := false, 0, 0
 	for i, op := range ops {
 		st, seen := pending[op.Key]
 		if !seen {
@@ -99,9 +118,18 @@ func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, 
 		var next State
 		decisions[i], next = Take(op.Limit, st, op.Hits, now)
 		pending[op.Key] = next
-		allowed = allowed && decisions[i].Allowed
+		switch op.Mode {
+		case Shadow:
+		case Quota:
+			quotaOps++
+			if !decisions[i].Allowed {
+				quotaDenied++
+			}
+		default:
+			enforcedDenied = enforcedDenied || !decisions[i].Allowed
+		}
 	}
-	if !allowed {
+	if enforcedDenied || (quotaOps > 0 && quotaDenied == quotaOps) {
 		for i, op := range ops {
 			if decisions[i].Allowed {
 				decisions[i], _ = Take(op.Limit, original[op.Key], 0, now)
@@ -110,8 +138,8 @@ func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, 
 		return decisions, nil
 	}
 	writes := make(map[string]State, len(ops))
-	for _, op := range ops {
-		if op.Hits > 0 {
+	for i, op := range ops {
+		if op.Hits > 0 && decisions[i].Allowed {
 			writes[op.Key] = pending[op.Key]
 		}
 	}

@@ -27,6 +27,36 @@ func TestTakeAll(t *testing.T) {
 			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(1), Hits: 2}, {Key: "c", Limit: fw(3), Hits: 3}},
 			want: []Decision{ok(2, 40*s), no(1, 40*s, Never), ok(3, 40*s)},
 		},
+		"a denied shadow op denies nothing and alone is not charged": {
+			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(1), Hits: 2, Mode: Shadow}},
+			want: []Decision{ok(1, 40*s), no(1, 40*s, Never)},
+			wantWrites: map[string]State{
+				"a": {A: t0.UnixMicro() - 20e6, B: 1, ExpiresAt: t0.UnixMicro() + 40e6},
+			},
+		},
+		"an allowed shadow op is charged": {
+			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1, Mode: Shadow}},
+			want: []Decision{ok(1, 40*s)},
+			wantWrites: map[string]State{
+				"a": {A: t0.UnixMicro() - 20e6, B: 1, ExpiresAt: t0.UnixMicro() + 40e6},
+			},
+		},
+		"an enforced denial writes no shadow op either": {
+			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1, Mode: Shadow}, {Key: "b", Limit: fw(1), Hits: 2}},
+			want: []Decision{ok(2, 40*s), no(1, 40*s, Never)},
+		},
+		"one quota op with room carries the batch": {
+			ops:  []Op{{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fw(3), Hits: 2, Mode: Quota}, {Key: "e", Limit: fw(5), Hits: 2}},
+			want: []Decision{no(1, 40*s, Never), ok(1, 40*s), ok(3, 40*s)},
+			wantWrites: map[string]State{
+				"q2": {A: t0.UnixMicro() - 20e6, B: 2, ExpiresAt: t0.UnixMicro() + 40e6},
+				"e":  {A: t0.UnixMicro() - 20e6, B: 2, ExpiresAt: t0.UnixMicro() + 40e6},
+			},
+		},
+		"every quota op denied denies the batch": {
+			ops:  []Op{{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "e", Limit: fw(5), Hits: 2}},
+			want: []Decision{no(1, 40*s, Never), no(1, 40*s, Never), ok(5, 40*s)},
+		},
 		"a repeated key is charged twice": {
 			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 2}, {Key: "a", Limit: fw(3), Hits: 1}},
 			want: []Decision{ok(1, 40*s), ok(0, 40*s)},

@@ -148,7 +148,7 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 	if rng.IntN(10) == 0 {
 		s.lim = mutate(rng, s.lim)
 	}
-	if rng.IntN(20) != 0 {
+	if rng.IntN(8) != 0 {
 		return []algorithms.Op{{Key: s.keys[0], Limit: s.lim, Hits: randomHits(rng, s.lim)}}
 	}
 	ops := make([]algorithms.Op, 2+rng.IntN(3))
@@ -162,7 +162,7 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 		case 3:
 			lim.Period = 0 // invalid: denied with RetryAfter never
 		}
-		ops[i] = algorithms.Op{Key: s.keys[rng.IntN(2)], Limit: lim, Hits: randomHits(rng, lim)}
+		ops[i] = algorithms.Op{Key: s.keys[rng.IntN(2)], Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(4))}
 	}
 	return ops
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // fieldsPerOp is how many ARGV integers describe one op, after ARGV[1] = now.
-const fieldsPerOp = 7
+const fieldsPerOp = 8
 
 // maxHits bounds the hits sent to Lua: any hits above every capacity is
 // denied with RetryAfter Never whatever its value, so clamping keeps uint64
@@ -19,7 +19,7 @@ const maxHits = 4 * algorithms.MaxCount
 // Encode builds the KEYS and ARGV of one take: ARGV[1] is now in µs (0 =
 // Redis TIME), then per op algorithm (0 for a limit that fails Validate, which
 // the script denies like algorithms.Take does), requests, period µs, burst,
-// refill interval µs, max debt and hits.
+// refill interval µs, max debt, hits and mode (algorithms.Mode).
 func Encode(ops []algorithms.Op, now time.Time) ([]string, []any, error) {
 	var us int64
 	if !now.IsZero() {
@@ -36,7 +36,7 @@ func Encode(ops []algorithms.Op, now time.Time) ([]string, []any, error) {
 		hits := min(op.Hits, maxHits)
 		lim := op.Limit
 		if lim.Validate() != nil {
-			args = append(args, 0, 0, 0, 0, 0, 0, hits)
+			args = append(args, 0, 0, 0, 0, 0, 0, hits, uint8(op.Mode))
 			continue
 		}
 		args = append(args,
@@ -47,6 +47,7 @@ func Encode(ops []algorithms.Op, now time.Time) ([]string, []any, error) {
 			lim.RefillInterval.Microseconds(),
 			lim.MaxDebt,
 			hits,
+			uint8(op.Mode),
 		)
 	}
 	return keys, args, nil

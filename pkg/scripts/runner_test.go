@@ -154,7 +154,7 @@ func TestTakeErrors(t *testing.T) {
 func TestEncode(t *testing.T) {
 	lim := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 7, Period: time.Second, Burst: 3, RefillInterval: time.Millisecond, MaxDebt: 2}
 	ops := []algorithms.Op{
-		{Key: "a", Limit: lim, Hits: math.MaxUint64},
+		{Key: "a", Limit: lim, Hits: math.MaxUint64, Mode: algorithms.Quota},
 		{Key: "b", Limit: algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1}, Hits: 1},
 	}
 	keys, args, err := scripts.Encode(ops, time.UnixMicro(1_700_000_000_000_001))
@@ -162,8 +162,8 @@ func TestEncode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []any{int64(1_700_000_000_000_001),
-		uint8(algorithms.TokenBucket), uint64(7), int64(1e6), uint64(3), int64(1000), uint64(2), uint64(4 << 40),
-		0, 0, 0, 0, 0, 0, uint64(1)}
+		uint8(algorithms.TokenBucket), uint64(7), int64(1e6), uint64(3), int64(1000), uint64(2), uint64(4 << 40), uint8(algorithms.Quota),
+		0, 0, 0, 0, 0, 0, uint64(1), uint8(0)}
 	if strings.Join(keys, ",") != "a,b" || len(args) != len(want) {
 		t.Fatalf("keys %v args %v", keys, args)
 	}

@@ -7,6 +7,7 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/config"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -113,15 +114,32 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 			p.slots[i] = slot{kind: replaced, rule: r}
 		default:
 			p.slots[i] = slot{kind: counted, rule: r, req: len(p.reqs)}
+			soft := softnessOf(r)
 			p.reqs = append(p.reqs, store.Request{
 				Key:   s.keys.Key(r, entries[i]),
 				Limit: r.Limit,
 				Hits:  hits(req, descs[i]),
+				Mode:  s.modeOf(soft),
 			})
-			p.soft = append(p.soft, softnessOf(r))
+			p.soft = append(p.soft, soft)
 		}
 	}
 	return p, nil
+}
+
+// modeOf tells the store how a denial of this rule affects the request, so
+// that shadow and quota rules are decided in the same single round trip:
+// under global SHADOW_MODE nothing may deny anything else, as envoyproxy
+// counts every descriptor there.
+func (s *Service) modeOf(soft softness) algorithms.Mode {
+	switch {
+	case s.globalShadow || soft == shadow:
+		return algorithms.Shadow
+	case soft == quota:
+		return algorithms.Quota
+	default:
+		return algorithms.Enforce
+	}
 }
 
 func isReplaced(replacing map[string]struct{}, name string) bool {

@@ -71,7 +71,7 @@ func TestOneTakePerRequest(t *testing.T) {
 			req.Descriptors = append(req.Descriptors, d)
 			entries := []config.Entry{{Key: "big"}}
 			rule := cfg.Match("test", entries)
-			want = append(want, store.Request{Key: keys.Key(rule, entries), Limit: rule.Limit, Hits: 2})
+			want = append(want, store.Request{Key: keys.Key(rule, entries), Limit: rule.Limit, Hits: 2, Mode: algorithms.Enforce})
 		}
 		if _, err := svc.ShouldRateLimit(context.Background(), req); err != nil {
 			t.Fatalf("%d descriptors: %v", n, err)
@@ -101,28 +101,52 @@ func TestOneTakePerRequest(t *testing.T) {
 	}
 }
 
-func TestShadowDenialRetriesWithoutIt(t *testing.T) {
+// Shadow and quota rules ride in the same single Take, marked with their
+// Mode so the store keeps them from vetoing the rest of the request.
+func TestShadowAndQuotaStayOneRoundTrip(t *testing.T) {
 	cfg := parse(t, testConfig)
-	// The store denies the shadow rule's key and allows everything else.
-	shadowKey := config.KeyBuilder{}.Key(cfg.Match("test", []config.Entry{{Key: "shadow"}}), []config.Entry{{Key: "shadow"}})
-	fs := &fakeStore{fn: func(_ context.Context, reqs []store.Request) ([]store.Result, error) {
-		out := make([]store.Result, len(reqs))
-		for i, r := range reqs {
-			out[i].Allowed = r.Key != shadowKey
-		}
-		return out, nil
-	}}
-	svc := service.New(staticConfig{cfg}, fs)
-	resp, err := svc.ShouldRateLimit(context.Background(), request("test", desc("shadow", ""), desc("big", "")))
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name         string
+		globalShadow bool
+		req          *rlsv3.RateLimitRequest
+		wantModes    []algorithms.Mode
+	}{
+		{"shadow rule", false, request("test", desc("shadow", ""), desc("big", "")), []algorithms.Mode{algorithms.Shadow, algorithms.Enforce}},
+		{"global shadow mode", true, request("test", desc("big", ""), desc("one", "")), []algorithms.Mode{algorithms.Shadow, algorithms.Shadow}},
+		{"quota rules", false, request("test", desc("q1", ""), desc("q2", ""), desc("big", "")), []algorithms.Mode{algorithms.Quota, algorithms.Quota, algorithms.Enforce}},
 	}
-	if resp.GetOverallCode() != OK {
-		t.Errorf("overall = %v, want OK", resp.GetOverallCode())
-	}
-	calls := fs.takes()
-	if len(calls) != 2 || len(calls[0]) != 2 || len(calls[1]) != 1 || calls[1][0].Key == shadowKey {
-		t.Errorf("Take calls = %+v, want [shadow big] then [big]", calls)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The store denies everything but "big": the worst case for a retry.
+			bigKey := config.KeyBuilder{}.Key(cfg.Match("test", []config.Entry{{Key: "big"}}), []config.Entry{{Key: "big"}})
+			fs := &fakeStore{fn: func(_ context.Context, reqs []store.Request) ([]store.Result, error) {
+				out := make([]store.Result, len(reqs))
+				for i, r := range reqs {
+					out[i].Allowed = r.Key == bigKey
+				}
+				return out, nil
+			}}
+			svc := service.New(staticConfig{cfg}, fs, service.WithShadowMode(tt.globalShadow))
+			if _, err := svc.ShouldRateLimit(context.Background(), tt.req); err != nil {
+				t.Fatal(err)
+			}
+			calls := fs.takes()
+			if len(calls) != 1 {
+				t.Fatalf("%d Take calls, want exactly 1", len(calls))
+			}
+			var modes []algorithms.Mode
+			for _, r := range calls[0] {
+				modes = append(modes, r.Mode)
+			}
+			if len(modes) != len(tt.wantModes) {
+				t.Fatalf("modes %v, want %v", modes, tt.wantModes)
+			}
+			for i := range modes {
+				if modes[i] != tt.wantModes[i] {
+					t.Fatalf("modes %v, want %v", modes, tt.wantModes)
+				}
+			}
+		})
 	}
 }
 

@@ -9,10 +9,13 @@ import (
 )
 
 // Request charges Hits against Key under Limit. Hits == 0 only checks.
+// Mode says whether its denial denies the batch (algorithms.Mode; zero is
+// Enforce).
 type Request struct {
 	Key   string
 	Limit algorithms.Limit
 	Hits  uint64
+	Mode  algorithms.Mode
 }
 
 // Result is the decision for the Request at the same index.

@@ -3,13 +3,15 @@
 --
 -- KEYS: one per op (a key may repeat; later ops see the earlier ops' state).
 -- ARGV[1]: now in µs, or 0 to use the server's TIME.
--- ARGV[2..]: 7 integers per op: algorithm (0 = invalid limit), requests,
---   period µs, burst, refill interval µs, max debt, hits.
+-- ARGV[2..]: 8 integers per op: algorithm (0 = invalid limit), requests,
+--   period µs, burst, refill interval µs, max debt, hits, mode (algorithms.Mode:
+--   0/1 enforce, 2 shadow, 3 quota).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
 --   (-1 = never).
 --
 -- Phase 1 reads and computes every op without writing; phase 2 writes the
--- final state of each key that received hits, only if every op was allowed.
+-- final state of each key that an allowed op charged, only if the batch is
+-- allowed: no enforce op denied, and not every quota op denied.
 
 local HASH, LOG = 1, 2
 
@@ -67,6 +69,9 @@ local function limit_of(j)
   return lim
 end
 
+local SHADOW, QUOTA = 2, 3
+local FIELDS = 8
+
 local function take_main()
   local now = tonumber(ARGV[1])
   if now == 0 then
@@ -74,11 +79,12 @@ local function take_main()
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
   local recs, order, ops = {}, {}, {}
-  local all = true
+  local enforced_denied, quota_ops, quota_denied = false, 0, 0
   for i = 1, #KEYS do
-    local j = 2 + (i - 1) * 7
+    local j = 2 + (i - 1) * FIELDS
     local lim = limit_of(j)
     local h = tonumber(ARGV[j + 6])
+    local mode = tonumber(ARGV[j + 7])
     local key = KEYS[i]
     local rec = recs[key]
     if rec == nil then
@@ -96,11 +102,16 @@ local function take_main()
       local nst
       op.ok, op.rem, op.reset, op.retry, nst = alg.take(op.lim, st, h, now)
       rec.cur = nst
-      if h > 0 then rec.hit = true end
+      if h > 0 and op.ok then rec.hit = true end
     end
-    all = all and op.ok
+    if mode == QUOTA then
+      quota_ops = quota_ops + 1
+      if not op.ok then quota_denied = quota_denied + 1 end
+    elseif mode ~= SHADOW and not op.ok then
+      enforced_denied = true
+    end
   end
-  if all then
+  if not enforced_denied and not (quota_ops > 0 and quota_denied == quota_ops) then
     for _, rec in ipairs(order) do
       if rec.hit then
         KINDS[rec.kind].write(rec.key, rec.cur, rec.typeok[rec.kind], now)

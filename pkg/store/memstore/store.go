@@ -48,7 +48,7 @@ func New(opts ...Option) *Store {
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
 	ops := make([]algorithms.Op, len(reqs))
 	for i, r := range reqs {
-		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits}
+		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits, Mode: r.Mode}
 	}
 
 	s.mu.Lock()

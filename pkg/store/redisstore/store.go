@@ -63,7 +63,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	}
 	ops := make([]algorithms.Op, len(reqs))
 	for i, r := range reqs {
-		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits}
+		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits, Mode: r.Mode}
 	}
 	// REDIS_TIMEOUT caps the call even when the caller allows longer.
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
