@@ -125,7 +125,7 @@ func (a *app) announce(log *zap.Logger) {
 		zap.String("config", a.set.ConfigDir),
 	}
 	if a.set.Backend == backendRedis {
-		fields = append(fields, zap.String("redis", a.set.RedisType.String()+" "+a.set.RedisSocketType+" "+a.set.RedisURL))
+		fields = append(fields, zap.String("redis", a.set.RedisType.String()+" "+a.set.RedisSocketType+" "+redactURL(a.set.RedisURL)))
 	}
 	log.Info("ratelimitd listening", fields...)
 }

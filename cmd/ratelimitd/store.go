@@ -32,7 +32,9 @@ func newStore(set settings) (store.Store, error) {
 	}
 	st, err := redisstore.New(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("redis store (REDIS_URL=%s): %w", set.RedisURL, err)
+		// Not wrapped: the message may quote credentials, so only a redacted
+		// copy leaves this function.
+		return nil, fmt.Errorf("redis store (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))
 	}
 	return st, nil
 }
