@@ -65,6 +65,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		service.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
 		service.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
 		service.WithShadowMode(set.ShadowMode),
+		service.WithHeaders(set.Headers),
 		service.WithLogger(log),
 	)
 

@@ -77,6 +77,7 @@ type settings struct {
 	UseStatsd bool
 
 	ShadowMode     bool
+	Headers        service.Headers
 	MaxDescriptors int
 	MaxEntries     int
 	MaxValueLen    int
@@ -90,7 +91,7 @@ type settings struct {
 // effect here; setting one is worth a warning, not a failed start.
 func ignoredSettings() []string {
 	return []string{
-		"LIMIT_RESPONSE_HEADERS_ENABLED", "LOCAL_CACHE_SIZE_IN_BYTES", "NEAR_LIMIT_RATIO",
+		"LOCAL_CACHE_SIZE_IN_BYTES", "NEAR_LIMIT_RATIO",
 		"GRPC_SERVER_USE_TLS", "REDIS_PERSECOND", "FORCE_START_WITHOUT_INITIAL_CONFIG",
 		"USE_PROMETHEUS", "USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
@@ -153,6 +154,14 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.UseStatsd = env.boolean("USE_STATSD", false)
 
 	s.ShadowMode = env.boolean("SHADOW_MODE", false)
+	s.Headers = service.Headers{
+		Classic:    env.boolean("LIMIT_RESPONSE_HEADERS_ENABLED", false),
+		Limit:      env.str("LIMIT_LIMIT_HEADER", service.DefaultLimitHeader),
+		Remaining:  env.str("LIMIT_REMAINING_HEADER", service.DefaultRemainingHeader),
+		Reset:      env.str("LIMIT_RESET_HEADER", service.DefaultResetHeader),
+		Draft:      env.boolean("LIMIT_DRAFT_HEADERS_ENABLED", false),
+		RetryAfter: env.boolean("LIMIT_RETRY_AFTER_HEADER_ENABLED", false),
+	}
 	s.MaxDescriptors = env.integer("MAX_DESCRIPTORS", service.DefaultMaxDescriptors, 1, 1<<16)
 	s.MaxEntries = env.integer("MAX_DESCRIPTOR_ENTRIES", service.DefaultMaxEntries, 1, 1<<16)
 	s.MaxValueLen = env.integer("MAX_VALUE_LENGTH", service.DefaultMaxValueLen, 1, 1<<20)

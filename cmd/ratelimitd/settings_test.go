@@ -39,6 +39,9 @@ func defaultSettings() settings {
 		MaxDescriptors:            service.DefaultMaxDescriptors,
 		MaxEntries:                service.DefaultMaxEntries,
 		MaxValueLen:               service.DefaultMaxValueLen,
+		Headers: service.Headers{
+			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
+		},
 	}
 }
 
@@ -119,13 +122,21 @@ func TestParseSettings(t *testing.T) {
 		},
 		{
 			name: "unsupported settings are warned about",
-			env:  map[string]string{"USE_STATSD": "true", "LIMIT_RESPONSE_HEADERS_ENABLED": "true"},
+			env:  map[string]string{"USE_STATSD": "true", "LOCAL_CACHE_SIZE_IN_BYTES": "1000"},
 			want: func(s *settings) {
 				s.UseStatsd = true
 				s.Warnings = []string{
-					"LIMIT_RESPONSE_HEADERS_ENABLED=true is not supported and has no effect",
+					"LOCAL_CACHE_SIZE_IN_BYTES=1000 is not supported and has no effect",
 					"USE_STATSD=true: statsd is not supported; no metrics are sent",
 				}
+			},
+		},
+		{
+			name: "response headers",
+			env: map[string]string{"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "LIMIT_REMAINING_HEADER": "X-Left",
+				"LIMIT_DRAFT_HEADERS_ENABLED": "true", "LIMIT_RETRY_AFTER_HEADER_ENABLED": "true"},
+			want: func(s *settings) {
+				s.Headers.Classic, s.Headers.Remaining, s.Headers.Draft, s.Headers.RetryAfter = true, "X-Left", true, true
 			},
 		},
 		{

@@ -53,3 +53,10 @@ func WithLogger(l *zap.Logger) Option {
 		}
 	}
 }
+
+// WithHeaders sets the HTTP headers added to responses
+// (LIMIT_RESPONSE_HEADERS_ENABLED and ratelimitd's draft and Retry-After
+// headers).
+func WithHeaders(h Headers) Option {
+	return func(s *Service) { s.headers = h }
+}

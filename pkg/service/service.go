@@ -35,6 +35,7 @@ type Service struct {
 	keys         config.KeyBuilder
 	caps         caps
 	globalShadow bool
+	headers      Headers
 	log          *zap.Logger
 	// errLog logs each message at most once a second: when the backend is
 	// down every request fails the same way, and one line per request would
@@ -87,6 +88,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, s.backendError(ctx, err)
 	}
 	resp := s.respond(p, results)
+	s.addHeaders(p, results, resp)
 	if ce := s.log.Check(zapcore.DebugLevel, "decided"); ce != nil {
 		ce.Write(zap.String("domain", req.GetDomain()), zap.Int("descriptors", len(p.slots)),
 			zap.Int("counted", len(p.reqs)), zap.Stringer("overall", resp.GetOverallCode()))

@@ -1,0 +1,132 @@
+package service
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+)
+
+// Headers chooses the HTTP headers ratelimitd asks Envoy to add to the
+// response. The zero value adds none.
+type Headers struct {
+	// Classic enables envoyproxy's LIMIT_RESPONSE_HEADERS_ENABLED headers,
+	// named by Limit, Remaining and Reset (defaults below when empty).
+	Classic                 bool
+	Limit, Remaining, Reset string
+	// Draft adds the IETF structured fields RateLimit-Policy and RateLimit
+	// (draft-ietf-httpapi-ratelimit-headers).
+	Draft bool
+	// RetryAfter adds Retry-After (whole seconds) to an OVER_LIMIT answer.
+	RetryAfter bool
+}
+
+// Default header names, as envoyproxy names them.
+const (
+	DefaultLimitHeader     = "RateLimit-Limit"
+	DefaultRemainingHeader = "RateLimit-Remaining"
+	DefaultResetHeader     = "RateLimit-Reset"
+)
+
+func (h Headers) enabled() bool { return h.Classic || h.Draft || h.RetryAfter }
+
+// constraining picks the descriptor the headers describe, as envoyproxy
+// does: the counted one with the least remaining, except that a descriptor
+// over its limit (and not a quota alternative) wins.
+func constraining(p *plan, resp *rlsv3.RateLimitResponse) (slot, *rlsv3.RateLimitResponse_DescriptorStatus, bool) {
+	var best slot
+	var bestStatus *rlsv3.RateLimitResponse_DescriptorStatus
+	least := uint32(math.MaxUint32)
+	for i, sl := range p.slots {
+		st := resp.Statuses[i]
+		if sl.kind != counted || st.GetCurrentLimit() == nil {
+			continue
+		}
+		if st.GetLimitRemaining() < least {
+			best, bestStatus, least = sl, st, st.GetLimitRemaining()
+		}
+		if st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT && p.soft[sl.req] != quota {
+			best, bestStatus, least = sl, st, 0
+		}
+	}
+	return best, bestStatus, bestStatus != nil
+}
+
+// addHeaders fills resp.ResponseHeadersToAdd from the most constraining
+// descriptor of the request.
+func (s *Service) addHeaders(p *plan, results []store.Result, resp *rlsv3.RateLimitResponse) {
+	if !s.headers.enabled() {
+		return
+	}
+	sl, st, ok := constraining(p, resp)
+	if !ok {
+		return
+	}
+	reset := ceilSeconds(st.GetDurationUntilReset().AsDuration())
+	add := func(key, value string) {
+		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: key, Value: value})
+	}
+	if s.headers.Classic {
+		add(orDefault(s.headers.Limit, DefaultLimitHeader), strconv.FormatUint(uint64(st.GetCurrentLimit().GetRequestsPerUnit()), 10))
+		add(orDefault(s.headers.Remaining, DefaultRemainingHeader), strconv.FormatUint(uint64(st.GetLimitRemaining()), 10))
+		add(orDefault(s.headers.Reset, DefaultResetHeader), strconv.FormatInt(reset, 10))
+	}
+	if s.headers.Draft {
+		name := policyName(sl)
+		window := ceilSeconds(sl.rule.Limit.Period)
+		add("RateLimit-Policy", name+";q="+strconv.FormatUint(uint64(st.GetCurrentLimit().GetRequestsPerUnit()), 10)+";w="+strconv.FormatInt(window, 10))
+		add("RateLimit", name+";r="+strconv.FormatUint(uint64(st.GetLimitRemaining()), 10)+";t="+strconv.FormatInt(reset, 10))
+	}
+	if s.headers.RetryAfter && resp.GetOverallCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
+		wait := results[sl.req].RetryAfter
+		if wait == algorithms.Never || wait <= 0 {
+			wait = st.GetDurationUntilReset().AsDuration()
+		}
+		add("Retry-After", strconv.FormatInt(max(ceilSeconds(wait), 1), 10))
+	}
+}
+
+// policyName is the draft's policy item key: a structured-field string of
+// the rule's name, or of its stats key when it has none.
+func policyName(sl slot) string {
+	name := sl.rule.Name
+	if name == "" {
+		name = sl.rule.StatKey
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range name {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r > 0x7e:
+			b.WriteByte('_') // sf-string allows printable ASCII only
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
+	}
+	return s
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
