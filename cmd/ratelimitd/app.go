@@ -45,6 +45,7 @@ type app struct {
 }
 
 func newApp(set settings, log *zap.Logger) (*app, error) {
+	a := &app{set: set, log: log}
 	w, err := config.NewWatcher(set.ConfigDir,
 		config.WithWatchPath(set.WatchPath),
 		config.WithLoadOptions(
@@ -52,6 +53,8 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 			config.WithIgnoreDotfiles(set.IgnoreDotfiles),
 		),
 		config.WithLogger(log),
+		config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
+		config.WithOnReload(func(*config.Config, error) { a.syncHealth() }),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("loading rate limit config from %s: %w", set.ConfigDir, err)
@@ -60,12 +63,13 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &app{set: set, log: log, watcher: w, store: st}
+	a.watcher, a.store = w, st
 	a.svc = service.New(w, st,
 		service.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
 		service.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
 		service.WithShadowMode(set.ShadowMode),
 		service.WithHeaders(set.Headers),
+		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
 		service.WithLogger(log),
 	)
 
@@ -79,7 +83,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	rlsv3.RegisterRateLimitServiceServer(a.grpc, a.svc)
 	a.health = health.NewServer()
 	healthpb.RegisterHealthServer(a.grpc, a.health)
-	a.health.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	a.syncHealth()
 	reflection.Register(a.grpc)
 
 	mux := http.NewServeMux()
@@ -87,6 +91,21 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	a.http = newHTTPServer(mux)
 	a.debug = newHTTPServer(debugMux(w))
 	return a, nil
+}
+
+// syncHealth makes gRPC health agree with /healthcheck: NOT_SERVING while
+// no (or, with HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, an empty) config is
+// in force. The watcher calls it after every reload.
+func (a *app) syncHealth() {
+	if a.health == nil {
+		return
+	}
+	status := healthpb.HealthCheckResponse_NOT_SERVING
+	if a.svc.Healthy() {
+		status = healthpb.HealthCheckResponse_SERVING
+	}
+	a.health.SetServingStatus("", status)
+	a.health.SetServingStatus(rlsv3.RateLimitService_ServiceDesc.ServiceName, status)
 }
 
 // newHTTPServer bounds how long a client may take to send a request; there

@@ -8,8 +8,12 @@ import (
 	"syscall"
 )
 
-// run starts ratelimitd and blocks until SIGINT/SIGTERM (or ctx) stops it.
+// run starts ratelimitd and blocks until SIGINT/SIGTERM (or ctx) stops it;
+// `ratelimitd check` validates a config directory instead.
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(args[1:], lookup, stderr)
+	}
 	set, err := parseSettings(args, lookup)
 	if err != nil {
 		return err

@@ -76,11 +76,16 @@ type settings struct {
 	LogJSON   bool
 	UseStatsd bool
 
-	ShadowMode     bool
-	Headers        service.Headers
-	MaxDescriptors int
-	MaxEntries     int
-	MaxValueLen    int
+	ShadowMode bool
+	// ForceStartWithoutConfig and HealthyWithAtLeastOneConfig are
+	// envoyproxy's FORCE_START_WITHOUT_INITIAL_CONFIG and
+	// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED.
+	ForceStartWithoutConfig     bool
+	HealthyWithAtLeastOneConfig bool
+	Headers                     service.Headers
+	MaxDescriptors              int
+	MaxEntries                  int
+	MaxValueLen                 int
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -92,7 +97,7 @@ type settings struct {
 func ignoredSettings() []string {
 	return []string{
 		"LOCAL_CACHE_SIZE_IN_BYTES", "NEAR_LIMIT_RATIO",
-		"GRPC_SERVER_USE_TLS", "REDIS_PERSECOND", "FORCE_START_WITHOUT_INITIAL_CONFIG",
+		"GRPC_SERVER_USE_TLS", "REDIS_PERSECOND",
 		"USE_PROMETHEUS", "USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
 }
@@ -154,6 +159,8 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.UseStatsd = env.boolean("USE_STATSD", false)
 
 	s.ShadowMode = env.boolean("SHADOW_MODE", false)
+	s.ForceStartWithoutConfig = env.boolean("FORCE_START_WITHOUT_INITIAL_CONFIG", false)
+	s.HealthyWithAtLeastOneConfig = env.boolean("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)
 	s.Headers = service.Headers{
 		Classic:    env.boolean("LIMIT_RESPONSE_HEADERS_ENABLED", false),
 		Limit:      env.str("LIMIT_LIMIT_HEADER", service.DefaultLimitHeader),

@@ -132,6 +132,11 @@ func TestParseSettings(t *testing.T) {
 			},
 		},
 		{
+			name: "startup and health",
+			env:  map[string]string{"FORCE_START_WITHOUT_INITIAL_CONFIG": "true", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED": "true"},
+			want: func(s *settings) { s.ForceStartWithoutConfig, s.HealthyWithAtLeastOneConfig = true, true },
+		},
+		{
 			name: "response headers",
 			env: map[string]string{"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "LIMIT_REMAINING_HEADER": "X-Left",
 				"LIMIT_DRAFT_HEADERS_ENABLED": "true", "LIMIT_RETRY_AFTER_HEADER_ENABLED": "true"},

@@ -48,17 +48,22 @@ func NewWatcher(dir string, opts ...WatcherOption) (*Watcher, error) {
 		w.watchPath = absPath(o.watchPath)
 	}
 	files, readErr := readDir(w.dir, w.load)
+	w.digest = fingerprint(files, readErr)
 	cfg, err := w.parse(files, readErr)
 	if err != nil {
-		return nil, fmt.Errorf("config: initial load of %s: %w", w.dir, err)
+		if !o.startWithoutConfig {
+			return nil, fmt.Errorf("config: initial load of %s: %w", w.dir, err)
+		}
+		w.opts.log.Error("no valid config yet; starting without one", zap.String("dir", w.dir), zap.Error(err))
+		return w, nil
 	}
 	w.current.Store(cfg)
-	w.digest = fingerprint(files, readErr)
 	w.opts.log.Info("config loaded", zap.String("dir", w.dir), zap.Strings("domains", cfg.Domains()))
 	return w, nil
 }
 
-// Current is the config in force; never nil.
+// Current is the config in force; nil only while a watcher started
+// WithStartWithoutConfig has not loaded a valid one yet.
 func (w *Watcher) Current() *Config {
 	return w.current.Load()
 }

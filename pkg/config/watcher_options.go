@@ -15,6 +15,8 @@ type watcherOptions struct {
 	log       *zap.Logger
 	onReload  func(*Config, error)
 	debounce  time.Duration
+	// startWithoutConfig: see WithStartWithoutConfig.
+	startWithoutConfig bool
 }
 
 // DefaultDebounce lets an editor's or a deploy tool's burst of writes settle
@@ -55,4 +57,11 @@ func WithOnReload(fn func(cfg *Config, err error)) WatcherOption {
 // zero reloads on every event.
 func WithDebounce(d time.Duration) WatcherOption {
 	return func(o *watcherOptions) { o.debounce = max(d, 0) }
+}
+
+// WithStartWithoutConfig lets NewWatcher succeed when the initial load fails
+// (FORCE_START_WITHOUT_INITIAL_CONFIG): Current is nil until a reload
+// succeeds, and the error is logged instead of returned.
+func WithStartWithoutConfig(on bool) WatcherOption {
+	return func(o *watcherOptions) { o.startWithoutConfig = on }
 }

@@ -245,3 +245,20 @@ func TestWatcherLoadOptions(t *testing.T) {
 		t.Errorf("domains = %v", w.Current().Domains())
 	}
 }
+
+func TestWatcherStartWithoutConfig(t *testing.T) {
+	dir := t.TempDir()
+	atomicWrite(t, filepath.Join(dir, "a.yaml"), "domain: a\nbogus: 1\n")
+	if _, err := NewWatcher(dir); err == nil || !strings.Contains(err.Error(), "a.yaml:2") {
+		t.Fatalf("without the option an invalid initial config must fail: %v", err)
+	}
+	w, reloads := startWatcher(t, dir, WithDebounce(10*time.Millisecond), WithStartWithoutConfig(true))
+	if w.Current() != nil {
+		t.Fatalf("Current = %v before any valid config, want nil", w.Current())
+	}
+	atomicWrite(t, filepath.Join(dir, "a.yaml"), "domain: a\n")
+	waitFor(t, reloads, "domain a", hasDomains("a"))
+	if w.Current() == nil || !w.Current().HasDomain("a") {
+		t.Fatal("the first valid config was not put in force")
+	}
+}

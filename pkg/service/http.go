@@ -26,7 +26,8 @@ func (s *Service) SetServing(serving bool) {
 
 // Healthy reports whether the service is serving with a config loaded.
 func (s *Service) Healthy() bool {
-	return !s.draining.Load() && s.cfg.Current() != nil
+	cfg := s.cfg.Current()
+	return !s.draining.Load() && cfg != nil && (!s.healthyNeedsDomain || len(cfg.Domains()) > 0)
 }
 
 // RegisterHTTP adds /healthcheck and /json to mux, as envoyproxy serves them.

@@ -60,3 +60,9 @@ func WithLogger(l *zap.Logger) Option {
 func WithHeaders(h Headers) Option {
 	return func(s *Service) { s.headers = h }
 }
+
+// WithHealthyNeedsDomain is envoyproxy's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED:
+// the service reports unhealthy until the config in force has a domain.
+func WithHealthyNeedsDomain(on bool) Option {
+	return func(s *Service) { s.healthyNeedsDomain = on }
+}

@@ -36,7 +36,9 @@ type Service struct {
 	caps         caps
 	globalShadow bool
 	headers      Headers
-	log          *zap.Logger
+	// healthyNeedsDomain: see WithHealthyNeedsDomain.
+	healthyNeedsDomain bool
+	log                *zap.Logger
 	// errLog logs each message at most once a second: when the backend is
 	// down every request fails the same way, and one line per request would
 	// bury everything else.

@@ -124,6 +124,15 @@ func writeFile(t *testing.T, path, body string) {
 // root; extra env entries ("K=V") are appended last so they win.
 func startService(t *testing.T, root string, env ...string) *service {
 	t.Helper()
+	s := spawnService(t, root, env...)
+	s.waitHealthy(15 * time.Second)
+	return s
+}
+
+// spawnService starts the process and connects a client without waiting
+// for it to become healthy.
+func spawnService(t *testing.T, root string, env ...string) *service {
+	t.Helper()
 	s := &service{t: t, logs: &syncBuffer{}, configDir: filepath.Join(root, "ratelimit", "config")}
 	gp, hp, dp := redistest.FreePort(t), redistest.FreePort(t), redistest.FreePort(t)
 	s.grpcAddr = "127.0.0.1:" + strconv.Itoa(gp)
@@ -150,7 +159,6 @@ func startService(t *testing.T, root string, env ...string) *service {
 			t.Logf("ratelimitd logs:\n%s", s.logs.String())
 		}
 	})
-	s.waitHealthy(15 * time.Second)
 	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatalf("dial: %v", err)
