@@ -70,6 +70,8 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		service.WithShadowMode(set.ShadowMode),
 		service.WithHeaders(set.Headers),
 		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
+		service.WithDynamicMetadata(set.DynamicMetadata),
+		service.WithQuotaMode(set.QuotaMode),
 		service.WithLogger(log),
 	)
 

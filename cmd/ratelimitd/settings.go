@@ -82,10 +82,14 @@ type settings struct {
 	// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED.
 	ForceStartWithoutConfig     bool
 	HealthyWithAtLeastOneConfig bool
-	Headers                     service.Headers
-	MaxDescriptors              int
-	MaxEntries                  int
-	MaxValueLen                 int
+	// DynamicMetadata and QuotaMode are RESPONSE_DYNAMIC_METADATA and
+	// QUOTA_MODE.
+	DynamicMetadata bool
+	QuotaMode       bool
+	Headers         service.Headers
+	MaxDescriptors  int
+	MaxEntries      int
+	MaxValueLen     int
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -161,6 +165,8 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.ShadowMode = env.boolean("SHADOW_MODE", false)
 	s.ForceStartWithoutConfig = env.boolean("FORCE_START_WITHOUT_INITIAL_CONFIG", false)
 	s.HealthyWithAtLeastOneConfig = env.boolean("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)
+	s.DynamicMetadata = env.boolean("RESPONSE_DYNAMIC_METADATA", false)
+	s.QuotaMode = env.boolean("QUOTA_MODE", false)
 	s.Headers = service.Headers{
 		Classic:    env.boolean("LIMIT_RESPONSE_HEADERS_ENABLED", false),
 		Limit:      env.str("LIMIT_LIMIT_HEADER", service.DefaultLimitHeader),

@@ -133,8 +133,11 @@ func TestParseSettings(t *testing.T) {
 		},
 		{
 			name: "startup and health",
-			env:  map[string]string{"FORCE_START_WITHOUT_INITIAL_CONFIG": "true", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED": "true"},
-			want: func(s *settings) { s.ForceStartWithoutConfig, s.HealthyWithAtLeastOneConfig = true, true },
+			env: map[string]string{"FORCE_START_WITHOUT_INITIAL_CONFIG": "true", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED": "true",
+				"RESPONSE_DYNAMIC_METADATA": "true", "QUOTA_MODE": "true"},
+			want: func(s *settings) {
+				s.ForceStartWithoutConfig, s.HealthyWithAtLeastOneConfig, s.DynamicMetadata, s.QuotaMode = true, true, true, true
+			},
 		},
 		{
 			name: "response headers",

@@ -66,3 +66,15 @@ func WithHeaders(h Headers) Option {
 func WithHealthyNeedsDomain(on bool) Option {
 	return func(s *Service) { s.healthyNeedsDomain = on }
 }
+
+// WithDynamicMetadata is envoyproxy's RESPONSE_DYNAMIC_METADATA: responses
+// carry the request and the matched rules' metadata in dynamic_metadata.
+func WithDynamicMetadata(on bool) Option {
+	return func(s *Service) { s.dynamicMetadata = on }
+}
+
+// WithQuotaMode is envoyproxy's QUOTA_MODE: every rule is a quota rule, so a
+// request is over the limit only when all its counted descriptors are.
+func WithQuotaMode(on bool) Option {
+	return func(s *Service) { s.globalQuota = on }
+}

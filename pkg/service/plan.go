@@ -115,6 +115,9 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 		default:
 			p.slots[i] = slot{kind: counted, rule: r, req: len(p.reqs)}
 			soft := softnessOf(r)
+			if s.globalQuota && soft == hard {
+				soft = quota
+			}
 			p.reqs = append(p.reqs, store.Request{
 				Key:   s.keys.Key(r, entries[i]),
 				Limit: r.Limit,

@@ -38,7 +38,10 @@ type Service struct {
 	headers      Headers
 	// healthyNeedsDomain: see WithHealthyNeedsDomain.
 	healthyNeedsDomain bool
-	log                *zap.Logger
+	// dynamicMetadata and globalQuota: see WithDynamicMetadata, WithQuotaMode.
+	dynamicMetadata bool
+	globalQuota     bool
+	log             *zap.Logger
 	// errLog logs each message at most once a second: when the backend is
 	// down every request fails the same way, and one line per request would
 	// bury everything else.
@@ -91,6 +94,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	resp := s.respond(p, results)
 	s.addHeaders(p, results, resp)
+	s.addDynamicMetadata(req, p, resp)
 	if ce := s.log.Check(zapcore.DebugLevel, "decided"); ce != nil {
 		ce.Write(zap.String("domain", req.GetDomain()), zap.Int("descriptors", len(p.slots)),
 			zap.Int("counted", len(p.reqs)), zap.Stringer("overall", resp.GetOverallCode()))
