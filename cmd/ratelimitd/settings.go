@@ -71,6 +71,8 @@ type settings struct {
 	RedisTimeout           time.Duration
 	CacheKeyPrefix         string
 	MemoryMaxKeys          int
+	// LocalCacheBytes is LOCAL_CACHE_SIZE_IN_BYTES (0 = no cache).
+	LocalCacheBytes int
 
 	LogLevel  zapcore.Level
 	LogJSON   bool
@@ -100,7 +102,7 @@ type settings struct {
 // effect here; setting one is worth a warning, not a failed start.
 func ignoredSettings() []string {
 	return []string{
-		"LOCAL_CACHE_SIZE_IN_BYTES", "NEAR_LIMIT_RATIO",
+		"NEAR_LIMIT_RATIO",
 		"GRPC_SERVER_USE_TLS", "REDIS_PERSECOND",
 		"USE_PROMETHEUS", "USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
@@ -149,6 +151,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	}
 	s.CacheKeyPrefix = env.str("CACHE_KEY_PREFIX", "")
 	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", 0, 0, math.MaxInt32)
+	s.LocalCacheBytes = env.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, math.MaxInt32)
 
 	if v, ok := env.raw("LOG_LEVEL"); ok {
 		lvl, err := parseLogLevel(v)

@@ -122,11 +122,11 @@ func TestParseSettings(t *testing.T) {
 		},
 		{
 			name: "unsupported settings are warned about",
-			env:  map[string]string{"USE_STATSD": "true", "LOCAL_CACHE_SIZE_IN_BYTES": "1000"},
+			env:  map[string]string{"USE_STATSD": "true", "GRPC_UDS": "/tmp/x.sock", "LOCAL_CACHE_SIZE_IN_BYTES": "1000"},
 			want: func(s *settings) {
-				s.UseStatsd = true
+				s.UseStatsd, s.LocalCacheBytes = true, 1000
 				s.Warnings = []string{
-					"LOCAL_CACHE_SIZE_IN_BYTES=1000 is not supported and has no effect",
+					"GRPC_UDS=/tmp/x.sock is not supported and has no effect",
 					"USE_STATSD=true: statsd is not supported; no metrics are sent",
 				}
 			},

@@ -7,11 +7,20 @@ import (
 	"os"
 
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
 func newStore(set settings) (store.Store, error) {
+	st, err := newBackend(set)
+	if err != nil || set.LocalCacheBytes == 0 {
+		return st, err
+	}
+	return localcache.New(st, set.LocalCacheBytes), nil
+}
+
+func newBackend(set settings) (store.Store, error) {
 	if set.Backend != backendRedis {
 		return memstore.New(memstore.WithMaxKeys(set.MemoryMaxKeys)), nil
 	}

@@ -21,6 +21,9 @@ type Request struct {
 // Result is the decision for the Request at the same index.
 type Result struct {
 	algorithms.Decision
+	// FromCache says a local over-limit cache answered without the
+	// backend (see pkg/store/localcache).
+	FromCache bool
 }
 
 // Store decides a batch of requests atomically with the semantics of
