@@ -13,6 +13,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -75,13 +76,22 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		service.WithLogger(log),
 	)
 
-	a.grpc = grpc.NewServer(
+	grpcOpts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(service.RecoverUnary(log)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionAge:      set.GRPCMaxConnectionAge,
 			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,
 		}),
-	)
+	}
+	if set.GRPCTLS {
+		tlsCfg, err := grpcServerTLS(set)
+		if err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	a.grpc = grpc.NewServer(grpcOpts...)
 	rlsv3.RegisterRateLimitServiceServer(a.grpc, a.svc)
 	a.health = health.NewServer()
 	healthpb.RegisterHealthServer(a.grpc, a.health)

@@ -48,9 +48,16 @@ type settings struct {
 	IgnoreDotfiles bool
 	MergeDomains   bool
 
-	GRPCAddr  string
-	HTTPAddr  string
-	DebugAddr string
+	GRPCAddr string
+	// gRPC server TLS, as envoyproxy names it: GRPC_SERVER_USE_TLS,
+	// GRPC_SERVER_TLS_CERT/KEY, GRPC_CLIENT_TLS_CACERT, GRPC_CLIENT_TLS_SAN.
+	GRPCTLS          bool
+	GRPCTLSCert      string
+	GRPCTLSKey       string
+	GRPCClientCACert string
+	GRPCClientSAN    string
+	HTTPAddr         string
+	DebugAddr        string
 
 	GRPCMaxConnectionAge      time.Duration
 	GRPCMaxConnectionAgeGrace time.Duration
@@ -102,8 +109,7 @@ type settings struct {
 // effect here; setting one is worth a warning, not a failed start.
 func ignoredSettings() []string {
 	return []string{
-		"NEAR_LIMIT_RATIO",
-		"GRPC_SERVER_USE_TLS", "REDIS_PERSECOND",
+		"NEAR_LIMIT_RATIO", "REDIS_PERSECOND",
 		"USE_PROMETHEUS", "USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
 }
@@ -130,6 +136,11 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.HTTPAddr = hostPort(env, "HOST", "PORT", 8080)
 	s.GRPCAddr = hostPort(env, "GRPC_HOST", "GRPC_PORT", 8081)
 	s.DebugAddr = hostPort(env, "DEBUG_HOST", "DEBUG_PORT", 6070)
+	s.GRPCTLS = env.boolean("GRPC_SERVER_USE_TLS", false)
+	s.GRPCTLSCert = env.str("GRPC_SERVER_TLS_CERT", "")
+	s.GRPCTLSKey = env.str("GRPC_SERVER_TLS_KEY", "")
+	s.GRPCClientCACert = env.str("GRPC_CLIENT_TLS_CACERT", "")
+	s.GRPCClientSAN = env.str("GRPC_CLIENT_TLS_SAN", "")
 	s.GRPCMaxConnectionAge = env.duration("GRPC_MAX_CONNECTION_AGE", 24*time.Hour)
 	s.GRPCMaxConnectionAgeGrace = env.duration("GRPC_MAX_CONNECTION_AGE_GRACE", time.Hour)
 	s.ShutdownTimeout = env.duration("SHUTDOWN_TIMEOUT", 10*time.Second)

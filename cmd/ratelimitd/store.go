@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
@@ -54,13 +53,9 @@ func newBackend(set settings) (store.Store, error) {
 func redisTLS(set settings) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if set.RedisTLSCACert != "" {
-		pem, err := os.ReadFile(set.RedisTLSCACert)
+		pool, err := certPool(set.RedisTLSCACert)
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_TLS_CACERT: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("REDIS_TLS_CACERT=%s: no PEM certificate found", set.RedisTLSCACert)
 		}
 		cfg.RootCAs = pool
 	}

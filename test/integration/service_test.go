@@ -22,13 +22,19 @@ import (
 func startWithRedis(t *testing.T, config string, env ...string) (*service, *redistest.Server) {
 	t.Helper()
 	rds := redistest.Start(t)
+	return startWithRedisAt(t, rds.Addr, config, env...), rds
+}
+
+// startWithRedisAt is startWithRedis against a Redis the test started.
+func startWithRedisAt(t *testing.T, addr, config string, env ...string) *service {
+	t.Helper()
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": config})
 	base := []string{
 		"BACKEND_TYPE=redis", "REDIS_SOCKET_TYPE=tcp", "REDIS_TYPE=SINGLE",
-		"REDIS_URL=" + rds.Addr, "REDIS_POOL_SIZE=8", "REDIS_TIMEOUT=2s",
+		"REDIS_URL=" + addr, "REDIS_POOL_SIZE=8", "REDIS_TIMEOUT=2s",
 		"USE_STATSD=false", "LOG_FORMAT=json",
 	}
-	return startService(t, root, append(base, env...)...), rds
+	return startService(t, root, append(base, env...)...)
 }
 
 func TestShouldRateLimitSemantics(t *testing.T) {

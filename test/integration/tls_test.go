@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"testing"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+)
+
+// tlsCall makes one ShouldRateLimit over TLS with an optional client pair.
+func tlsCall(t *testing.T, addr string, ca *testcerts.CA, client *testcerts.Pair) error {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM)
+	cfg := &tls.Config{RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+	if client != nil {
+		pair, err := tls.LoadX509KeyPair(client.CertFile, client.KeyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, request("it", desc("global", "tls")))
+	return err
+}
+
+// servedSerial is the serial of the certificate the server presents.
+func servedSerial(t *testing.T, addr string, ca *testcerts.CA, client *testcerts.Pair) string {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM)
+	cfg := &tls.Config{RootCAs: roots, ServerName: "localhost", NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12}
+	if client != nil {
+		pair, err := tls.LoadX509KeyPair(client.CertFile, client.KeyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	c, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		t.Fatalf("TLS dial: %v", err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+}
+
+func TestGRPCServerTLS(t *testing.T) {
+	ca := testcerts.NewCA(t, "grpc")
+	server := ca.Server(t, "server")
+	root, _ := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
+
+	t.Run("TLS", func(t *testing.T) {
+		svc := startService(t, root, "BACKEND_TYPE=memory", "GRPC_SERVER_USE_TLS=true",
+			"GRPC_SERVER_TLS_CERT="+server.CertFile, "GRPC_SERVER_TLS_KEY="+server.KeyFile)
+		if err := tlsCall(t, svc.grpcAddr, ca, nil); err != nil {
+			t.Fatalf("TLS call: %v", err)
+		}
+		if _, err := svc.call(request("it", desc("global", "plain"))); err == nil {
+			t.Fatal("a plaintext call to a TLS server succeeded")
+		}
+	})
+
+	t.Run("mTLS with SAN and rotation", func(t *testing.T) {
+		rotating := ca.Server(t, "rotating")
+		good := ca.Client(t, "good", "spiffe://cluster.local/ns/edge/sa/envoy")
+		wrongSAN := ca.Client(t, "wrong", "spiffe://cluster.local/ns/other/sa/app")
+		stranger := testcerts.NewCA(t, "stranger").Client(t, "stranger", "spiffe://cluster.local/ns/edge/sa/envoy")
+		svc := startService(t, root, "BACKEND_TYPE=memory", "GRPC_SERVER_USE_TLS=true",
+			"GRPC_SERVER_TLS_CERT="+rotating.CertFile, "GRPC_SERVER_TLS_KEY="+rotating.KeyFile,
+			"GRPC_CLIENT_TLS_CACERT="+ca.File, "GRPC_CLIENT_TLS_SAN=spiffe://cluster.local/ns/edge/sa/envoy")
+		if err := tlsCall(t, svc.grpcAddr, ca, &good); err != nil {
+			t.Fatalf("client with the right SAN: %v", err)
+		}
+		for name, client := range map[string]*testcerts.Pair{"no certificate": nil, "wrong SAN": &wrongSAN, "another CA": &stranger} {
+			if err := tlsCall(t, svc.grpcAddr, ca, client); err == nil {
+				t.Errorf("%s: call accepted", name)
+			}
+		}
+
+		before := servedSerial(t, svc.grpcAddr, ca, &good)
+		next := ca.Server(t, "rotated")
+		for _, f := range [][2]string{{next.CertFile, rotating.CertFile}, {next.KeyFile, rotating.KeyFile}} {
+			data, err := os.ReadFile(f[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, f[1], string(data))
+		}
+		eventually(t, 10*time.Second, "the rotated certificate to be served", func() bool {
+			return servedSerial(t, svc.grpcAddr, ca, &good) != before
+		})
+		if err := tlsCall(t, svc.grpcAddr, ca, &good); err != nil {
+			t.Fatalf("call after rotation: %v", err)
+		}
+	})
+}
+
+func TestRedisTLS(t *testing.T) {
+	ca := testcerts.NewCA(t, "redis")
+	server := ca.Server(t, "redis-server")
+	rds := redistest.StartTLS(t, server.CertFile, server.KeyFile, ca.File)
+	svc := startWithRedisAt(t, rds.Addr, itConfig, "REDIS_TLS=true", "REDIS_TLS_CACERT="+ca.File)
+	resp, err := svc.call(request("it", desc("global", "tls")))
+	if err != nil || resp.GetOverallCode() != ok {
+		t.Fatalf("call through TLS Redis: %v %v", resp, err)
+	}
+}
