@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -47,6 +48,7 @@ type app struct {
 
 func newApp(set settings, log *zap.Logger) (*app, error) {
 	a := &app{set: set, log: log}
+	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries))
 	w, err := config.NewWatcher(set.ConfigDir,
 		config.WithWatchPath(set.WatchPath),
 		config.WithLoadOptions(
@@ -55,12 +57,21 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		),
 		config.WithLogger(log),
 		config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
-		config.WithOnReload(func(*config.Config, error) { a.syncHealth() }),
+		config.WithOnReload(func(_ *config.Config, err error) {
+			m.ConfigLoad(err)
+			a.syncHealth()
+		}),
 	)
 	if err != nil {
+		m.ConfigLoad(err)
 		return nil, fmt.Errorf("loading rate limit config from %s: %w", set.ConfigDir, err)
 	}
-	st, err := newStore(set)
+	if w.Current() != nil {
+		m.ConfigLoad(nil)
+	} else {
+		m.ConfigLoad(errors.New("no valid initial config"))
+	}
+	st, err := newStore(set, m)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +81,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		service.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
 		service.WithShadowMode(set.ShadowMode),
 		service.WithHeaders(set.Headers),
+		service.WithObserver(m),
 		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
 		service.WithDynamicMetadata(set.DynamicMetadata),
 		service.WithQuotaMode(set.QuotaMode),
@@ -101,7 +113,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	mux := http.NewServeMux()
 	a.svc.RegisterHTTP(mux)
 	a.http = newHTTPServer(mux)
-	a.debug = newHTTPServer(debugMux(w))
+	a.debug = newHTTPServer(debugMux(w, m.Handler()))
 	return a, nil
 }
 
@@ -152,7 +164,7 @@ func (a *app) announce(log *zap.Logger) {
 	fields := []zap.Field{
 		zap.String("grpc", a.grpcLn.Addr().String()),
 		zap.String("http", a.httpLn.Addr().String()+" (/healthcheck, /json)"),
-		zap.String("debug", a.debugLn.Addr().String()+" (/rlconfig, /debug/pprof/)"),
+		zap.String("debug", a.debugLn.Addr().String()+" (/metrics, /rlconfig, /debug/pprof/)"),
 		zap.Stringer("backend", a.set.Backend),
 		zap.String("config", a.set.ConfigDir),
 	}

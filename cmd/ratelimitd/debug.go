@@ -8,10 +8,12 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 )
 
-// debugMux serves what envoyproxy's debug port does that we support: the
-// loaded config and Go's profiler.
-func debugMux(cfg service.ConfigSource) *http.ServeMux {
+// debugMux serves Prometheus metrics and what envoyproxy's debug port does
+// that we support: the loaded config and Go's profiler. It must not be
+// exposed beyond the pod or host (DEBUG_HOST=127.0.0.1).
+func debugMux(cfg service.ConfigSource, metrics http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics)
 	mux.HandleFunc("/rlconfig", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		c := cfg.Current()

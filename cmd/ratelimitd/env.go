@@ -92,3 +92,16 @@ func (r *envReader) oneOf(name, def string, allowed ...string) string {
 	r.fail(name, v, "one of "+strings.Join(allowed, ", "))
 	return def
 }
+
+func (r *envReader) fraction(name string, def float64) float64 {
+	v, ok := r.raw(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 {
+		r.fail(name, v, "a number from 0 to 1")
+		return def
+	}
+	return f
+}

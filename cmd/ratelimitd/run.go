@@ -23,6 +23,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	for _, w := range set.Warnings {
 		log.Warn(w)
 	}
+	routeRedisLogs(log)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
@@ -80,6 +81,10 @@ type settings struct {
 	MemoryMaxKeys          int
 	// LocalCacheBytes is LOCAL_CACHE_SIZE_IN_BYTES (0 = no cache).
 	LocalCacheBytes int
+	// NearLimitRatio is NEAR_LIMIT_RATIO; MaxDetailedSeries caps metric
+	// series labelled with request values (detailed_metric).
+	NearLimitRatio    float64
+	MaxDetailedSeries int
 
 	LogLevel  zapcore.Level
 	LogJSON   bool
@@ -109,7 +114,7 @@ type settings struct {
 // effect here; setting one is worth a warning, not a failed start.
 func ignoredSettings() []string {
 	return []string{
-		"NEAR_LIMIT_RATIO", "REDIS_PERSECOND",
+		"REDIS_PERSECOND",
 		"USE_PROMETHEUS", "USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
 }
@@ -163,6 +168,8 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.CacheKeyPrefix = env.str("CACHE_KEY_PREFIX", "")
 	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", 0, 0, math.MaxInt32)
 	s.LocalCacheBytes = env.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, math.MaxInt32)
+	s.NearLimitRatio = env.fraction("NEAR_LIMIT_RATIO", 0.8)
+	s.MaxDetailedSeries = env.integer("MAX_DETAILED_METRIC_SERIES", metrics.DefaultDetailedSeries, 0, 1<<20)
 
 	if v, ok := env.raw("LOG_LEVEL"); ok {
 		lvl, err := parseLogLevel(v)

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
@@ -39,6 +40,8 @@ func defaultSettings() settings {
 		MaxDescriptors:            service.DefaultMaxDescriptors,
 		MaxEntries:                service.DefaultMaxEntries,
 		MaxValueLen:               service.DefaultMaxValueLen,
+		NearLimitRatio:            0.8,
+		MaxDetailedSeries:         metrics.DefaultDetailedSeries,
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
 		},
@@ -138,6 +141,11 @@ func TestParseSettings(t *testing.T) {
 			want: func(s *settings) {
 				s.ForceStartWithoutConfig, s.HealthyWithAtLeastOneConfig, s.DynamicMetadata, s.QuotaMode = true, true, true, true
 			},
+		},
+		{
+			name: "metrics",
+			env:  map[string]string{"NEAR_LIMIT_RATIO": "0.9", "MAX_DETAILED_METRIC_SERIES": "50"},
+			want: func(s *settings) { s.NearLimitRatio, s.MaxDetailedSeries = 0.9, 50 },
 		},
 		{
 			name: "response headers",

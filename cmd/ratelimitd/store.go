@@ -4,22 +4,26 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
-func newStore(set settings) (store.Store, error) {
-	st, err := newBackend(set)
+func newStore(set settings, m *metrics.Metrics) (store.Store, error) {
+	st, err := newBackend(set, m)
 	if err != nil || set.LocalCacheBytes == 0 {
 		return st, err
 	}
-	return localcache.New(st, set.LocalCacheBytes), nil
+	cache := localcache.New(st, set.LocalCacheBytes)
+	m.Registry().MustRegister(localCacheCollectors(cache)...)
+	return cache, nil
 }
 
-func newBackend(set settings) (store.Store, error) {
+func newBackend(set settings, m *metrics.Metrics) (store.Store, error) {
 	if set.Backend != backendRedis {
 		return memstore.New(memstore.WithMaxKeys(set.MemoryMaxKeys)), nil
 	}
@@ -30,6 +34,7 @@ func newBackend(set settings) (store.Store, error) {
 		redisstore.WithAuth(set.RedisAuth),
 		redisstore.WithPoolSize(set.RedisPoolSize),
 		redisstore.WithTimeout(set.RedisTimeout),
+		redisstore.WithRoundTripObserver(m.RoundTrip),
 	}
 	if set.RedisTLS {
 		cfg, err := redisTLS(set)
@@ -84,4 +89,17 @@ func redisTLS(set settings) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// localCacheCollectors expose the cache's own counters.
+func localCacheCollectors(c *localcache.Store) []prometheus.Collector {
+	stat := func(name, help string, pick func(hits, misses, evictions uint64) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ratelimitd", Subsystem: "local_cache", Name: name, Help: help},
+			func() float64 { return float64(pick(c.Stats())) })
+	}
+	return []prometheus.Collector{
+		stat("hits_total", "Requests answered from the local over-limit cache.", func(h, _, _ uint64) uint64 { return h }),
+		stat("misses_total", "Requests the local cache sent to the backend.", func(_, m, _ uint64) uint64 { return m }),
+		stat("evictions_total", "Entries evicted to keep the cache within LOCAL_CACHE_SIZE_IN_BYTES.", func(_, _, e uint64) uint64 { return e }),
+	}
 }

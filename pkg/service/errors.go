@@ -14,11 +14,19 @@ import (
 // caller's own deadline or cancellation caused it, say so instead of blaming
 // the backend.
 func (s *Service) backendError(ctx context.Context, err error) error {
+	kind := "unavailable"
+	defer func() {
+		if s.obs != nil {
+			s.obs.BackendError(kind)
+		}
+	}()
 	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.DeadlineExceeded):
+		kind = "deadline"
 		s.errLog.Warn("deadline exceeded waiting for the backend", zap.Error(err))
 		return status.Errorf(codes.DeadlineExceeded, "deadline exceeded waiting for the backend: %v", err)
 	case errors.Is(ctxErr, context.Canceled):
+		kind = "canceled"
 		return status.Errorf(codes.Canceled, "request canceled while waiting for the backend: %v", err)
 	}
 	s.errLog.Error("backend unavailable", zap.Error(err))

@@ -31,6 +31,8 @@ type slot struct {
 	rule *config.Rule
 	// req indexes plan.reqs when kind is counted.
 	req int
+	// entries are the request descriptor's, for detailed metrics.
+	entries []config.Entry
 }
 
 // plan is a request resolved against one config snapshot: what each
@@ -113,7 +115,7 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 		case r.Name != "" && isReplaced(replacing, r.Name):
 			p.slots[i] = slot{kind: replaced, rule: r}
 		default:
-			p.slots[i] = slot{kind: counted, rule: r, req: len(p.reqs)}
+			p.slots[i] = slot{kind: counted, rule: r, req: len(p.reqs), entries: entries[i]}
 			soft := softnessOf(r)
 			if s.globalQuota && soft == hard {
 				soft = quota

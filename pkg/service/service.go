@@ -38,6 +38,8 @@ type Service struct {
 	headers      Headers
 	// healthyNeedsDomain: see WithHealthyNeedsDomain.
 	healthyNeedsDomain bool
+	// obs receives metrics; nil when none are collected.
+	obs Observer
 	// dynamicMetadata and globalQuota: see WithDynamicMetadata, WithQuotaMode.
 	dynamicMetadata bool
 	globalQuota     bool
@@ -77,6 +79,16 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 // backend fails, DeadlineExceeded/Canceled when the caller gave up. It never
 // answers UNKNOWN, which Envoy would treat as OK.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if s.obs == nil {
+		return s.shouldRateLimit(ctx, req)
+	}
+	start := time.Now()
+	resp, err := s.shouldRateLimit(ctx, req)
+	s.obs.Request(status.Code(err).String(), time.Since(start))
+	return resp, err
+}
+
+func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if err := s.caps.validate(req); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -95,6 +107,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	resp := s.respond(p, results)
 	s.addHeaders(p, results, resp)
 	s.addDynamicMetadata(req, p, resp)
+	s.observe(req.GetDomain(), p, results)
 	if ce := s.log.Check(zapcore.DebugLevel, "decided"); ce != nil {
 		ce.Write(zap.String("domain", req.GetDomain()), zap.Int("descriptors", len(p.slots)),
 			zap.Int("counted", len(p.reqs)), zap.Stringer("overall", resp.GetOverallCode()))

@@ -24,6 +24,7 @@ import (
 // The binary and grpcurl are built once per test run by TestMain.
 var (
 	binPath     string
+	loadPath    string
 	grpcurlPath string
 )
 
@@ -41,6 +42,11 @@ func runMain(m *testing.M) int {
 	binPath = filepath.Join(dir, "ratelimitd")
 	if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/ratelimitd").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build ratelimitd: %v\n%s", err, out)
+		return 1
+	}
+	loadPath = filepath.Join(dir, "rlload")
+	if out, err := exec.Command("go", "build", "-o", loadPath, "../../cmd/rlload").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build rlload: %v\n%s", err, out)
 		return 1
 	}
 	grpcurlPath = installGrpcurl(dir)

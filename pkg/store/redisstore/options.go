@@ -63,6 +63,13 @@ type settings struct {
 	poolSize   int
 	timeout    time.Duration
 	now        func() time.Time
+	observe    func(time.Duration, error)
+}
+
+// WithRoundTripObserver is told how long each script call took and whether
+// it failed (the metrics' Redis round-trip histogram).
+func WithRoundTripObserver(fn func(took time.Duration, err error)) Option {
+	return func(s *settings) { s.observe = fn }
 }
 
 func defaults() settings {

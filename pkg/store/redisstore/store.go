@@ -26,6 +26,7 @@ type Store struct {
 	runner     *scripts.Runner
 	timeout    time.Duration
 	now        func() time.Time
+	observe    func(time.Duration, error)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -41,7 +42,7 @@ func New(opts ...Option) (*Store, error) {
 	if s.timeout <= 0 {
 		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.timeout)
 	}
-	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.timeout, now: s.now}
+	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.timeout, now: s.now, observe: s.observe}
 	if st.client == nil {
 		c, err := newClient(s)
 		if err != nil {
@@ -72,7 +73,11 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	if s.now != nil {
 		now = s.now()
 	}
+	start := time.Now()
 	decisions, err := s.runner.Take(ctx, s.client, ops, now)
+	if s.observe != nil {
+		s.observe(time.Since(start), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: take %d keys: %w", len(reqs), err)
 	}

@@ -1,0 +1,118 @@
+package metrics_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+)
+
+func TestObserve(t *testing.T) {
+	tests := []struct {
+		name string
+		hit  metrics.Hit
+		want map[string]float64 // metric name -> value for {domain=d, rule=r}
+	}{
+		{"admitted far from the limit",
+			metrics.Hit{Domain: "d", StatKey: "r", MetricKey: "r", Hits: 2, Allowed: true, Capacity: 10, Remaining: 8},
+			map[string]float64{"total_hits": 2, "within_limit": 2, "near_limit": 0, "over_limit": 0}},
+		{"admitted past 80%: only the hits beyond the threshold are near",
+			metrics.Hit{Domain: "d", StatKey: "r", MetricKey: "r", Hits: 3, Allowed: true, Capacity: 10, Remaining: 1},
+			map[string]float64{"total_hits": 3, "within_limit": 3, "near_limit": 1}},
+		{"denied",
+			metrics.Hit{Domain: "d", StatKey: "r", MetricKey: "r", Hits: 4, Capacity: 10},
+			map[string]float64{"total_hits": 4, "over_limit": 4, "within_limit": 0, "shadow_mode": 0}},
+		{"denied in shadow mode",
+			metrics.Hit{Domain: "d", StatKey: "r", MetricKey: "r", Hits: 1, Shadow: true, Capacity: 10},
+			map[string]float64{"over_limit": 1, "shadow_mode": 1}},
+		{"denied by the local cache",
+			metrics.Hit{Domain: "d", StatKey: "r", MetricKey: "r", Hits: 1, FromCache: true, Capacity: 10},
+			map[string]float64{"over_limit": 1, "over_limit_with_local_cache": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := metrics.New()
+			m.Observe(tt.hit)
+			for name, want := range tt.want {
+				if got := counter(t, m, name, "d", "r"); got != want {
+					t.Errorf("%s = %v, want %v", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func counter(t *testing.T, m *metrics.Metrics, name, domain, rule string) float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "ratelimitd_"+name+"_total" {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["domain"] == domain && labels["rule"] == rule {
+				return metric.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func TestDetailedSeriesAreCapped(t *testing.T) {
+	m := metrics.New(metrics.WithMaxDetailedSeries(10))
+	for i := range 1000 {
+		v := strconv.Itoa(i)
+		m.Observe(metrics.Hit{Domain: "d", StatKey: "d.user", MetricKey: "d.user_" + v, Hits: 1, Allowed: true, Capacity: 100, Remaining: 99})
+	}
+	n := testutil.CollectAndCount(m.Registry(), "ratelimitd_total_hits_total")
+	if n != 11 {
+		t.Fatalf("%d series for 1000 unique values with a cap of 10, want 11 (10 + overflow)", n)
+	}
+	if got := counter(t, m, "total_hits", "d", "d.user_overflow"); got != 990 {
+		t.Fatalf("overflow series counted %v hits, want 990", got)
+	}
+	// Plain rules are never capped.
+	for i := range 50 {
+		k := "d.rule" + strconv.Itoa(i)
+		m.Observe(metrics.Hit{Domain: "d", StatKey: k, MetricKey: k, Hits: 1, Allowed: true, Capacity: 1, Remaining: 0})
+	}
+	if n := testutil.CollectAndCount(m.Registry(), "ratelimitd_total_hits_total"); n != 61 {
+		t.Fatalf("%d series, want 61", n)
+	}
+}
+
+func TestOperationalMetrics(t *testing.T) {
+	m := metrics.New()
+	m.ConfigLoad(nil)
+	m.ConfigLoad(errors.New("bad"))
+	m.BackendError("unavailable")
+	m.Request("OK", 300*time.Microsecond)
+	m.RoundTrip(2*time.Millisecond, nil)
+	want := `
+# HELP ratelimitd_config_load_total Config loads by result (success, error); a failed load keeps the previous config.
+# TYPE ratelimitd_config_load_total counter
+ratelimitd_config_load_total{result="error"} 1
+ratelimitd_config_load_total{result="success"} 1
+# HELP ratelimitd_backend_errors_total Decisions the backend could not make, by kind (unavailable, deadline, canceled).
+# TYPE ratelimitd_backend_errors_total counter
+ratelimitd_backend_errors_total{kind="unavailable"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "ratelimitd_config_load_total", "ratelimitd_backend_errors_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(m.Registry(), "ratelimitd_should_rate_limit_duration_seconds", "ratelimitd_redis_round_trip_seconds"); n != 2 {
+		t.Fatalf("histogram series = %d, want 2", n)
+	}
+}

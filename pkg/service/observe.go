@@ -1,0 +1,44 @@
+package service
+
+import (
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+)
+
+// Observer receives what the service decided; *metrics.Metrics is one.
+type Observer interface {
+	Observe(metrics.Hit)
+	Request(code string, took time.Duration)
+	BackendError(kind string)
+}
+
+// WithObserver sends per-rule counts, latencies and backend errors to obs.
+func WithObserver(obs Observer) Option {
+	return func(s *Service) { s.obs = obs }
+}
+
+// observe reports every counted descriptor of a decided request.
+func (s *Service) observe(domain string, p *plan, results []store.Result) {
+	if s.obs == nil {
+		return
+	}
+	for _, sl := range p.slots {
+		if sl.kind != counted {
+			continue
+		}
+		r, res := sl.rule, results[sl.req]
+		s.obs.Observe(metrics.Hit{
+			Domain:    domain,
+			StatKey:   r.StatKey,
+			MetricKey: r.MetricKey(sl.entries),
+			Hits:      p.reqs[sl.req].Hits,
+			Allowed:   res.Allowed,
+			Shadow:    r.ShadowMode || s.globalShadow,
+			FromCache: res.FromCache,
+			Capacity:  r.Limit.Capacity(),
+			Remaining: res.Remaining,
+		})
+	}
+}
