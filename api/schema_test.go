@@ -108,3 +108,29 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 		})
 	}
 }
+
+// The Kubernetes example ships rules too: they must load and match.
+func TestDeployConfigMapLoads(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "deploy", "k8s", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Data map[string]string `yaml:"data"`
+	}
+	if err := yaml.Unmarshal(raw, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if len(cm.Data) == 0 {
+		t.Fatal("the ConfigMap has no data")
+	}
+	s := compileSchema(t)
+	for name, doc := range cm.Data {
+		if _, err := config.Parse([]config.File{{Name: name, Data: []byte(doc)}}); err != nil {
+			t.Errorf("deploy/k8s/configmap.yaml %s: %v", name, err)
+		}
+		if err := validate(t, s, []byte(doc)); err != nil {
+			t.Errorf("deploy/k8s/configmap.yaml %s against the schema: %v", name, err)
+		}
+	}
+}
