@@ -206,7 +206,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 		}
 	}
 	if s.UseStatsd {
-		s.Warnings = append(s.Warnings, "USE_STATSD=true: statsd is not supported; no metrics are sent")
+		s.Warnings = append(s.Warnings, "USE_STATSD=true: statsd is not supported; metrics are served for Prometheus at /metrics on the debug port")
 	}
 	if err := env.err(); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)

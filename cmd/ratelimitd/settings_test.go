@@ -130,7 +130,7 @@ func TestParseSettings(t *testing.T) {
 				s.UseStatsd, s.LocalCacheBytes = true, 1000
 				s.Warnings = []string{
 					"GRPC_UDS=/tmp/x.sock is not supported and has no effect",
-					"USE_STATSD=true: statsd is not supported; no metrics are sent",
+					"USE_STATSD=true: statsd is not supported; metrics are served for Prometheus at /metrics on the debug port",
 				}
 			},
 		},
