@@ -2,11 +2,6 @@ package redisstore_test
 
 import (
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +17,7 @@ import (
 // TestSentinelSmoke finds the master through one real Sentinel process.
 func TestSentinelSmoke(t *testing.T) {
 	master := redistest.Start(t)
-	_, masterPort, _ := net.SplitHostPort(master.Addr)
-	sentinel := startSentinel(t, "mymaster", masterPort)
+	sentinel := redistest.StartSentinel(t, "mymaster", master.Addr)
 
 	s := newStore(t, redisstore.WithType(redisstore.Sentinel), redisstore.WithAddr("mymaster,"+sentinel))
 	res := mustTake(t, s, batch(3, window(5), 2))
@@ -38,37 +32,6 @@ func TestSentinelSmoke(t *testing.T) {
 	if n, err := direct.DBSize(t.Context()).Result(); err != nil || n == 0 {
 		t.Errorf("master holds %d keys (%v), want the store's state", n, err)
 	}
-}
-
-func startSentinel(t *testing.T, name, masterPort string) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		redistest.Missing(t, "redis-server not on PATH")
-	}
-	dir := t.TempDir()
-	port := redistest.FreePort(t)
-	conf := filepath.Join(dir, "sentinel.conf")
-	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %s 1\n", port, dir, name, masterPort)
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, conf, "--sentinel")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sentinel: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = sc.Close() })
-	waitFor(t, 10*time.Second, func() error {
-		_, err := sc.GetMasterAddrByName(t.Context(), name).Result()
-		return err
-	})
-	return addr
 }
 
 // TestClusterSmoke runs against a one-node Redis Cluster holding every slot.

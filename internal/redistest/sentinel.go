@@ -1,0 +1,64 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// StartSentinel runs one Sentinel process (quorum 1) watching the master at
+// masterAddr under name, quick to fail over: the master is declared down
+// after one second. It returns the Sentinel's address once it knows the
+// master.
+func StartSentinel(t testing.TB, name, masterAddr string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		Missing(t, "redis-server not on PATH")
+	}
+	host, port, err := net.SplitHostPort(masterAddr)
+	if err != nil {
+		t.Fatalf("redistest: sentinel master %q: %v", masterAddr, err)
+	}
+	dir := t.TempDir()
+	own := FreePort(t)
+	conf := filepath.Join(dir, "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\n"+
+		"sentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 5000\n",
+		own, dir, name, host, port, name, name)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("redistest: start sentinel: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(own))
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+	defer sc.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := sc.GetMasterAddrByName(ctx, name).Result()
+		cancel()
+		if err == nil {
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: sentinel at %s does not know %s: %v", addr, name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
