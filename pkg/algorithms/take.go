@@ -84,6 +84,10 @@ const (
 	Shadow
 	// Quota: the batch's quota ops are alternatives; they deny the batch
 	// only when every one of them is denied (envoyproxy's quota_mode).
+	// Deciding this here rather than sending quota ops as Shadow and
+	// flipping the answer afterwards keeps all-or-nothing: a request its
+	// quota rules deny charges nothing, where the flip would have charged
+	// its other rules (envoyproxy charges every rule either way).
 	Quota
 )
 

@@ -110,10 +110,12 @@ func TestShadowAndQuotaStayOneRoundTrip(t *testing.T) {
 		globalShadow bool
 		req          *rlsv3.RateLimitRequest
 		wantModes    []algorithms.Mode
+		// wantCode is envoyproxy's answer to the store's verdicts.
+		wantCode rlsv3.RateLimitResponse_Code
 	}{
-		{"shadow rule", false, request("test", desc("shadow", ""), desc("big", "")), []algorithms.Mode{algorithms.Shadow, algorithms.Enforce}},
-		{"global shadow mode", true, request("test", desc("big", ""), desc("one", "")), []algorithms.Mode{algorithms.Shadow, algorithms.Shadow}},
-		{"quota rules", false, request("test", desc("q1", ""), desc("q2", ""), desc("big", "")), []algorithms.Mode{algorithms.Quota, algorithms.Quota, algorithms.Enforce}},
+		{"shadow rule", false, request("test", desc("shadow", ""), desc("big", "")), []algorithms.Mode{algorithms.Shadow, algorithms.Enforce}, OK},
+		{"global shadow mode", true, request("test", desc("big", ""), desc("one", "")), []algorithms.Mode{algorithms.Shadow, algorithms.Shadow}, OK},
+		{"quota rules", false, request("test", desc("q1", ""), desc("q2", ""), desc("big", "")), []algorithms.Mode{algorithms.Quota, algorithms.Quota, algorithms.Enforce}, OVER},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,12 +129,16 @@ func TestShadowAndQuotaStayOneRoundTrip(t *testing.T) {
 				return out, nil
 			}}
 			svc := service.New(staticConfig{cfg}, fs, service.WithShadowMode(tt.globalShadow))
-			if _, err := svc.ShouldRateLimit(context.Background(), tt.req); err != nil {
+			resp, err := svc.ShouldRateLimit(context.Background(), tt.req)
+			if err != nil {
 				t.Fatal(err)
 			}
 			calls := fs.takes()
 			if len(calls) != 1 {
 				t.Fatalf("%d Take calls, want exactly 1", len(calls))
+			}
+			if resp.GetOverallCode() != tt.wantCode {
+				t.Errorf("overall code %v, want %v", resp.GetOverallCode(), tt.wantCode)
 			}
 			var modes []algorithms.Mode
 			for _, r := range calls[0] {

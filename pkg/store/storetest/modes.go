@@ -13,50 +13,151 @@ func withMode(r store.Request, m algorithms.Mode) store.Request {
 	return r
 }
 
-// testModes: shadow and quota ops keep one round trip per request without
-// letting a rule that must not deny the request veto the others.
+// modeKeys are the keys every modes case uses, with their limits: "small"
+// admits 1 hit, the others 10.
+var modeKeys = []string{"enforced", "small", "room", "q1", "q2"}
+
+// modeProbe checks every key of the modes cases without charging anything,
+// so a case can tell exactly which keys a batch charged.
+type modeProbe struct {
+	h *harness
+	a algorithms.Algorithm
+}
+
+func (p modeProbe) limit(key string) algorithms.Limit {
+	if key == "small" || key == "q1" {
+		return basic(p.a, 1)
+	}
+	return basic(p.a, 10)
+}
+
+func (p modeProbe) op(key string, hits uint64, m algorithms.Mode) store.Request {
+	return withMode(req(key, p.limit(key), hits), m)
+}
+
+func (p modeProbe) remaining() map[string]uint64 {
+	p.h.t.Helper()
+	checks := make([]store.Request, len(modeKeys))
+	for i, k := range modeKeys {
+		checks[i] = req(k, p.limit(k), 0)
+	}
+	got := p.h.take(checks...)
+	out := make(map[string]uint64, len(modeKeys))
+	for i, k := range modeKeys {
+		out[k] = got[i].Remaining
+	}
+	return out
+}
+
+// charged fails t unless the keys lost exactly want hits of room between
+// before and after (keys not in want: none).
+func charged(t *testing.T, before, after map[string]uint64, want map[string]uint64) {
+	t.Helper()
+	for _, k := range modeKeys {
+		if got := int64(before[k]) - int64(after[k]); got != int64(want[k]) {
+			t.Errorf("key %q: remaining %d -> %d, charged %d, want %d", k, before[k], after[k], got, want[k])
+		}
+	}
+}
+
+func allowedAre(t *testing.T, what string, got []algorithms.Decision, want ...bool) {
+	t.Helper()
+	for i := range want {
+		if got[i].Allowed != want[i] {
+			t.Errorf("%s: op %d is %s, want allowed=%v", what, i, fmtDecision(got[i]), want[i])
+		}
+	}
+}
+
+// testModes: Shadow and Quota ops ride in the same single round trip as the
+// others without letting a rule that must not deny the request veto them,
+// and without ever breaking all-or-nothing.
 func testModes(t *testing.T, newStore Factory) {
-	forEachAlgorithm(t, newStore, func(t *testing.T, h *harness, a algorithms.Algorithm) {
-		small, big := basic(a, 1), basic(a, 10)
-		h.at(time.Second)
-		checkAll := func() []algorithms.Decision {
-			return h.take(req("enforced", big, 0), req("shadow", small, 0), req("q1", small, 0), req("q2", big, 0))
-		}
-		before := checkAll()
-
-		got := h.take(req("enforced", big, 2), withMode(req("shadow", small, 2), algorithms.Shadow))
-		if !got[0].Allowed || got[1].Allowed {
-			t.Fatalf("enforced op beside an over-limit shadow op: %s, %s; want allowed, denied", fmtDecision(got[0]), fmtDecision(got[1]))
-		}
-		after := checkAll()
-		if after[0].Remaining != before[0].Remaining-2 {
-			t.Errorf("enforced op beside a denied shadow op: remaining %d -> %d, want charged 2", before[0].Remaining, after[0].Remaining)
-		}
-		if after[1] != before[1] {
-			t.Errorf("denied shadow op changed its key: %s -> %s", fmtDecision(before[1]), fmtDecision(after[1]))
-		}
-
-		// Quota ops are alternatives: one with room carries the request.
-		got = h.take(withMode(req("q1", small, 2), algorithms.Quota), withMode(req("q2", big, 2), algorithms.Quota), req("enforced", big, 1))
-		if got[0].Allowed || !got[1].Allowed || !got[2].Allowed {
-			t.Fatalf("quota ops (over, room) + enforced: %s, %s, %s", fmtDecision(got[0]), fmtDecision(got[1]), fmtDecision(got[2]))
-		}
-		// Every quota op over: the batch is denied and charges nothing.
-		mid := checkAll()
-		got = h.take(withMode(req("q1", small, 2), algorithms.Quota), withMode(req("q2", big, 11), algorithms.Quota), req("enforced", big, 1))
-		if got[0].Allowed || got[1].Allowed {
-			t.Fatalf("quota ops both over: %s, %s", fmtDecision(got[0]), fmtDecision(got[1]))
-		}
-		if end := checkAll(); end[0] != mid[0] || end[3] != mid[3] {
-			t.Errorf("a batch denied by its quota ops charged something: %s/%s -> %s/%s",
-				fmtDecision(mid[0]), fmtDecision(mid[3]), fmtDecision(end[0]), fmtDecision(end[3]))
-		}
-
-		// An enforced denial writes nothing, shadow ops included.
-		mid = checkAll()
-		h.take(withMode(req("shadow", small, 1), algorithms.Shadow), req("enforced", big, 100))
-		if end := checkAll(); end[1] != mid[1] {
-			t.Errorf("shadow op of a denied batch was charged: %s -> %s", fmtDecision(mid[1]), fmtDecision(end[1]))
-		}
-	})
+	const (
+		enforce = algorithms.Enforce
+		shadow  = algorithms.Shadow
+		quota   = algorithms.Quota
+	)
+	cases := []struct {
+		name string
+		run  func(t *testing.T, p modeProbe)
+	}{{
+		name: "shadow_over_limit_does_not_deny",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("enforced", 2, enforce), p.op("small", 2, shadow))
+			allowedAre(t, "enforced beside an over-limit shadow op", got, true, false)
+			charged(t, before, p.remaining(), map[string]uint64{"enforced": 2})
+		},
+	}, {
+		name: "shadow_allowed_is_charged",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("enforced", 1, enforce), p.op("room", 3, shadow))
+			allowedAre(t, "shadow op with room", got, true, true)
+			charged(t, before, p.remaining(), map[string]uint64{"enforced": 1, "room": 3})
+		},
+	}, {
+		name: "shadow_only_batch",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("small", 2, shadow), p.op("room", 4, shadow))
+			allowedAre(t, "shadow ops only, one over", got, false, true)
+			charged(t, before, p.remaining(), map[string]uint64{"room": 4})
+		},
+	}, {
+		name: "denied_batch_writes_no_shadow_op",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("room", 1, shadow), p.op("enforced", 100, enforce))
+			if got[1].Allowed {
+				t.Fatalf("enforced op of 100 hits over a limit of 10: %s, want denied", fmtDecision(got[1]))
+			}
+			charged(t, before, p.remaining(), nil)
+		},
+	}, {
+		name: "shadow_and_enforced_on_one_key",
+		run: func(t *testing.T, p modeProbe) {
+			// The denied shadow op leaves the key as it was for the enforced
+			// op after it, which alone is charged.
+			before := p.remaining()
+			got := p.h.take(p.op("enforced", 11, shadow), p.op("enforced", 4, enforce))
+			allowedAre(t, "over-limit shadow op then enforced op, one key", got, false, true)
+			charged(t, before, p.remaining(), map[string]uint64{"enforced": 4})
+		},
+	}, {
+		name: "quota_op_with_room_carries_the_batch",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("q1", 2, quota), p.op("q2", 2, quota), p.op("enforced", 1, enforce))
+			allowedAre(t, "quota ops (over, room) + enforced", got, false, true, true)
+			charged(t, before, p.remaining(), map[string]uint64{"q2": 2, "enforced": 1})
+		},
+	}, {
+		name: "every_quota_op_over_denies_the_batch",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("q1", 2, quota), p.op("q2", 11, quota), p.op("enforced", 1, enforce), p.op("room", 1, shadow))
+			allowedAre(t, "quota ops both over", got, false, false)
+			charged(t, before, p.remaining(), nil)
+		},
+	}, {
+		name: "enforced_denial_beats_quota_room",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("q2", 1, quota), p.op("small", 2, enforce))
+			if got[1].Allowed {
+				t.Fatalf("enforced op over its limit: %s, want denied", fmtDecision(got[1]))
+			}
+			charged(t, before, p.remaining(), nil)
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forEachAlgorithm(t, newStore, func(t *testing.T, h *harness, a algorithms.Algorithm) {
+				h.at(time.Second)
+				c.run(t, modeProbe{h: h, a: a})
+			})
+		})
+	}
 }
