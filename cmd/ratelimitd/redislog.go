@@ -19,11 +19,15 @@ func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 	l.log.Warn(fmt.Sprintf(format, v...))
 }
 
+// newRedisLogger keeps the first of each distinct message per second.
+func newRedisLogger(log *zap.Logger) redisLogger {
+	return redisLogger{log: log.Named("go-redis").WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, time.Second, 1, 0)
+	}))}
+}
+
 // routeRedisLogs installs redisLogger. go-redis keeps one package-level
 // logger, so run calls this once.
 func routeRedisLogs(log *zap.Logger) {
-	sampled := log.Named("go-redis").WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
-		return zapcore.NewSamplerWithOptions(c, time.Second, 1, 0)
-	}))
-	redis.SetLogger(redisLogger{log: sampled})
+	redis.SetLogger(newRedisLogger(log))
 }

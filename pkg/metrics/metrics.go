@@ -11,6 +11,7 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,13 +148,16 @@ func (m *Metrics) counters(domain, statKey, metricKey string) *ruleCounters {
 			return v.(*ruleCounters)
 		}
 	}
+	// WithLabelValues panics on invalid UTF-8; gRPC and protojson reject
+	// such strings, but Observe must not depend on its caller's decoder.
+	dl, ll := strings.ToValidUTF8(domain, "\uFFFD"), strings.ToValidUTF8(label, "\uFFFD")
 	c := &ruleCounters{
-		total:     m.totalHits.WithLabelValues(domain, label),
-		over:      m.overLimit.WithLabelValues(domain, label),
-		near:      m.nearLimit.WithLabelValues(domain, label),
-		within:    m.withinLimit.WithLabelValues(domain, label),
-		shadow:    m.shadowMode.WithLabelValues(domain, label),
-		overCache: m.overLimitLocalCache.WithLabelValues(domain, label),
+		total:     m.totalHits.WithLabelValues(dl, ll),
+		over:      m.overLimit.WithLabelValues(dl, ll),
+		near:      m.nearLimit.WithLabelValues(dl, ll),
+		within:    m.withinLimit.WithLabelValues(dl, ll),
+		shadow:    m.shadowMode.WithLabelValues(dl, ll),
+		overCache: m.overLimitLocalCache.WithLabelValues(dl, ll),
 	}
 	if prev, loaded := m.rules.LoadOrStore(ruleKey{domain, label}, c); loaded {
 		if label == metricKey && metricKey != statKey {

@@ -116,3 +116,11 @@ ratelimitd_backend_errors_total{kind="unavailable"} 1
 		t.Fatalf("histogram series = %d, want 2", n)
 	}
 }
+
+func TestInvalidUTF8ValueDoesNotPanic(t *testing.T) {
+	m := metrics.New()
+	m.Observe(metrics.Hit{Domain: "d", StatKey: "d.user", MetricKey: "d.user_\xff", Hits: 1, Allowed: true, Capacity: 10, Remaining: 9})
+	if got := counter(t, m, "total_hits", "d", "d.user_\uFFFD"); got != 1 {
+		t.Fatalf("total_hits{rule=\"d.user_\\uFFFD\"} = %v, want 1", got)
+	}
+}
