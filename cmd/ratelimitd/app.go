@@ -96,7 +96,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		}),
 	}
 	if set.GRPCTLS {
-		tlsCfg, err := grpcServerTLS(set)
+		tlsCfg, err := grpcServerTLS(set, log)
 		if err != nil {
 			_ = st.Close()
 			return nil, err

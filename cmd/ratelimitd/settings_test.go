@@ -83,6 +83,19 @@ func TestParseSettings(t *testing.T) {
 			},
 		},
 		{
+			name: "TLS files, as envoyproxy names them",
+			env: map[string]string{"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/t/s.pem", "GRPC_SERVER_TLS_KEY": "/t/s.key",
+				"GRPC_CLIENT_TLS_CACERT": "/t/ca.pem", "GRPC_CLIENT_TLS_SAN": "envoy.local",
+				"REDIS_TLS_CACERT": "/t/rca.pem", "REDIS_TLS_CLIENT_CERT": "/t/c.pem", "REDIS_TLS_CLIENT_KEY": "/t/c.key",
+				"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION": "true"},
+			want: func(s *settings) {
+				s.GRPCTLS, s.GRPCTLSCert, s.GRPCTLSKey = true, "/t/s.pem", "/t/s.key"
+				s.GRPCClientCACert, s.GRPCClientSAN = "/t/ca.pem", "envoy.local"
+				s.RedisTLSCACert, s.RedisTLSClientCert, s.RedisTLSClientKey = "/t/rca.pem", "/t/c.pem", "/t/c.key"
+				s.RedisTLSSkipVerifyHost = true
+			},
+		},
+		{
 			name: "a socket path means a unix socket",
 			env:  map[string]string{"REDIS_URL": "/var/run/redis.sock"},
 			want: func(s *settings) {

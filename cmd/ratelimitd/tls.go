@@ -8,34 +8,43 @@ import (
 	"os"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/ratelimitd/ratelimitd/internal/tlsreload"
 )
 
 // grpcServerTLS builds the gRPC server's TLS from envoyproxy's settings:
-// GRPC_SERVER_TLS_CERT/KEY (reloaded from disk when rotated), and with
-// GRPC_CLIENT_TLS_CACERT mutual TLS, where GRPC_CLIENT_TLS_SAN, when set,
-// must be one of the client certificate's SANs.
-func grpcServerTLS(set settings) (*tls.Config, error) {
+// GRPC_SERVER_TLS_CERT/KEY, and with GRPC_CLIENT_TLS_CACERT mutual TLS,
+// where GRPC_CLIENT_TLS_SAN, when set, must be one of the client
+// certificate's SANs. The pair and the client CA bundle are reread when
+// their files change (cert-manager rotations need no restart); a rotation
+// that fails to load is logged and the previous files keep being served.
+func grpcServerTLS(set settings, log *zap.Logger) (*tls.Config, error) {
 	if set.GRPCTLSCert == "" || set.GRPCTLSKey == "" {
 		return nil, errors.New("GRPC_SERVER_USE_TLS needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY")
 	}
-	pair, err := tlsreload.Load(set.GRPCTLSCert, set.GRPCTLSKey)
+	if set.GRPCClientSAN != "" && set.GRPCClientCACert == "" {
+		return nil, errors.New("GRPC_CLIENT_TLS_SAN needs GRPC_CLIENT_TLS_CACERT")
+	}
+	reloadFailed := func(what string) tlsreload.Option {
+		return tlsreload.OnReloadError(func(err error) {
+			log.Warn("rotated "+what+" not loaded; serving the previous one", zap.Error(err))
+		})
+	}
+	pair, err := tlsreload.Load(set.GRPCTLSCert, set.GRPCTLSKey, reloadFailed("GRPC_SERVER_TLS_CERT/KEY"))
 	if err != nil {
 		return nil, fmt.Errorf("GRPC_SERVER_TLS_CERT/KEY: %w", err)
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: pair.GetCertificate}
 	if set.GRPCClientCACert == "" {
-		if set.GRPCClientSAN != "" {
-			return nil, errors.New("GRPC_CLIENT_TLS_SAN needs GRPC_CLIENT_TLS_CACERT")
-		}
 		return cfg, nil
 	}
-	pool, err := certPool(set.GRPCClientCACert)
+	cas, err := tlsreload.LoadPool(set.GRPCClientCACert, reloadFailed("GRPC_CLIENT_TLS_CACERT"))
 	if err != nil {
 		return nil, fmt.Errorf("GRPC_CLIENT_TLS_CACERT: %w", err)
 	}
-	cfg.ClientCAs = pool
 	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	cfg.ClientCAs = cas.CertPool()
 	if san := set.GRPCClientSAN; san != "" {
 		cfg.VerifyPeerCertificate = func(_ [][]byte, chains [][]*x509.Certificate) error {
 			if len(chains) == 0 || len(chains[0]) == 0 || !hasSAN(chains[0][0], san) {
@@ -44,17 +53,24 @@ func grpcServerTLS(set settings) (*tls.Config, error) {
 			return nil
 		}
 	}
-	return cfg, nil
+	// ClientCAs is read per handshake from a per-connection copy, so a
+	// rotated bundle applies to the next connection.
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c := cfg.Clone()
+			c.ClientCAs = cas.CertPool()
+			return c, nil
+		},
+	}, nil
 }
 
+// hasSAN says whether c carries san. envoyproxy verifies it as a host name
+// (DNS names, wildcards included, or an IP address); URI SANs (SPIFFE
+// identities) and email addresses are matched exactly as well.
 func hasSAN(c *x509.Certificate, san string) bool {
-	if slices.Contains(c.DNSNames, san) || slices.Contains(c.EmailAddresses, san) {
+	if c.VerifyHostname(san) == nil || slices.Contains(c.EmailAddresses, san) {
 		return true
-	}
-	for _, ip := range c.IPAddresses {
-		if ip.String() == san {
-			return true
-		}
 	}
 	for _, u := range c.URIs {
 		if u.String() == san {

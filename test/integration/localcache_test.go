@@ -32,26 +32,42 @@ func scriptCalls(t *testing.T, addr string) int {
 
 func TestLocalCacheSparesRedis(t *testing.T) {
 	svc, rds := startWithRedis(t, itConfig, "LOCAL_CACHE_SIZE_IN_BYTES=1048576")
-	req := request("it", desc("generic_key", "fixed"))
-	for range 4 { // 3 admitted, the fourth denied by Redis
-		if _, err := svc.call(req); err != nil {
-			t.Fatal(err)
-		}
+	for _, tc := range []struct {
+		value    string
+		admitted int
+	}{
+		{"fixed", 3},  // 3 a day: cached until the day's window ends
+		{"bucket", 4}, // burst 4, 1 an hour: cached until the next token
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			req := request("it", desc("generic_key", tc.value))
+			for i := range tc.admitted + 1 { // the last one denied by Redis
+				resp, err := svc.call(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if denied := resp.GetOverallCode() == over; denied != (i == tc.admitted) {
+					t.Fatalf("call %d: %v", i, resp)
+				}
+			}
+			before := scriptCalls(t, rds.Addr)
+			for i := range 20 {
+				resp, err := svc.call(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := resp.GetStatuses()[0]
+				if resp.GetOverallCode() != over || st.GetLimitRemaining() != 0 || st.GetDurationUntilReset().AsDuration() <= 0 {
+					t.Fatalf("cached call %d: %v", i, resp)
+				}
+			}
+			if after := scriptCalls(t, rds.Addr); after != before {
+				t.Fatalf("Redis served %d script calls for 20 requests over the limit, want 0 (local cache)", after-before)
+			}
+		})
 	}
+	// A key not over its limit still goes to Redis.
 	before := scriptCalls(t, rds.Addr)
-	for i := range 20 {
-		resp, err := svc.call(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.GetOverallCode() != over || resp.GetStatuses()[0].GetDurationUntilReset().AsDuration() <= 0 {
-			t.Fatalf("cached call %d: %v", i, resp)
-		}
-	}
-	if after := scriptCalls(t, rds.Addr); after != before {
-		t.Fatalf("Redis served %d script calls for 20 requests over the limit, want 0 (local cache)", after-before)
-	}
-	// Another key still goes to Redis.
 	if _, err := svc.call(request("it", desc("global", "other"))); err != nil {
 		t.Fatal(err)
 	}

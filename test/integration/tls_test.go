@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,16 +110,54 @@ func TestGRPCServerTLS(t *testing.T) {
 		if err := tlsCall(t, svc.grpcAddr, ca, &good); err != nil {
 			t.Fatalf("call after rotation: %v", err)
 		}
+
+		// The client CA rotates too: clients of the new CA get in, the old
+		// CA's are refused, without a restart.
+		nextCA := testcerts.NewCA(t, "grpc-next")
+		nextClient := nextCA.Client(t, "next", "spiffe://cluster.local/ns/edge/sa/envoy")
+		writeFile(t, ca.File, string(nextCA.CertPEM))
+		eventually(t, 10*time.Second, "the rotated client CA to be trusted", func() bool {
+			return tlsCall(t, svc.grpcAddr, ca, &nextClient) == nil
+		})
+		if err := tlsCall(t, svc.grpcAddr, ca, &good); err == nil {
+			t.Fatal("a client of the replaced CA was accepted")
+		}
 	})
 }
 
 func TestRedisTLS(t *testing.T) {
 	ca := testcerts.NewCA(t, "redis")
 	server := ca.Server(t, "redis-server")
-	rds := redistest.StartTLS(t, server.CertFile, server.KeyFile, ca.File)
-	svc := startWithRedisAt(t, rds.Addr, itConfig, "REDIS_TLS=true", "REDIS_TLS_CACERT="+ca.File)
-	resp, err := svc.call(request("it", desc("global", "tls")))
-	if err != nil || resp.GetOverallCode() != ok {
-		t.Fatalf("call through TLS Redis: %v %v", resp, err)
-	}
+
+	t.Run("TLS", func(t *testing.T) {
+		rds := redistest.StartTLS(t, server.CertFile, server.KeyFile, ca.File)
+		svc := startWithRedisAt(t, rds.Addr, itConfig, "REDIS_TLS=true", "REDIS_TLS_CACERT="+ca.File)
+		resp, err := svc.call(request("it", desc("global", "tls")))
+		if err != nil || resp.GetOverallCode() != ok {
+			t.Fatalf("call through TLS Redis: %v %v", resp, err)
+		}
+	})
+
+	t.Run("client certificate", func(t *testing.T) {
+		client := ca.Client(t, "ratelimitd", "ratelimitd")
+		rds := redistest.StartMutualTLS(t, server.CertFile, server.KeyFile, ca.File, client.CertFile, client.KeyFile)
+		svc := startWithRedisAt(t, rds.Addr, itConfig, "REDIS_TLS=true", "REDIS_TLS_CACERT="+ca.File,
+			"REDIS_TLS_CLIENT_CERT="+client.CertFile, "REDIS_TLS_CLIENT_KEY="+client.KeyFile)
+		resp, err := svc.call(request("it", desc("global", "mtls")))
+		if err != nil || resp.GetOverallCode() != ok {
+			t.Fatalf("call through mutual-TLS Redis: %v %v", resp, err)
+		}
+
+		// Without its certificate Redis refuses ratelimitd: no answer.
+		root, _ := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
+		bare := startService(t, root, "BACKEND_TYPE=redis", "REDIS_URL="+rds.Addr, "REDIS_TIMEOUT=500ms",
+			"REDIS_TLS=true", "REDIS_TLS_CACERT="+ca.File)
+		resp, err = bare.call(request("it", desc("global", "mtls")))
+		if err == nil {
+			t.Fatalf("call without a client certificate answered: %v", resp)
+		}
+		if !strings.Contains(err.Error(), "certificate required") {
+			t.Fatalf("call without a client certificate: %v, want Redis' TLS refusal", err)
+		}
+	})
 }

@@ -1,18 +1,20 @@
 // Package localcache is LOCAL_CACHE_SIZE_IN_BYTES: a store.Store decorator
-// that remembers, per replica, fixed-window keys known to be over their
-// limit and answers a request for them without a backend round trip until
-// the window ends (envoyproxy keeps them a whole unit, which outlives a
-// window that was already half over).
+// that remembers, per replica, keys known to be over their limit and
+// answers a request for them without a backend round trip until the denial
+// lifts (envoyproxy keeps a key a whole unit, which outlives a window that
+// was already half over, and denies a bucket long after it has refilled).
 //
-// Answers stay exact. An entry records what the backend said when it denied
-// h hits: the remaining count, the window end. Until then the same key under
-// the same limit denies any hits >= h: the window's count only grows, so
-// more hits cannot fit where fewer did not. Only fixed_window is cached:
-// every other algorithm's remaining count grows continuously, so a cached
-// answer would report a stale one. A batch is answered from the cache only
-// when every op in it is such a denial; any other batch goes to the backend
-// whole, keeping all-or-nothing and the backend's exact numbers, and its
-// results refresh the entries (an admitted charge drops the key's entry).
+// Answers stay exact: a cached answer is the one the backend would give,
+// except that its durations are measured from before the round trip that
+// learned them, so they run out that much early (never late). Which denials
+// are cached is in entry.go.
+//
+// A batch is answered from the cache only when every op in it has a live
+// entry. A batch with any other op goes to the backend whole, still one
+// round trip: the backend denies it as well (all-or-nothing), so nothing is
+// charged, and the other ops get the backend's exact remaining counts,
+// which the cache does not know. Reporting them without the backend would
+// mean inventing those counts.
 package localcache
 
 import (
@@ -26,18 +28,16 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// entryOverhead approximates the bytes an entry costs beyond its key: the
-// map slot, the list element and the entry itself.
-const entryOverhead = 160
-
 // Store is the caching decorator. Use New.
 type Store struct {
 	next     store.Store
 	now      func() time.Time
 	maxBytes int
 
-	mu      sync.Mutex
-	entries map[cacheKey]*list.Element // of *entry; front = most recently used
+	mu sync.Mutex
+	// One entry per key, under the limit of its latest denial: an admission
+	// under any limit changes the key's state, and drops it.
+	entries map[string]*list.Element // of *entry; front = most recently used
 	lru     *list.List
 	bytes   int
 
@@ -46,33 +46,26 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// cacheKey includes the whole limit, so a rule changed by hot reload never
-// reads an entry made under the old rule.
-type cacheKey struct {
-	key   string
-	limit algorithms.Limit
-}
-
-type entry struct {
-	k         cacheKey
-	minHits   uint64    // the fewest hits denied
-	remaining uint64    // what the backend reported then
-	until     time.Time // the window's end
-}
-
 // Option configures a Store.
 type Option func(*Store)
 
 // WithClock sets the clock (tests step a fake one); default time.Now.
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
 
-// New wraps next with a cache of at most maxBytes (approximate).
+// New wraps next with a cache of at most maxBytes (approximate: see
+// entryOverhead). maxBytes <= 0 caches nothing.
 func New(next store.Store, maxBytes int, opts ...Option) *Store {
 	s := &Store{
 		next:     next,
 		now:      time.Now,
 		maxBytes: maxBytes,
-		entries:  make(map[cacheKey]*list.Element),
+		entries:  make(map[string]*list.Element),
 		lru:      list.New(),
 	}
 	for _, opt := range opts {
@@ -81,7 +74,7 @@ func New(next store.Store, maxBytes int, opts ...Option) *Store {
 	return s
 }
 
-// Stats reports answers given from the cache, batches that went to the
+// Stats reports batches answered from the cache, batches that went to the
 // backend, and entries evicted to stay within the size.
 func (s *Store) Stats() (hits, misses, evictions uint64) {
 	return s.hits.Load(), s.misses.Load(), s.evictions.Load()
@@ -96,6 +89,8 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// Read before the round trip: the backend decides later, so durations
+	// measured from here end no later than the backend's.
 	now := s.now()
 	if res, ok := s.answer(reqs, now); ok {
 		s.hits.Add(1)
@@ -110,10 +105,6 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	return res, nil
 }
 
-func cacheable(r store.Request) bool {
-	return r.Limit.Algorithm == algorithms.FixedWindow && r.Hits > 0 && r.Mode != algorithms.Shadow && r.Mode != algorithms.Quota
-}
-
 // answer returns the cached denials of reqs when all of them have one.
 func (s *Store) answer(reqs []store.Request, now time.Time) ([]store.Result, bool) {
 	if len(reqs) == 0 {
@@ -124,78 +115,85 @@ func (s *Store) answer(reqs []store.Request, now time.Time) ([]store.Result, boo
 	out := make([]store.Result, len(reqs))
 	seen := make(map[string]struct{}, len(reqs))
 	for i, r := range reqs {
-		if _, dup := seen[r.Key]; dup || !cacheable(r) {
-			// A key named twice is charged twice in order: leave that to
-			// the backend rather than replay it here.
+		if _, dup := seen[r.Key]; dup || r.Mode == algorithms.Shadow || r.Mode == algorithms.Quota {
+			// A key named twice is charged twice in order, and a shadow or
+			// quota denial does not decide the batch: the backend's job.
 			return nil, false
 		}
 		seen[r.Key] = struct{}{}
-		el, ok := s.entries[cacheKey{r.Key, r.Limit}]
+		el, ok := s.entries[r.Key]
 		if !ok {
 			return nil, false
 		}
 		e := el.Value.(*entry)
-		if !now.Before(e.until) {
+		if !e.live(now) {
 			s.remove(el)
 			return nil, false
 		}
-		if r.Hits < e.minHits {
+		if e.k.limit != r.Limit {
+			// A rule changed by hot reload: the denial was under another.
+			return nil, false
+		}
+		d, ok := e.decide(r.Hits, now)
+		if !ok {
 			return nil, false
 		}
 		s.lru.MoveToFront(el)
-		wait := e.until.Sub(now)
-		out[i] = store.Result{
-			Decision:  algorithms.Decision{Remaining: e.remaining, ResetAfter: wait, RetryAfter: wait},
-			FromCache: true,
-		}
-		if r.Hits > r.Limit.Requests {
-			out[i].RetryAfter = algorithms.Never
-		}
+		out[i] = store.Result{Decision: d, FromCache: true}
 	}
 	return out, true
 }
 
-// learn records the backend's fixed-window denials and forgets keys it has
-// just charged, whose remaining count changed.
+// learn records the backend's lasting denials and forgets the keys it has
+// just charged, whose state changed.
 func (s *Store) learn(reqs []store.Request, res []store.Result, now time.Time) {
-	if len(res) != len(reqs) {
+	if len(res) != len(reqs) || s.maxBytes <= 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	batchAllowed := true
-	for i, r := range reqs {
-		if !res[i].Allowed && r.Mode != algorithms.Shadow && r.Mode != algorithms.Quota {
-			batchAllowed = false
-		}
+	named := make(map[string]int, len(reqs))
+	for _, r := range reqs {
+		named[r.Key]++
 	}
 	for i, r := range reqs {
-		if r.Limit.Algorithm != algorithms.FixedWindow {
-			continue
-		}
-		k := cacheKey{r.Key, r.Limit}
 		d := res[i].Decision
 		switch {
-		case d.Allowed && r.Hits > 0 && batchAllowed:
-			if el, ok := s.entries[k]; ok {
+		case named[r.Key] > 1:
+			// A later op on the key was decided against the earlier ops'
+			// charges, which a denied batch never made: not a fact about
+			// the stored state.
+			if el, ok := s.entries[r.Key]; ok {
 				s.remove(el)
 			}
-		case !d.Allowed && r.Hits > 0 && d.ResetAfter > 0:
-			s.record(k, r.Hits, d, now)
+		case d.Allowed && r.Hits > 0:
+			// Charged, or (in a denied batch) chargeable: either way the
+			// key is not what its entry says any more.
+			if el, ok := s.entries[r.Key]; ok {
+				s.remove(el)
+			}
+		case !d.Allowed:
+			if e, ok := newEntry(cacheKey{r.Key, r.Limit}, r.Hits, d, now); ok {
+				s.record(e, now)
+			}
 		}
 	}
 }
 
-func (s *Store) record(k cacheKey, hits uint64, d algorithms.Decision, now time.Time) {
-	until := now.Add(d.ResetAfter)
-	if el, ok := s.entries[k]; ok {
-		e := el.Value.(*entry)
-		e.minHits = min(e.minHits, hits)
-		e.remaining, e.until = d.Remaining, until
+func (s *Store) record(e *entry, now time.Time) {
+	if el, ok := s.entries[e.k.key]; ok {
+		// An expired entry (not yet dropped) may be from an earlier window,
+		// and one under another limit knows nothing about this one: replace
+		// them rather than merge.
+		if old := el.Value.(*entry); old.live(now) && old.k == e.k {
+			old.merge(e)
+		} else {
+			*old = *e
+		}
 		s.lru.MoveToFront(el)
 		return
 	}
-	size := len(k.key) + entryOverhead
+	size := e.size()
 	if size > s.maxBytes {
 		return
 	}
@@ -203,13 +201,20 @@ func (s *Store) record(k cacheKey, hits uint64, d algorithms.Decision, now time.
 		s.remove(s.lru.Back())
 		s.evictions.Add(1)
 	}
-	s.entries[k] = s.lru.PushFront(&entry{k: k, minHits: hits, remaining: d.Remaining, until: until})
+	s.entries[e.k.key] = s.lru.PushFront(e)
 	s.bytes += size
 }
 
 func (s *Store) remove(el *list.Element) {
 	e := el.Value.(*entry)
 	s.lru.Remove(el)
-	delete(s.entries, e.k)
-	s.bytes -= len(e.k.key) + entryOverhead
+	delete(s.entries, e.k.key)
+	s.bytes -= e.size()
+}
+
+// Len reports how many entries the cache holds and their approximate bytes.
+func (s *Store) Len() (entries, bytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lru.Len(), s.bytes
 }

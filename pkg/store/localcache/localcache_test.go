@@ -2,6 +2,7 @@ package localcache_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,93 +33,283 @@ func (c *counting) Take(ctx context.Context, reqs []store.Request) ([]store.Resu
 	return c.Store.Take(ctx, reqs)
 }
 
+// rig is a cache over a counted memstore on a fake clock.
+type rig struct {
+	t       *testing.T
+	clock   *storetest.Clock
+	backend *counting
+	cache   *localcache.Store
+}
+
+func newRig(t *testing.T, maxBytes int) *rig {
+	clock := storetest.NewClock(storetest.Epoch())
+	backend := &counting{Store: memstore.New(memstore.WithClock(clock.Now))}
+	return &rig{t: t, clock: clock, backend: backend, cache: localcache.New(backend, maxBytes, localcache.WithClock(clock.Now))}
+}
+
+func (r *rig) take(reqs ...store.Request) []store.Result {
+	r.t.Helper()
+	res, err := r.cache.Take(context.Background(), reqs)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return res
+}
+
+// one takes a single request and reports its result and whether it reached
+// the backend.
+func (r *rig) one(req store.Request) (store.Result, bool) {
+	r.t.Helper()
+	before := r.backend.calls.Load()
+	res := r.take(req)[0]
+	reached := r.backend.calls.Load() != before
+	if res.FromCache == reached {
+		r.t.Fatalf("FromCache %v but reached the backend %v", res.FromCache, reached)
+	}
+	return res, reached
+}
+
+func req(key string, lim algorithms.Limit, hits uint64) store.Request {
+	return store.Request{Key: key, Limit: lim, Hits: hits}
+}
+
 func fw(n uint64) algorithms.Limit {
 	return algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: n, Period: time.Minute}
 }
 
-func TestCachedDenials(t *testing.T) {
-	clock := storetest.NewClock(storetest.Epoch().Add(20 * time.Second))
-	backend := &counting{Store: memstore.New(memstore.WithClock(clock.Now))}
-	c := localcache.New(backend, 1<<20, localcache.WithClock(clock.Now))
-	ctx := context.Background()
-	take := func(reqs ...store.Request) []store.Result {
-		t.Helper()
-		res, err := c.Take(ctx, reqs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+func TestFixedWindowCachedUntilWindowEnd(t *testing.T) {
+	r := newRig(t, 1<<20)
+	r.clock.Advance(20 * time.Second) // 40 s left in the minute's window
+	r.take(req("k", fw(2), 2))
+	if res, reached := r.one(req("k", fw(2), 1)); res.Allowed || !reached {
+		t.Fatalf("first denial %+v must come from the backend", res)
 	}
-	req := func(key string, lim algorithms.Limit, hits uint64) store.Request {
-		return store.Request{Key: key, Limit: lim, Hits: hits}
+	r.clock.Advance(10 * time.Second)
+	res, reached := r.one(req("k", fw(2), 1))
+	want := algorithms.Decision{ResetAfter: 30 * time.Second, RetryAfter: 30 * time.Second}
+	if reached || res.Decision != want {
+		t.Fatalf("10 s later: %+v (backend %v), want %+v from the cache", res, reached, want)
 	}
-
-	take(req("k", fw(2), 2))
-	if res := take(req("k", fw(2), 1)); res[0].Allowed || res[0].FromCache {
-		t.Fatalf("first denial must come from the backend: %+v", res[0])
+	// More hits than the limit can ever admit: still denied, never retryable.
+	if res, reached := r.one(req("k", fw(2), 3)); reached || res.RetryAfter != algorithms.Never {
+		t.Fatalf("3 hits of 2: %+v (backend %v), want Never from the cache", res, reached)
 	}
-	calls := backend.calls.Load()
-
-	clock.Advance(10 * time.Second)
-	res := take(req("k", fw(2), 1))
-	if res[0].Allowed || !res[0].FromCache || res[0].RetryAfter != 30*time.Second || res[0].ResetAfter != 30*time.Second {
-		t.Fatalf("cached denial: %+v, want denied from cache, 30s to the window's end", res[0])
+	r.clock.Advance(30*time.Second - time.Microsecond)
+	if res, reached := r.one(req("k", fw(2), 1)); reached || res.RetryAfter != time.Microsecond {
+		t.Fatalf("1 µs before the window ends: %+v (backend %v)", res, reached)
 	}
-	if backend.calls.Load() != calls {
-		t.Fatal("a cached denial reached the backend")
-	}
-
-	// A rule changed by hot reload is a different entry.
-	if res := take(req("k", fw(10), 1)); !res[0].Allowed || res[0].FromCache {
-		t.Fatalf("after a limit change: %+v, want the backend's answer", res[0])
-	}
-	// Another op in the batch sends the whole batch to the backend.
-	if res := take(req("k", fw(2), 1), req("other", fw(2), 1)); res[0].FromCache || res[0].Allowed {
-		t.Fatalf("mixed batch: %+v", res)
-	}
-
-	// At the window's end the entry is gone.
-	clock.Advance(30 * time.Second)
-	if res := take(req("k", fw(2), 1)); !res[0].Allowed || res[0].FromCache {
-		t.Fatalf("next window: %+v, want admitted by the backend", res[0])
-	}
-	hits, misses, _ := c.Stats()
-	if hits != 1 || misses == 0 {
-		t.Fatalf("stats hits %d misses %d", hits, misses)
+	r.clock.Advance(time.Microsecond)
+	if res, reached := r.one(req("k", fw(2), 1)); !reached || !res.Allowed {
+		t.Fatalf("at the window's end: %+v (backend %v), want admitted by the backend", res, reached)
 	}
 }
 
-func TestFewerHitsStillAsked(t *testing.T) {
-	clock := storetest.NewClock(storetest.Epoch())
-	c := localcache.New(memstore.New(memstore.WithClock(clock.Now)), 1<<20, localcache.WithClock(clock.Now))
-	ctx := context.Background()
-	if _, err := c.Take(ctx, []store.Request{{Key: "k", Limit: fw(5), Hits: 3}}); err != nil {
-		t.Fatal(err)
+// Every other algorithm: a single hit denied with nothing left is cached
+// until exactly RetryAfter, when the backend admits it.
+func TestContinuousCachedUntilRetryAfter(t *testing.T) {
+	limits := map[string]algorithms.Limit{
+		"token_bucket":   {Algorithm: algorithms.TokenBucket, Requests: 6, Period: time.Minute},
+		"token_bucket_i": {Algorithm: algorithms.TokenBucket, Requests: 6, Period: time.Minute, RefillInterval: 20 * time.Second},
+		"token_debt":     {Algorithm: algorithms.TokenBucket, Requests: 6, Period: time.Minute, MaxDebt: 2},
+		"leaky_bucket":   {Algorithm: algorithms.LeakyBucket, Requests: 6, Period: time.Minute},
+		"gcra":           {Algorithm: algorithms.GCRA, Requests: 7, Period: time.Minute, Burst: 2},
+		"sliding_log":    {Algorithm: algorithms.SlidingLog, Requests: 3, Period: time.Minute},
+		"sliding_window": {Algorithm: algorithms.SlidingWindow, Requests: 3, Period: time.Minute},
 	}
-	// 3 of 5 used: 4 hits are denied, but 2 still fit and must be admitted.
-	res, _ := c.Take(ctx, []store.Request{{Key: "k", Limit: fw(5), Hits: 4}})
-	if res[0].Allowed {
+	for name, lim := range limits {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, 1<<20)
+			r.clock.Advance(7 * time.Second)
+			var denial store.Result
+			for i := range 20 {
+				res, _ := r.one(req("k", lim, 1))
+				if !res.Allowed {
+					denial = res
+					break
+				}
+				if i == 19 {
+					t.Fatal("never denied")
+				}
+			}
+			if denial.FromCache || denial.Remaining != 0 || denial.RetryAfter <= time.Microsecond {
+				t.Fatalf("first denial %+v", denial)
+			}
+			step := denial.RetryAfter / 3
+			r.clock.Advance(step)
+			res, reached := r.one(req("k", lim, 1))
+			want := algorithms.Decision{ResetAfter: denial.ResetAfter - step, RetryAfter: denial.RetryAfter - step}
+			if reached || res.Decision != want {
+				t.Fatalf("%s later: %+v (backend %v), want %+v from the cache", step, res, reached, want)
+			}
+			// Two hits wait longer than the entry knows: the backend answers.
+			if _, reached := r.one(req("k", lim, 2)); !reached {
+				t.Fatal("2 hits answered by an entry for 1")
+			}
+			r.clock.Advance(denial.RetryAfter - step - time.Microsecond)
+			if res, reached := r.one(req("k", lim, 1)); reached || res.RetryAfter != time.Microsecond {
+				t.Fatalf("1 µs before RetryAfter: %+v (backend %v)", res, reached)
+			}
+			r.clock.Advance(time.Microsecond)
+			if res, reached := r.one(req("k", lim, 1)); !reached || !res.Allowed {
+				t.Fatalf("at RetryAfter: %+v (backend %v), want admitted by the backend", res, reached)
+			}
+		})
+	}
+}
+
+// Denials whose numbers would go stale while they wait are not cached.
+func TestUncachedDenials(t *testing.T) {
+	bucket := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 6, Period: time.Minute}
+	tests := []struct {
+		name  string
+		setup []store.Request
+		probe store.Request
+	}{
+		{"bucket: 3 hits denied with 1 left", []store.Request{req("k", bucket, 5)}, req("k", bucket, 3)},
+		{"bucket: more hits than it holds", nil, req("k", bucket, 7)},
+		{"check denied in debt", []store.Request{req("k", algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 6, Period: time.Minute, MaxDebt: 2}, 8)},
+			req("k", algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 6, Period: time.Minute, MaxDebt: 2}, 0)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 1<<20)
+			for _, s := range tc.setup {
+				r.take(s)
+			}
+			if res, _ := r.one(tc.probe); res.Allowed {
+				t.Fatalf("probe admitted: %+v", res)
+			}
+			if res, reached := r.one(tc.probe); !reached {
+				t.Fatalf("second probe answered from the cache: %+v", res)
+			}
+			if n, _ := r.cache.Len(); n != 0 {
+				t.Fatalf("%d entries, want none", n)
+			}
+		})
+	}
+}
+
+// Batches the cache cannot answer whole go to the backend whole.
+func TestBatchesNeedingTheBackend(t *testing.T) {
+	shadow := req("k", fw(1), 1)
+	shadow.Mode = algorithms.Shadow
+	quota := req("k", fw(1), 1)
+	quota.Mode = algorithms.Quota
+	tests := map[string][]store.Request{
+		"another key":       {req("k", fw(1), 1), req("other", fw(5), 1)},
+		"same key twice":    {req("k", fw(1), 1), req("k", fw(1), 1)},
+		"shadow mode":       {shadow},
+		"quota mode":        {quota},
+		"a changed limit":   {req("k", fw(2), 1)},
+		"fewer hits":        {req("k", fw(1), 0)},
+		"empty batch":       {},
+		"another algorithm": {req("k", algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1, Period: time.Minute}, 1)},
+	}
+	for name, batch := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, 1<<20)
+			r.take(req("k", fw(1), 1))
+			r.take(req("k", fw(1), 1)) // denied: cached
+			if res, reached := r.one(req("k", fw(1), 1)); reached || res.Allowed {
+				t.Fatalf("setup: %+v (backend %v)", res, reached)
+			}
+			before := r.backend.calls.Load()
+			for i, res := range r.take(batch...) {
+				if res.FromCache {
+					t.Errorf("op %d answered from the cache: %+v", i, res)
+				}
+			}
+			if r.backend.calls.Load() != before+1 {
+				t.Fatalf("backend calls %d, want 1", r.backend.calls.Load()-before)
+			}
+		})
+	}
+}
+
+// An entry whose window has ended but which nobody looked up since must
+// not lend its fewer hits to a denial in the next window.
+func TestStaleEntryIsReplaced(t *testing.T) {
+	r := newRig(t, 1<<20)
+	r.take(req("k", fw(5), 5))
+	r.take(req("k", fw(5), 1)) // denied: 1 hit, until the minute ends
+	r.clock.Advance(time.Minute)
+	// Next window: "other" misses first, so k's expired entry is not looked
+	// at before the backend denies 6 hits of 5 (5 remaining).
+	r.take(req("other", fw(5), 1), req("k", fw(5), 6))
+	if res, reached := r.one(req("k", fw(5), 1)); !res.Allowed || !reached {
+		t.Fatalf("1 hit with 5 left: %+v (backend %v), want admitted by the backend", res, reached)
+	}
+}
+
+// An admission on this replica changes the key: its entry goes.
+func TestAdmissionDropsEntry(t *testing.T) {
+	r := newRig(t, 1<<20)
+	r.take(req("k", fw(5), 3))
+	if res, _ := r.one(req("k", fw(5), 4)); res.Allowed {
 		t.Fatal("4 hits with 2 left admitted")
 	}
-	res, _ = c.Take(ctx, []store.Request{{Key: "k", Limit: fw(5), Hits: 2}})
-	if !res[0].Allowed || res[0].FromCache {
-		t.Fatalf("2 hits with 2 left: %+v, want admitted by the backend", res[0])
+	if res, reached := r.one(req("k", fw(5), 4)); reached || res.Remaining != 2 {
+		t.Fatalf("cached: %+v (backend %v), want 2 remaining from the cache", res, reached)
+	}
+	// 2 hits still fit: the entry (for >= 4) does not answer them.
+	if res, reached := r.one(req("k", fw(5), 2)); !res.Allowed || !reached {
+		t.Fatalf("2 hits with 2 left: %+v (backend %v), want admitted by the backend", res, reached)
+	}
+	if res, reached := r.one(req("k", fw(5), 4)); !reached || res.Remaining != 0 {
+		t.Fatalf("after the admission: %+v (backend %v), want the backend's 0 remaining", res, reached)
 	}
 }
 
 func TestSizeBound(t *testing.T) {
-	clock := storetest.NewClock(storetest.Epoch())
 	const budget = 4096
-	c := localcache.New(memstore.New(memstore.WithClock(clock.Now)), budget, localcache.WithClock(clock.Now))
-	ctx := context.Background()
+	r := newRig(t, budget)
+	maxEntries := 0
 	for i := range 1000 {
-		key := "key-" + string(rune('a'+i%26)) + time.Duration(i).String()
-		if _, err := c.Take(ctx, []store.Request{{Key: key, Limit: fw(0), Hits: 1}}); err != nil {
-			t.Fatal(err)
+		r.take(req(fmt.Sprintf("key-%04d", i), fw(0), 1))
+		n, bytes := r.cache.Len()
+		if bytes > budget {
+			t.Fatalf("after %d keys: %d bytes in a %d-byte cache", i+1, bytes, budget)
+		}
+		maxEntries = max(maxEntries, n)
+		// Keep key-0000 the most recently used: LRU must not evict it.
+		if res, reached := r.one(req("key-0000", fw(0), 1)); reached || res.Allowed {
+			t.Fatalf("after %d keys the most recently used entry was evicted", i+1)
 		}
 	}
-	_, _, evictions := c.Stats()
-	if evictions < 900 {
-		t.Fatalf("%d evictions after 1000 denied keys in %d bytes, want the cache bounded", evictions, budget)
+	if maxEntries < budget/(8+200) {
+		t.Fatalf("at most %d entries fit in %d bytes: the accounting is off", maxEntries, budget)
+	}
+	hits, misses, evictions := r.cache.Stats()
+	if evictions != uint64(1000-maxEntries) || hits != 1000 || misses != 1000 {
+		t.Fatalf("stats hits %d misses %d evictions %d, want 1000, 1000, %d", hits, misses, evictions, 1000-maxEntries)
+	}
+}
+
+func TestZeroSizeCachesNothing(t *testing.T) {
+	r := newRig(t, 0)
+	r.take(req("k", fw(0), 1))
+	if _, reached := r.one(req("k", fw(0), 1)); !reached {
+		t.Fatal("a zero-byte cache answered")
+	}
+	if n, bytes := r.cache.Len(); n != 0 || bytes != 0 {
+		t.Fatalf("%d entries, %d bytes", n, bytes)
+	}
+}
+
+type failing struct{ store.Store }
+
+func (failing) Take(context.Context, []store.Request) ([]store.Result, error) {
+	return nil, fmt.Errorf("backend down")
+}
+
+func TestBackendErrorPassesThrough(t *testing.T) {
+	c := localcache.New(failing{}, 1<<20)
+	if _, err := c.Take(context.Background(), []store.Request{req("k", fw(1), 1)}); err == nil {
+		t.Fatal("want the backend's error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Take(ctx, []store.Request{req("k", fw(1), 1)}); err == nil {
+		t.Fatal("want the context's error")
 	}
 }
