@@ -6,8 +6,11 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -26,14 +29,15 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 	return s
 }
 
-// validate converts YAML to the JSON value the schema describes.
+// validate converts YAML to the JSON value the schema describes, as an
+// editor or CI tool converting YAML for a JSON Schema validator would.
 func validate(t *testing.T, s *jsonschema.Schema, doc []byte) error {
 	t.Helper()
 	var v any
 	if err := yaml.Unmarshal(doc, &v); err != nil {
 		return err
 	}
-	raw, err := json.Marshal(v)
+	raw, err := json.Marshal(jsonable(v))
 	if err != nil {
 		t.Fatalf("yaml to json: %v", err)
 	}
@@ -42,6 +46,36 @@ func validate(t *testing.T, s *jsonschema.Schema, doc []byte) error {
 		t.Fatalf("json: %v", err)
 	}
 	return s.Validate(inst)
+}
+
+// jsonable makes a decoded YAML value encodable as JSON: mapping keys
+// become text (JSON has no other keys) and so do the floats JSON lacks.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonable(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonable(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonable(e)
+		}
+		return out
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return fmt.Sprint(x)
+		}
+	}
+	return v
 }
 
 func TestExamplesMatchTheSchema(t *testing.T) {
@@ -62,6 +96,16 @@ func TestExamplesMatchTheSchema(t *testing.T) {
 	}
 }
 
+// rl is a file with one descriptor whose rate_limit is the flow mapping
+// body; desc is one whose other fields are body.
+func rl(body string) string {
+	return "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {" + body + "}\n"
+}
+
+func desc(body string) string {
+	return "domain: d\ndescriptors:\n  - {key: k, " + body + "}\n"
+}
+
 func TestSchemaAgreesWithLoader(t *testing.T) {
 	s := compileSchema(t)
 	tests := []struct {
@@ -71,28 +115,65 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 	}{
 		{"minimal", "domain: d\n", true},
 		{"nested with wildcard", "domain: d\ndescriptors:\n  - key: path\n    value: /api/*\n    descriptors:\n      - key: user\n        rate_limit: {unit: Minute, requests_per_unit: 10}\n", true},
-		{"every extension", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 10, algorithm: token_bucket, burst: 20, unit_multiplier: 2, refill_interval: 100ms, max_debt: 5}\n", true},
-		{"unlimited", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true}\n", true},
+		{"every extension", rl("unit: second, requests_per_unit: 10, algorithm: token_bucket, burst: 20, unit_multiplier: 2, refill_interval: 100ms, max_debt: 5"), true},
+		{"unlimited", rl("unlimited: true"), true},
+		{"unlimited with an empty unit, as envoyproxy allows", rl("unlimited: true, unit: ''"), true},
+		{"unlimited with requests_per_unit", rl("unlimited: true, requests_per_unit: 3"), true},
 		{"flags and metadata", "domain: d\ndescriptors:\n  - key: k\n    value: a*\n    shadow_mode: yes\n    share_threshold: true\n    detailed_metric: true\n    metadata: {x: 1}\n    rate_limit: {unit: hour, requests_per_unit: 1, name: r, replaces: [{name: other}]}\n", true},
-		{"bare scalar value", "domain: d\ndescriptors:\n  - key: code\n    value: 500\n    rate_limit: {unit: day, requests_per_unit: 0}\n", true},
+		{"bare scalar value and domain", "domain: 42\ndescriptors:\n  - key: code\n    value: 500\n    rate_limit: {unit: day, requests_per_unit: 0}\n", true},
+		{"YAML 1.1 booleans in any case", desc("shadow_mode: On, quota_mode: N, value_to_metric: yEs"), true},
+		{"null is the same as absent", desc("value: null, shadow_mode: null, metadata: null, descriptors: null, rate_limit: null"), true},
+		{"null rate_limit fields", rl("unit: second, requests_per_unit: null, name: null, unlimited: null, max_debt: null, refill_interval: null"), true},
+		{"algorithm names in any case", rl("unit: second, requests_per_unit: 1, algorithm: Token_Bucket, burst: 2"), true},
+		{"zero refill_interval and max_debt on a window", rl("unit: second, requests_per_unit: 1, refill_interval: 0, max_debt: 0"), true},
+		{"Go duration forms", rl("unit: hour, requests_per_unit: 1, algorithm: token_bucket, refill_interval: 1m0.5s"), true},
+		{"the longest window", rl("unit: year, requests_per_unit: 1, unit_multiplier: 50"), true},
+		{"metadata with lists, nulls and non-string keys", desc("metadata: {a: [1, null, {b: true}], 7: x}"), true},
+		{"anchors and merge keys", "domain: d\ndescriptors:\n  - &base {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n  - <<: *base\n    value: v\n", true},
+		{"empty file", "", false},
+		{"a list, not a mapping", "- domain: d\n", false},
 		{"missing domain", "descriptors: []\n", false},
 		{"empty domain", "domain: \"\"\n", false},
+		{"null domain", "domain: null\n", false},
 		{"unknown top-level key", "domain: d\nextra: 1\n", false},
+		{"descriptors not a list", "domain: d\ndescriptors: {key: k}\n", false},
+		{"a null descriptor", "domain: d\ndescriptors: [null]\n", false},
 		{"unknown descriptor key", "domain: d\ndescriptors:\n  - key: k\n    valeu: x\n", false},
-		{"unknown rate_limit key", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, per: 2}\n", false},
+		{"unknown rate_limit key", rl("unit: second, requests_per_unit: 1, per: 2"), false},
 		{"missing key", "domain: d\ndescriptors:\n  - value: x\n", false},
-		{"bad unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n", false},
-		{"missing unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {requests_per_unit: 1}\n", false},
-		{"unlimited with a unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: second}\n", false},
-		{"negative requests", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: -1}\n", false},
-		{"requests over uint32", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 4294967296}\n", false},
-		{"unknown algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, algorithm: magic}\n", false},
-		{"burst on a window", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, burst: 5}\n", false},
-		{"max_debt on gcra", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, algorithm: gcra, max_debt: 5}\n", false},
-		{"zero multiplier", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, unit_multiplier: 0}\n", false},
-		{"bad refill interval", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: soon}\n", false},
-		{"replaces without a name", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replaces: [{}]}\n", false},
+		{"null key", desc("key: null"), false},
+		{"value not a scalar", desc("value: [a]"), false},
+		{"quoted true is not a boolean", desc(`shadow_mode: "true"`), false},
+		{"a number is not a boolean", desc("detailed_metric: 1"), false},
+		{"rate_limit not a mapping", desc("rate_limit: [unit, second]"), false},
+		{"bad unit", rl("unit: fortnight, requests_per_unit: 1"), false},
+		{"missing unit", rl("requests_per_unit: 1"), false},
+		{"empty unit", rl("unit: '', requests_per_unit: 1"), false},
+		{"an empty rate_limit", rl(""), false},
+		{"unlimited with a unit", rl("unlimited: true, unit: second"), false},
+		{"unlimited (yes) with a unit", rl("unlimited: YES, unit: second"), false},
+		{"unlimited with an algorithm field", rl("unlimited: true, max_debt: 0"), false},
+		{"negative requests", rl("unit: second, requests_per_unit: -1"), false},
+		{"requests over uint32", rl("unit: second, requests_per_unit: 4294967296"), false},
+		{"quoted requests", rl("unit: second, requests_per_unit: '5'"), false},
+		{"unknown algorithm", rl("unit: second, requests_per_unit: 1, algorithm: magic"), false},
+		{"null algorithm", rl("unit: second, requests_per_unit: 1, algorithm: null"), false},
+		{"burst on a window", rl("unit: second, requests_per_unit: 1, burst: 5"), false},
+		{"zero burst", rl("unit: second, requests_per_unit: 1, algorithm: gcra, burst: 0"), false},
+		{"burst over the exact-math bound", rl("unit: second, requests_per_unit: 1, algorithm: gcra, burst: 1099511627777"), false},
+		{"max_debt on gcra", rl("unit: second, requests_per_unit: 1, algorithm: gcra, max_debt: 5"), false},
+		{"refill_interval on a window", rl("unit: minute, requests_per_unit: 1, refill_interval: 1s"), false},
+		{"zero multiplier", rl("unit: second, requests_per_unit: 1, unit_multiplier: 0"), false},
+		{"null multiplier", rl("unit: second, requests_per_unit: 1, unit_multiplier: null"), false},
+		{"a window over 50 years", rl("unit: year, requests_per_unit: 1, unit_multiplier: 51"), false},
+		{"a window over 50 years in weeks", rl("unit: WEEK, requests_per_unit: 1, unit_multiplier: 2608"), false},
+		{"bad refill interval", rl("unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: soon"), false},
+		{"refill interval without a unit", rl("unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: 5"), false},
+		{"negative refill interval", rl("unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: -1ms"), false},
+		{"replaces without a name", rl("unit: second, requests_per_unit: 1, replaces: [{}]"), false},
+		{"replaces with an empty name", rl("unit: second, requests_per_unit: 1, replaces: [{name: ''}]"), false},
 		{"share_threshold without a wildcard", "domain: d\ndescriptors:\n  - key: k\n    value: plain\n    share_threshold: true\n", false},
+		{"share_threshold (y) without a value", desc("share_threshold: y"), false},
 		{"metadata not a mapping", "domain: d\ndescriptors:\n  - key: k\n    metadata: [1, 2]\n", false},
 	}
 	for _, tt := range tests {
@@ -104,6 +185,35 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 			}
 			if (loadErr == nil) != tt.valid {
 				t.Errorf("loader: valid=%v, want %v (%v)", loadErr == nil, tt.valid, loadErr)
+			}
+		})
+	}
+}
+
+// TestLoaderOnlyChecks lists what the schema cannot see and only the
+// loader (and so `ratelimitd check`) refuses: relations between fields and
+// documents, and YAML spellings lost when YAML becomes JSON. If the schema
+// learns one of them, move the case to TestSchemaAgreesWithLoader.
+func TestLoaderOnlyChecks(t *testing.T) {
+	s := compileSchema(t)
+	tests := []struct{ name, doc, loaderSays string }{
+		{"a duplicate descriptor", "domain: d\ndescriptors:\n  - key: k\n  - key: k\n", "duplicate descriptor"},
+		{"a rule replacing itself", rl("unit: second, requests_per_unit: 1, name: a, replaces: [{name: a}]"), "cannot replace itself"},
+		{"refill_interval longer than the period", rl("unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: 2s"), "refill_interval"},
+		{"refill_interval below a microsecond", rl("unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: 1ns"), "refill_interval"},
+		{"a bucket that takes over 50 years to fill", rl("unit: year, requests_per_unit: 1, algorithm: token_bucket, burst: 100"), "longer than"},
+		{"a quoted yes", desc("shadow_mode: 'yes'"), "want true or false"},
+		{"a whole number written as a float", rl("unit: second, requests_per_unit: 10.0"), "want a whole number"},
+		{"a second YAML document", "domain: d\n---\ndomain: e\n", "more than one YAML document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := validate(t, s, []byte(tt.doc)); err != nil {
+				t.Errorf("the schema now refuses it (%v): move the case to TestSchemaAgreesWithLoader", err)
+			}
+			_, err := config.Parse([]config.File{{Name: "case.yaml", Data: []byte(tt.doc)}})
+			if err == nil || !strings.Contains(err.Error(), tt.loaderSays) {
+				t.Errorf("loader: %v, want an error containing %q", err, tt.loaderSays)
 			}
 		})
 	}

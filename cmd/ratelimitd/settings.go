@@ -126,17 +126,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	env := &envReader{lookup: lookup}
 	var s settings
 
-	root := env.str("RUNTIME_ROOT", "/srv/runtime_data/current")
-	sub := env.str("RUNTIME_SUBDIRECTORY", "")
-	app := env.str("RUNTIME_APPDIRECTORY", "config")
-	watchRoot := env.boolean("RUNTIME_WATCH_ROOT", true)
-	s.ConfigDir = filepath.Join(root, sub, app)
-	s.WatchPath = s.ConfigDir
-	if watchRoot {
-		s.WatchPath = root
-	}
-	s.IgnoreDotfiles = env.boolean("RUNTIME_IGNOREDOTFILES", false)
-	s.MergeDomains = env.boolean("MERGE_DOMAIN_CONFIG", false)
+	s.readConfigSource(env)
 
 	s.HTTPAddr = hostPort(env, "HOST", "PORT", 8080)
 	s.GRPCAddr = hostPort(env, "GRPC_HOST", "GRPC_PORT", 8081)

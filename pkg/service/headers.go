@@ -9,7 +9,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
-	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -59,7 +58,8 @@ func constraining(p *plan, resp *rlsv3.RateLimitResponse) (slot, *rlsv3.RateLimi
 }
 
 // addHeaders fills resp.ResponseHeadersToAdd from the most constraining
-// descriptor of the request.
+// descriptor of the request; Retry-After considers every descriptor that
+// holds the request back (see retryAfter).
 func (s *Service) addHeaders(p *plan, results []store.Result, resp *rlsv3.RateLimitResponse) {
 	if !s.headers.enabled() {
 		return
@@ -84,11 +84,7 @@ func (s *Service) addHeaders(p *plan, results []store.Result, resp *rlsv3.RateLi
 		add("RateLimit", name+";r="+strconv.FormatUint(uint64(st.GetLimitRemaining()), 10)+";t="+strconv.FormatInt(reset, 10))
 	}
 	if s.headers.RetryAfter && resp.GetOverallCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
-		wait := results[sl.req].RetryAfter
-		if wait == algorithms.Never || wait <= 0 {
-			wait = st.GetDurationUntilReset().AsDuration()
-		}
-		add("Retry-After", strconv.FormatInt(max(ceilSeconds(wait), 1), 10))
+		add("Retry-After", strconv.FormatInt(max(ceilSeconds(retryAfter(p, results, resp)), 1), 10))
 	}
 }
 

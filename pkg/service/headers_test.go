@@ -20,6 +20,19 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 4}
   - key: free
     rate_limit: {unlimited: true}
+  - key: shadow
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 0}
+  - key: minute1
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: hour1
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: quota_minute
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: quota_hour
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
 `
 
 func headerMap(resp *rlsv3.RateLimitResponse) map[string]string {
@@ -66,11 +79,52 @@ func TestResponseHeaders(t *testing.T) {
 			"RateLimit-Policy": `"narrow";q=3;w=60`, "RateLimit": `"narrow";r=0;t=10`, "Retry-After": "10",
 		},
 	}, {
+		name:    "a descriptor over its limit wins over a shadow one reported first",
+		headers: service.Headers{Classic: true, Draft: true},
+		advance: 30 * time.Second,
+		calls:   3,
+		req:     request("h", desc("shadow", ""), desc("narrow", "")),
+		want: map[string]string{
+			"RateLimit-Limit": "3", "RateLimit-Remaining": "0", "RateLimit-Reset": "30",
+			"RateLimit-Policy": `"narrow";q=3;w=60`, "RateLimit": `"narrow";r=0;t=30`,
+		},
+	}, {
+		name:    "a shadow rule at zero is the least remaining while nothing is over",
+		headers: service.Headers{Classic: true, Draft: true},
+		req:     request("h", desc("wide", ""), desc("shadow", "")),
+		want: map[string]string{
+			"RateLimit-Limit": "0", "RateLimit-Remaining": "0", "RateLimit-Reset": "3600",
+			"RateLimit-Policy": `"h.shadow";q=0;w=3600`, "RateLimit": `"h.shadow";r=0;t=3600`,
+		},
+	}, {
 		name:    "a bucket's Retry-After is when a token exists, not when it is full",
 		headers: service.Headers{RetryAfter: true},
 		calls:   4,
 		req:     request("h", desc("bucket", "")),
 		want:    map[string]string{"Retry-After": "1"},
+	}, {
+		name:    "Retry-After waits for every spent rule, not just the one described",
+		headers: service.Headers{Classic: true, RetryAfter: true},
+		advance: 15 * time.Second,
+		calls:   1,
+		req:     request("h", desc("hour1", ""), desc("minute1", "")),
+		want: map[string]string{
+			"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "45", "Retry-After": "3585",
+		},
+	}, {
+		name:    "Retry-After of spent quota rules is the first to have room",
+		headers: service.Headers{RetryAfter: true},
+		advance: 15 * time.Second,
+		calls:   1,
+		req:     request("h", desc("quota_hour", ""), desc("quota_minute", "")),
+		want:    map[string]string{"Retry-After": "45"},
+	}, {
+		name:    "and no earlier than the enforced rules allow",
+		headers: service.Headers{RetryAfter: true},
+		advance: 15 * time.Second,
+		calls:   1,
+		req:     request("h", desc("quota_hour", ""), desc("quota_minute", ""), desc("hour1", "")),
+		want:    map[string]string{"Retry-After": "3585"},
 	}, {
 		name:    "no Retry-After when allowed",
 		headers: service.Headers{RetryAfter: true},

@@ -11,8 +11,10 @@ import (
 
 // addDynamicMetadata is envoyproxy's RESPONSE_DYNAMIC_METADATA: the
 // request's domain, descriptors and hits_addend, and the merged `metadata`
-// of the rules of every descriptor that is not over its limit, so filters
-// after the rate limit one can act on them.
+// of the rules of every counted descriptor that is not over its limit, so
+// filters after the rate limit one can act on them. Like envoyproxy, the
+// rules of unlimited and replaced descriptors contribute nothing: they were
+// never checked.
 func (s *Service) addDynamicMetadata(req *rlsv3.RateLimitRequest, p *plan, resp *rlsv3.RateLimitResponse) {
 	if !s.dynamicMetadata {
 		return
@@ -28,7 +30,7 @@ func (s *Service) addDynamicMetadata(req *rlsv3.RateLimitRequest, p *plan, resp 
 	}
 	merged := &structpb.Struct{Fields: map[string]*structpb.Value{}}
 	for i, sl := range p.slots {
-		if sl.rule == nil || sl.rule.Metadata == nil || resp.Statuses[i].GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
+		if sl.kind != counted || sl.rule.Metadata == nil || resp.Statuses[i].GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
 			continue
 		}
 		md, err := structpb.NewStruct(sl.rule.Metadata)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"slices"
 	"testing"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -14,6 +15,16 @@ descriptors:
     rate_limit: {unit: day, requests_per_unit: 1}
 `
 
+const quotaConfig = `domain: q
+descriptors:
+  - key: model
+    value: small
+    rate_limit: {unit: day, requests_per_unit: 1}
+  - key: model
+    value: big
+    rate_limit: {unit: day, requests_per_unit: 2}
+`
+
 func TestEnvoyproxySwitches(t *testing.T) {
 	t.Run("RESPONSE_DYNAMIC_METADATA", func(t *testing.T) {
 		svc, _ := startWithRedis(t, metadataConfig, "RESPONSE_DYNAMIC_METADATA=true")
@@ -25,6 +36,39 @@ func TestEnvoyproxySwitches(t *testing.T) {
 		if md["domain"].GetStringValue() != "md" ||
 			md["metadata"].GetStructValue().GetFields()["route"].GetStructValue().GetFields()["pool"].GetStringValue() != "cheap" {
 			t.Fatalf("dynamic_metadata = %v", resp.GetDynamicMetadata())
+		}
+		// Over its limit, the rule no longer offers its metadata.
+		resp, err = svc.call(request("md", desc("model", "small")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, has := resp.GetDynamicMetadata().GetFields()["metadata"]; has || resp.GetOverallCode() != over {
+			t.Fatalf("over the limit: overall %v, dynamic_metadata %v", resp.GetOverallCode(), resp.GetDynamicMetadata())
+		}
+	})
+	t.Run("QUOTA_MODE makes every rule an alternative", func(t *testing.T) {
+		svc, _ := startWithRedis(t, quotaConfig, "QUOTA_MODE=true")
+		req := request("q", desc("model", "small"), desc("model", "big"))
+		for i, want := range []struct {
+			overall   rlsv3.RateLimitResponse_Code
+			codes     []rlsv3.RateLimitResponse_Code
+			remaining []uint32
+		}{
+			{ok, []rlsv3.RateLimitResponse_Code{ok, ok}, []uint32{0, 1}},
+			// small is out; big still has room, so the request passes and
+			// only big is charged.
+			{ok, []rlsv3.RateLimitResponse_Code{over, ok}, []uint32{0, 0}},
+			{over, []rlsv3.RateLimitResponse_Code{over, over}, []uint32{0, 0}},
+		} {
+			resp, err := svc.call(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []uint32{resp.GetStatuses()[0].GetLimitRemaining(), resp.GetStatuses()[1].GetLimitRemaining()}
+			if resp.GetOverallCode() != want.overall || !slices.Equal(statusCodes(resp), want.codes) || !slices.Equal(got, want.remaining) {
+				t.Fatalf("call %d: overall %v statuses %v remaining %v, want %v %v %v",
+					i, resp.GetOverallCode(), statusCodes(resp), got, want.overall, want.codes, want.remaining)
+			}
 		}
 	})
 	t.Run("SHADOW_MODE counts everything and answers OK", func(t *testing.T) {

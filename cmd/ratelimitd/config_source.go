@@ -1,0 +1,20 @@
+package main
+
+import "path/filepath"
+
+// readConfigSource reads where the rules are and how they load: the
+// settings the service and `ratelimitd check` share, so that check loads
+// exactly what the service would.
+func (s *settings) readConfigSource(env *envReader) {
+	root := env.str("RUNTIME_ROOT", "/srv/runtime_data/current")
+	sub := env.str("RUNTIME_SUBDIRECTORY", "")
+	app := env.str("RUNTIME_APPDIRECTORY", "config")
+	watchRoot := env.boolean("RUNTIME_WATCH_ROOT", true)
+	s.ConfigDir = filepath.Join(root, sub, app)
+	s.WatchPath = s.ConfigDir
+	if watchRoot {
+		s.WatchPath = root
+	}
+	s.IgnoreDotfiles = env.boolean("RUNTIME_IGNOREDOTFILES", false)
+	s.MergeDomains = env.boolean("MERGE_DOMAIN_CONFIG", false)
+}
