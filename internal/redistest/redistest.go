@@ -30,6 +30,8 @@ type Server struct {
 	dir  string
 	cmd  *exec.Cmd
 	stop func()
+	// dial opens a connection for the readiness probe; nil is plain TCP.
+	dial func() (net.Conn, error)
 }
 
 // Start returns a fresh Redis for t, torn down when the test ends. Extra
@@ -88,7 +90,11 @@ func (s *Server) spawn(bin string) error {
 	}
 	s.cmd = cmd
 	go func() { _ = cmd.Wait() }()
-	return waitReady(s.Addr, 10*time.Second)
+	dial := s.dial
+	if dial == nil {
+		dial = func() (net.Conn, error) { return net.DialTimeout("tcp", s.Addr, 200*time.Millisecond) }
+	}
+	return waitReady(s.Addr, 10*time.Second, dial)
 }
 
 // Stop kills the server; Restart brings it back on the same address, empty.
@@ -120,10 +126,11 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
-func waitReady(addr string, within time.Duration) error {
+// waitReady polls until a PING through dial is answered.
+func waitReady(addr string, within time.Duration, dial func() (net.Conn, error)) error {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		c, err := dial()
 		if err == nil {
 			_ = c.SetDeadline(time.Now().Add(time.Second))
 			_, _ = c.Write([]byte("PING\r\n"))

@@ -3,12 +3,10 @@ package redistest
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -37,53 +35,30 @@ func startTLS(t testing.TB, certFile, keyFile, caFile string, client *tls.Certif
 	if err != nil {
 		Missing(t, "redis-server not on PATH")
 	}
-	authClients := "no"
-	if client != nil {
-		authClients = "yes"
-	}
-	port := FreePort(t)
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: t.TempDir()}
-	cmd := exec.Command(bin, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile,
-		"--tls-auth-clients", authClients, "--save", "", "--appendonly", "no", "--dir", s.dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("redistest: start TLS redis-server: %v", err)
-	}
-	s.cmd = cmd
-	go func() { _ = cmd.Wait() }()
-	t.Cleanup(s.Stop)
-	if err := waitReadyTLS(s.Addr, caFile, client, 10*time.Second); err != nil {
-		t.Fatalf("redistest: %v", err)
-	}
-	return s
-}
-
-func waitReadyTLS(addr, caFile string, client *tls.Certificate, within time.Duration) error {
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		return err
+		t.Fatalf("redistest: %v", err)
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pem)
 	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	authClients := "no"
 	if client != nil {
 		cfg.Certificates = []tls.Certificate{*client}
+		authClients = "yes"
 	}
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		d := &net.Dialer{Timeout: 200 * time.Millisecond}
-		c, err := tls.DialWithDialer(d, "tcp", addr, cfg)
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			_, _ = c.Write([]byte("PING\r\n"))
-			buf := make([]byte, 16)
-			n, _ := c.Read(buf)
-			c.Close()
-			if strings.HasPrefix(string(buf[:n]), "+PONG") {
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	port := FreePort(t)
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port: port, dir: t.TempDir()}
+	// Later options win: "--port 0" turns the plain port off.
+	s.args = []string{"--port", "0", "--tls-port", strconv.Itoa(port),
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile,
+		"--tls-auth-clients", authClients}
+	s.dial = func() (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: 200 * time.Millisecond}, "tcp", s.Addr, cfg)
 	}
-	return fmt.Errorf("TLS redis at %s not ready after %s", addr, within)
+	if err := s.spawn(bin); err != nil {
+		t.Fatalf("redistest: TLS redis-server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
 }

@@ -112,15 +112,14 @@ func (s *Store) answer(reqs []store.Request, now time.Time) ([]store.Result, boo
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]store.Result, len(reqs))
-	seen := make(map[string]struct{}, len(reqs))
+	// Most requests miss: look everything up before allocating anything.
+	var out []store.Result
 	for i, r := range reqs {
-		if _, dup := seen[r.Key]; dup || r.Mode == algorithms.Shadow || r.Mode == algorithms.Quota {
+		if r.Mode == algorithms.Shadow || r.Mode == algorithms.Quota || namedBefore(reqs, i) {
 			// A key named twice is charged twice in order, and a shadow or
 			// quota denial does not decide the batch: the backend's job.
 			return nil, false
 		}
-		seen[r.Key] = struct{}{}
 		el, ok := s.entries[r.Key]
 		if !ok {
 			return nil, false
@@ -139,9 +138,23 @@ func (s *Store) answer(reqs []store.Request, now time.Time) ([]store.Result, boo
 			return nil, false
 		}
 		s.lru.MoveToFront(el)
+		if out == nil {
+			out = make([]store.Result, len(reqs))
+		}
 		out[i] = store.Result{Decision: d, FromCache: true}
 	}
 	return out, true
+}
+
+// namedBefore reports whether reqs[i]'s key appears earlier in reqs; a
+// request carries a few dozen descriptors at most, so a scan beats a map.
+func namedBefore(reqs []store.Request, i int) bool {
+	for _, prev := range reqs[:i] {
+		if prev.Key == reqs[i].Key {
+			return true
+		}
+	}
+	return false
 }
 
 // learn records the backend's lasting denials and forgets the keys it has
