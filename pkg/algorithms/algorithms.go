@@ -1,7 +1,7 @@
 // Package algorithms is the pure Go reference of every rate-limit algorithm
 // ratelimitd offers. Each algorithm is a function of (limit, state, hits, now)
 // that returns a decision and the next state: no I/O, no clock, no globals.
-// The Lua scripts in pkg/scripts implement the same functions and are tested
+// The Lua scripts in internal/scripts implement the same functions and are tested
 // against these references, so the two must change together.
 //
 // All state is integers: time in Unix microseconds, counts in whole hits.

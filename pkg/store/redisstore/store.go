@@ -1,5 +1,5 @@
 // Package redisstore is the store.Store shared by every replica: each Take
-// is one EVALSHA of pkg/scripts' Lua, so a batch is decided atomically in
+// is one EVALSHA of internal/scripts' Lua, so a batch is decided atomically in
 // Redis, on Redis's clock, in one round trip.
 package redisstore
 
@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 )
 
 // newRedis returns a client of a private redis-server with the script loaded.

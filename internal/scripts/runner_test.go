@@ -13,7 +13,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 )
 
 // A zero now makes the script read Redis TIME: a token bucket's refill

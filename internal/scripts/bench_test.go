@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 )
 
 // BenchmarkRunnerTake is one EVALSHA round trip to a local redis-server per
