@@ -7,11 +7,7 @@
 // All state is integers: time in Unix microseconds, counts in whole hits.
 package algorithms
 
-import (
-	"fmt"
-	"strings"
-	"time"
-)
+import "time"
 
 // Algorithm selects how a limit is enforced. Zero means unset.
 type Algorithm uint8
@@ -24,37 +20,6 @@ const (
 	LeakyBucket
 	GCRA
 )
-
-var algorithmNames = map[Algorithm]string{
-	FixedWindow:   "fixed_window",
-	SlidingLog:    "sliding_log",
-	SlidingWindow: "sliding_window",
-	TokenBucket:   "token_bucket",
-	LeakyBucket:   "leaky_bucket",
-	GCRA:          "gcra",
-}
-
-// All lists every algorithm in declaration order.
-func All() []Algorithm {
-	return []Algorithm{FixedWindow, SlidingLog, SlidingWindow, TokenBucket, LeakyBucket, GCRA}
-}
-
-func (a Algorithm) String() string {
-	if name, ok := algorithmNames[a]; ok {
-		return name
-	}
-	return fmt.Sprintf("algorithm(%d)", uint8(a))
-}
-
-// Parse maps a config name (case-insensitive) to an Algorithm.
-func Parse(name string) (Algorithm, error) {
-	for a, n := range algorithmNames {
-		if strings.EqualFold(n, name) {
-			return a, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown algorithm %q (want one of fixed_window, sliding_log, sliding_window, token_bucket, leaky_bucket, gcra)", name)
-}
 
 // Limit is a rate of Requests per Period, as configured for one rule.
 type Limit struct {

@@ -44,23 +44,11 @@ func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	if lim.Validate() != nil {
 		return Decision{RetryAfter: Never}, st
 	}
-	if (lim.Algorithm == SlidingLog) != (len(st.Log) > 0) {
+	alg, _ := lim.Algorithm.lookup() // Validate rejected unknown algorithms
+	if (alg.family == Log) != (len(st.Log) > 0) {
 		st = State{}
 	}
-	switch lim.Algorithm { // Validate rejected any other value
-	case FixedWindow:
-		return fixedWindow(lim, st, hits, us)
-	case SlidingLog:
-		return slidingLog(lim, st, hits, us)
-	case SlidingWindow:
-		return slidingWindow(lim, st, hits, us)
-	case TokenBucket:
-		return tokenBucket(lim, st, hits, us)
-	case LeakyBucket:
-		return leakyBucket(lim, st, hits, us)
-	default:
-		return gcra(lim, st, hits, us)
-	}
+	return alg.take(lim, st, hits, us)
 }
 
 // zeroRate is the decision of every algorithm but fixed_window when Requests
