@@ -18,7 +18,12 @@ func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitRespo
 		OverallCode: rlsv3.RateLimitResponse_OK,
 		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(p.slots)),
 	}
-	quotaRules, quotaOver := 0, 0
+	// The store decided the batch as one unit; a request is over exactly
+	// when that batch was denied (shadow rules, and every rule under global
+	// SHADOW_MODE, never deny it; quota rules only all together).
+	if store.Verdict(p.reqs, results).Denied() {
+		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
 	for i, sl := range p.slots {
 		switch sl.kind {
 		case unlimited:
@@ -27,32 +32,10 @@ func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitRespo
 				LimitRemaining: math.MaxUint32,
 			}
 		case counted:
-			st := descriptorStatus(sl.rule, results[sl.req].Decision)
-			over := st.Code == rlsv3.RateLimitResponse_OVER_LIMIT
-			switch p.soft[sl.req] {
-			case quota:
-				quotaRules++
-				if over {
-					quotaOver++
-				}
-			case hard:
-				if over {
-					resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-				}
-			}
-			resp.Statuses[i] = st
+			resp.Statuses[i] = descriptorStatus(sl.rule, results[sl.req].Decision)
 		default:
 			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		}
-	}
-	// Quota rules are alternatives: the request is over only when all are.
-	if quotaRules > 0 && quotaOver == quotaRules {
-		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-	}
-	// Global shadow mode keeps each descriptor's verdict visible but never
-	// lets the request be limited.
-	if s.globalShadow {
-		resp.OverallCode = rlsv3.RateLimitResponse_OK
 	}
 	return resp
 }

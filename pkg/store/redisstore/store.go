@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
-	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -62,10 +61,6 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	if len(reqs) == 0 {
 		return []store.Result{}, nil
 	}
-	ops := make([]algorithms.Op, len(reqs))
-	for i, r := range reqs {
-		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits, Mode: r.Mode}
-	}
 	// REDIS_TIMEOUT caps the call even when the caller allows longer.
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -74,7 +69,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 		now = s.now()
 	}
 	start := time.Now()
-	decisions, err := s.runner.Take(ctx, s.client, ops, now)
+	decisions, err := s.runner.Take(ctx, s.client, reqs, now)
 	if s.observe != nil {
 		s.observe(time.Since(start), err)
 	}
