@@ -18,21 +18,7 @@ func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		return zeroRate(st, hits)
 	}
 	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
-	level, frac, anchor := int64(0), int64(0), now
-	if st.ExpiresAt != 0 {
-		level, frac, anchor = clamp(st.B, 0, capacity), clamp(st.C, 0, p-1), max(st.A, now)
-		if level == 0 {
-			frac = 0
-		} else if elapsed := now - st.A; elapsed > 0 {
-			if elapsed >= refillTime(level, frac, p, r) {
-				level, frac = 0, 0
-			} else {
-				var drained int64
-				drained, frac = mad(elapsed, r, frac, p)
-				level -= drained
-			}
-		}
-	}
+	level, frac, anchor := leakyBucketAt(lim, st, now)
 	// until is when the level has drained down to x < level.
 	until := func(x int64) int64 {
 		return anchor + refillTime(level-x, frac, p, r)
@@ -61,4 +47,26 @@ func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		Remaining:  uint64(capacity - level),
 		ResetAfter: micros(next.ExpiresAt - now),
 	}, next
+}
+
+// leakyBucketAt is the meter st holds at now (the exact level is
+// level - frac/Period), drained up to anchor. lim.Requests > 0.
+func leakyBucketAt(lim Limit, st State, now int64) (level, frac, anchor int64) {
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	if st.ExpiresAt == 0 {
+		return 0, 0, now
+	}
+	level, frac, anchor = clamp(st.B, 0, capacity), clamp(st.C, 0, p-1), max(st.A, now)
+	if level == 0 {
+		return 0, 0, anchor
+	}
+	if elapsed := now - st.A; elapsed > 0 {
+		if elapsed >= refillTime(level, frac, p, r) {
+			return 0, 0, anchor
+		}
+		var drained int64
+		drained, frac = mad(elapsed, r, frac, p)
+		level -= drained
+	}
+	return level, frac, anchor
 }

@@ -25,6 +25,7 @@ type spec struct {
 	family Family
 	bucket bool
 	take   func(Limit, State, uint64, int64) (Decision, State)
+	undo   func(Limit, State, Charged, int64) State
 }
 
 // registry is the one table of algorithms, indexed by Algorithm-1. A new
@@ -32,12 +33,12 @@ type spec struct {
 // docs section, a schema enum value and a storetest step table; tests fail
 // until all of them exist.
 var registry = [...]spec{
-	FixedWindow - 1:   {name: "fixed_window", family: Registers, take: fixedWindow},
-	SlidingLog - 1:    {name: "sliding_log", family: Log, take: slidingLog},
-	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow},
-	TokenBucket - 1:   {name: "token_bucket", family: Registers, bucket: true, take: tokenBucket},
-	LeakyBucket - 1:   {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket},
-	GCRA - 1:          {name: "gcra", family: Registers, bucket: true, take: gcra},
+	FixedWindow - 1:   {name: "fixed_window", family: Registers, take: fixedWindow, undo: fixedWindowUndo},
+	SlidingLog - 1:    {name: "sliding_log", family: Log, take: slidingLog, undo: slidingLogUndo},
+	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow, undo: slidingWindowUndo},
+	TokenBucket - 1:   {name: "token_bucket", family: Registers, bucket: true, take: tokenBucket, undo: tokenBucketUndo},
+	LeakyBucket - 1:   {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket, undo: leakyBucketUndo},
+	GCRA - 1:          {name: "gcra", family: Registers, bucket: true, take: gcra, undo: gcraUndo},
 }
 
 // lookup returns a's row; ok is false for zero and unknown values.

@@ -7,8 +7,9 @@ import "slices"
 // stay within Requests.
 //
 // State: Log, one entry per admitted request with hits > 0, sorted by At then
-// Seq; Seq is 1 + the entries already logged at that same µs, so an entry is
-// unique (entries with one At always leave the window together). The log
+// Seq; Seq is 1 + the highest Seq already logged at that same µs (an Undo
+// may have removed one below it), so an entry is unique (entries with one At
+// always leave the window together). The log
 // never holds more than Requests entries. In Redis it is a ZSET (score At,
 // member "At:Seq:Hits") plus one member "~<sum of hits>" scored ExpiresAt.
 // TTL: when the newest entry leaves the window (its At + Period).
@@ -53,7 +54,7 @@ func slidingLog(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 			i--
 		}
 		for j := i - 1; j >= 0 && log[j].At == now; j-- {
-			seq++
+			seq = max(seq, log[j].Seq+1)
 		}
 		log = slices.Insert(slices.Clip(log), i, LogEntry{At: now, Seq: seq, Hits: int64(hits)})
 	}

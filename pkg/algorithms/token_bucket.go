@@ -31,22 +31,7 @@ func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	capacity, debt := int64(lim.Capacity()), int64(lim.MaxDebt)
 	step := max(lim.RefillInterval.Microseconds(), 1)
-	boundary := now - now%step
-	tokens, frac, anchor := capacity, int64(0), boundary
-	if st.ExpiresAt != 0 {
-		tokens, frac, anchor = clamp(st.B, -debt, capacity), clamp(st.C, 0, p-1), max(st.A, boundary)
-		if tokens == capacity {
-			frac = 0
-		} else if elapsed := boundary - st.A; elapsed > 0 {
-			if elapsed >= refillTime(capacity-tokens, frac, p, r) {
-				tokens, frac = capacity, 0
-			} else {
-				var add int64
-				add, frac = mad(elapsed, r, frac, p)
-				tokens += add
-			}
-		}
-	}
+	tokens, frac, anchor := tokenBucketAt(lim, st, now)
 	// until is when the bucket holds x > tokens tokens.
 	until := func(x int64) int64 {
 		return ceilTo(anchor+refillTime(x-tokens, frac, p, r), step)
@@ -76,4 +61,29 @@ func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		Remaining:  uint64(max(tokens, 0)),
 		ResetAfter: micros(next.ExpiresAt - now),
 	}, next
+}
+
+// tokenBucketAt is the bucket st holds at now (the exact count is
+// tokens + frac/Period), refilled up to anchor. lim.Requests > 0.
+func tokenBucketAt(lim Limit, st State, now int64) (tokens, frac, anchor int64) {
+	p, r := lim.Period.Microseconds(), int64(lim.Requests)
+	capacity, debt := int64(lim.Capacity()), int64(lim.MaxDebt)
+	step := max(lim.RefillInterval.Microseconds(), 1)
+	boundary := now - now%step
+	if st.ExpiresAt == 0 {
+		return capacity, 0, boundary
+	}
+	tokens, frac, anchor = clamp(st.B, -debt, capacity), clamp(st.C, 0, p-1), max(st.A, boundary)
+	if tokens == capacity {
+		return tokens, 0, anchor
+	}
+	if elapsed := boundary - st.A; elapsed > 0 {
+		if elapsed >= refillTime(capacity-tokens, frac, p, r) {
+			return capacity, 0, anchor
+		}
+		var add int64
+		add, frac = mad(elapsed, r, frac, p)
+		tokens += add
+	}
+	return tokens, frac, anchor
 }
