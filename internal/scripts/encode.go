@@ -21,43 +21,56 @@ const maxHits = 4 * algorithms.MaxCount
 // the script denies like algorithms.Take does), requests, period µs, burst,
 // refill interval µs, max debt, hits and mode (algorithms.Mode).
 func Encode(ops []algorithms.Op, now time.Time) ([]string, []any, error) {
-	var us int64
-	if !now.IsZero() {
-		us = now.UnixMicro()
-		if us < 1 || us > algorithms.MaxUnixMicro {
-			return nil, nil, fmt.Errorf("scripts: now %s is outside the supported clock range", now.UTC().Format(time.RFC3339Nano))
-		}
+	us, err := nowArg(now)
+	if err != nil {
+		return nil, nil, err
 	}
 	keys := make([]string, len(ops))
 	args := make([]any, 1, 1+fieldsPerOp*len(ops))
 	args[0] = us
 	for i, op := range ops {
 		keys[i] = op.Key
-		hits := min(op.Hits, maxHits)
-		lim := op.Limit
-		if lim.Validate() != nil {
-			args = append(args, 0, 0, 0, 0, 0, 0, hits, uint8(op.Mode))
-			continue
-		}
-		args = append(args,
-			uint8(lim.Algorithm),
-			lim.Requests,
-			lim.Period.Microseconds(),
-			lim.Burst,
-			lim.RefillInterval.Microseconds(),
-			lim.MaxDebt,
-			hits,
-			uint8(op.Mode),
-		)
+		args = appendLimit(args, op.Limit)
+		args = append(args, min(op.Hits, maxHits), uint8(op.Mode))
 	}
 	return keys, args, nil
 }
 
-// Decode turns the script's reply into one Decision per op.
+// appendLimit appends the 6 limit fields limit.lua reads: algorithm (0 for
+// a limit that fails Validate), requests, period µs, burst, refill interval
+// µs, max debt.
+func appendLimit(args []any, lim algorithms.Limit) []any {
+	if lim.Validate() != nil {
+		return append(args, 0, 0, 0, 0, 0, 0)
+	}
+	return append(args,
+		uint8(lim.Algorithm),
+		lim.Requests,
+		lim.Period.Microseconds(),
+		lim.Burst,
+		lim.RefillInterval.Microseconds(),
+		lim.MaxDebt,
+	)
+}
+
+// nowArg is ARGV[1] of both scripts: now in µs, 0 for Redis TIME.
+func nowArg(now time.Time) (int64, error) {
+	if now.IsZero() {
+		return 0, nil
+	}
+	us := now.UnixMicro()
+	if us < 1 || us > algorithms.MaxUnixMicro {
+		return 0, fmt.Errorf("now %s is outside the supported clock range", now.UTC().Format(time.RFC3339Nano))
+	}
+	return us, nil
+}
+
+// Decode turns the script's reply into one Decision per op (the charges
+// after them are DecodeCharges').
 func Decode(reply any, n int) ([]algorithms.Decision, error) {
 	vals, ok := reply.([]any)
-	if !ok || len(vals) != 4*n {
-		return nil, fmt.Errorf("scripts: reply %T of %d values for %d ops, want %d integers", reply, lenOf(reply), n, 4*n)
+	if !ok || len(vals) < 4*n {
+		return nil, fmt.Errorf("reply %T of %d values for %d ops, want %d integers", reply, lenOf(reply), n, 4*n)
 	}
 	out := make([]algorithms.Decision, n)
 	for i := range out {
@@ -65,12 +78,12 @@ func Decode(reply any, n int) ([]algorithms.Decision, error) {
 		for j := range f {
 			v, ok := vals[4*i+j].(int64)
 			if !ok {
-				return nil, fmt.Errorf("scripts: reply value %d is %T, want an integer", 4*i+j, vals[4*i+j])
+				return nil, fmt.Errorf("reply value %d is %T, want an integer", 4*i+j, vals[4*i+j])
 			}
 			f[j] = v
 		}
 		if f[1] < 0 || f[2] < 0 || f[3] < -1 {
-			return nil, errors.New("scripts: reply has a negative remaining, reset or retry")
+			return nil, errors.New("reply has a negative remaining, reset or retry")
 		}
 		d := algorithms.Decision{
 			Allowed:    f[0] == 1,

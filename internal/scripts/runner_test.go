@@ -146,7 +146,7 @@ func TestTakeErrors(t *testing.T) {
 		t.Fatalf("take over a string key: %v %v", d, err)
 	}
 	srv.Stop()
-	if _, err := r.Take(ctx, rdb, op, time.Time{}); err == nil || !strings.HasPrefix(err.Error(), "scripts: take 1 keys: ") {
+	if _, err := r.Take(ctx, rdb, op, time.Time{}); err == nil || !strings.HasPrefix(err.Error(), "take script: ") {
 		t.Fatalf("stopped redis: %v", err)
 	}
 }

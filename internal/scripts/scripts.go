@@ -25,14 +25,15 @@ import (
 // Decode each reply.)
 type Scripter = redis.Scripter
 
-// Runner runs the take script. It is safe for concurrent use.
+// Runner runs the take and undo scripts. It is safe for concurrent use.
 type Runner struct {
 	script *redis.Script
+	undo   *redis.Script
 }
 
-// NewRunner builds a Runner around the assembled script.
+// NewRunner builds a Runner around the assembled scripts.
 func NewRunner() *Runner {
-	return &Runner{script: redis.NewScript(source)}
+	return &Runner{script: redis.NewScript(source), undo: redis.NewScript(undoSource)}
 }
 
 // Hash is the SHA1 of the script, for EVALSHA in a pipeline. On a cluster
@@ -47,8 +48,37 @@ func Source() string { return source }
 // production setting; tests pass an explicit now. The decisions are exactly
 // those of algorithms.TakeAll over the keys' stored states.
 func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, error) {
+	reply, err := r.run(ctx, rdb, ops, now)
+	if err != nil || reply == nil {
+		return []algorithms.Decision{}, err
+	}
+	return Decode(reply, len(ops))
+}
+
+// TakeCharged is Take (the same single EVALSHA) that also returns what the
+// batch charged: one Charge per key it wrote, none when it was denied. A
+// caller that must deny the request after all (another Cluster slot group
+// denied it) passes them to Undo.
+func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, []Charge, error) {
+	reply, err := r.run(ctx, rdb, ops, now)
+	if err != nil || reply == nil {
+		return []algorithms.Decision{}, nil, err
+	}
+	ds, err := Decode(reply, len(ops))
+	if err != nil {
+		return nil, nil, err
+	}
+	charges, err := DecodeCharges(reply, ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds, charges, nil
+}
+
+// run is one take; a nil reply means there were no ops.
+func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) (any, error) {
 	if len(ops) == 0 {
-		return []algorithms.Decision{}, nil
+		return nil, nil
 	}
 	keys, args, err := Encode(ops, now)
 	if err != nil {
@@ -56,7 +86,29 @@ func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, no
 	}
 	reply, err := r.script.Run(ctx, rdb, keys, args...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("scripts: take %d keys: %w", len(ops), err)
+		return nil, fmt.Errorf("take script: %w", err)
 	}
-	return Decode(reply, len(ops))
+	return reply, nil
 }
+
+// Undo takes back charges as ONE atomic EVALSHA of the undo script (every
+// key must be in one Cluster slot). A zero now means Redis TIME. However
+// late it runs, it never leaves more room than the keys would have had
+// without the charges. It is not idempotent: run it at most once per
+// charge (retry it only when it certainly did not run).
+func (r *Runner) Undo(ctx context.Context, rdb Scripter, charges []Charge, now time.Time) error {
+	if len(charges) == 0 {
+		return nil
+	}
+	keys, args, err := EncodeUndo(charges, now)
+	if err != nil {
+		return err
+	}
+	if err := r.undo.Run(ctx, rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("undo script: %w", err)
+	}
+	return nil
+}
+
+// UndoSource is the assembled undo script.
+func UndoSource() string { return undoSource }

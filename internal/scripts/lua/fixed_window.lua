@@ -20,3 +20,11 @@ local function fixed_window(lim, st, h, now)
   count = count + h
   return true, limit - count, reset, 0, { a = start, b = count, c = 0, e = start + p }
 end
+
+-- fixed_window_undo mirrors algorithms.fixedWindowUndo.
+local function fixed_window_undo(lim, st, ch, now)
+  if st.a == ch.a then
+    st.b = math.max(st.b - ch.hits, 0)
+  end
+  return st
+end

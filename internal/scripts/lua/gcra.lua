@@ -41,3 +41,19 @@ local function gcra(lim, st, h, now)
   return true, cap - ceil_div(nxt - now, r, nfrac, p), expires - now, 0,
     { a = nxt, b = nfrac, c = 0, e = expires }
 end
+
+-- gcra_undo mirrors algorithms.gcraUndo: move the TAT back by
+-- min(hits*T, how far the charged TAT was still ahead of now).
+local function gcra_undo(lim, st, ch, now)
+  local p, r = lim.period, lim.req
+  local back, back_frac = muldiv(ch.hits, p, 0, r)
+  local ahead, ahead_frac = ch.a - now, clamp(ch.b, 0, r - 1)
+  if ahead < 0 then ahead, ahead_frac = 0, 0 end
+  if ahead < back or (ahead == back and ahead_frac < back_frac) then
+    back, back_frac = ahead, ahead_frac
+  end
+  local tat, frac = st.a - back, clamp(st.b, 0, r - 1) - back_frac
+  if frac < 0 then tat, frac = tat - 1, frac + r end
+  if tat < now then tat, frac = now, 0 end
+  return { a = tat, b = frac, c = 0, e = st.e }
+end

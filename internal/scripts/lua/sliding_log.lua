@@ -127,9 +127,16 @@ local function sliding_log(lim, view, h, now)
   local nv = log_copy(view)
   nv.cut, nv.ssum = cut, ssum
   if h > 0 then
-    local seq = 1 + #nv.pend
-    if not nv.fresh then
-      seq = seq + redis.call('ZCOUNT', nv.key, int(now), int(now))
+    -- Number after the highest Seq at now (an undo may have removed one
+    -- below it), like algorithms.slidingLog.
+    local seq = 1
+    if #nv.pend > 0 then
+      seq = nv.pend[#nv.pend].seq + 1
+    elseif not nv.fresh then
+      for _, m in ipairs(redis.call('ZRANGEBYSCORE', nv.key, int(now), int(now))) do
+        local s = tonumber(string.match(m, '^%-?%d+:(%d+):%d+$'))
+        if s ~= nil and s >= seq then seq = s + 1 end
+      end
     end
     nv.pend[#nv.pend + 1] = { seq = seq, hits = h }
     nv.psum = nv.psum + h
@@ -163,4 +170,31 @@ local function log_write(key, view, typeok, now)
   args[#args + 1] = '~' .. int(sum)
   redis.call('ZADD', key, unpack(args))
   expire_at(key, view.exp, now)
+end
+
+-- sliding_log_undo mirrors algorithms.slidingLogUndo on the stored ZSET:
+-- remove the members the charge added (those a later take pruned are gone
+-- already), lower the meta sum by their hits, and move ExpiresAt to the
+-- newest remaining entry's end. The key keeps its TTL. It reports whether
+-- it removed anything.
+local function sliding_log_undo(lim, key, ch, now)
+  local t = redis.call('TYPE', key)
+  if t.ok ~= 'zset' then return false end
+  local view = log_load(key, now)
+  if view.fresh or now >= view.exp then return false end
+  local removed = 0
+  for _, e in ipairs(ch.entries) do
+    local m = int(ch.a) .. ':' .. int(e.seq) .. ':' .. int(e.hits)
+    if redis.call('ZREM', key, m) == 1 then removed = removed + e.hits end
+  end
+  if removed == 0 then return false end
+  local sum = view.ssum - removed
+  local newest = log_newest_above(view, -1)
+  if sum <= 0 or newest == nil then
+    redis.call('DEL', key)
+    return true
+  end
+  redis.call('ZREM', key, view.meta)
+  redis.call('ZADD', key, int(newest + lim.period), '~' .. int(sum))
+  return true
 end

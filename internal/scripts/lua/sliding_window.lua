@@ -54,3 +54,13 @@ local function sliding_window(lim, st, h, now)
   end
   return true, room - h, nst.e - now, 0, nst
 end
+
+-- sliding_window_undo mirrors algorithms.slidingWindowUndo.
+local function sliding_window_undo(lim, st, ch, now)
+  if st.a == ch.a then
+    st.b = math.max(st.b - ch.hits, 0)
+  elseif st.a == ch.a + lim.period then
+    st.c = math.max(st.c - ch.hits, 0)
+  end
+  return st
+end

@@ -4,10 +4,11 @@
 -- KEYS: one per op (a key may repeat; later ops see the earlier ops' state).
 -- ARGV[1]: now in µs, or 0 to use the server's TIME.
 -- ARGV[2..]: 8 integers per op: algorithm (0 = invalid limit), requests,
---   period µs, burst, refill interval µs, max debt, hits, mode (algorithms.Mode:
---   0/1 enforce, 2 shadow, 3 quota).
+--   period µs, burst, refill interval µs, max debt (limit.lua), hits, mode
+--   (algorithms.Mode: 0/ENFORCE, SHADOW, QUOTA).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
---   (-1 = never).
+--   (-1 = never); then, if the batch was admitted, one charge per key it
+--   wrote (see charge_of): 7 integers, plus 2 per sliding_log entry added.
 --
 -- Phase 1 reads and computes every op without writing; phase 2 writes the
 -- final state of each key that an allowed op charged, only if the batch is
@@ -46,21 +47,25 @@ local function current(rec, kind, now)
   return rec.cur
 end
 
-local function limit_of(j)
-  local lim = {
-    alg = tonumber(ARGV[j]),
-    req = tonumber(ARGV[j + 1]),
-    period = tonumber(ARGV[j + 2]),
-    burst = tonumber(ARGV[j + 3]),
-    refill = tonumber(ARGV[j + 4]),
-    debt = tonumber(ARGV[j + 5]),
-  }
-  lim.cap = lim.burst
-  if lim.cap == 0 then lim.cap = lim.req end
-  return lim
-end
-
 local FIELDS = 8
+
+-- charge_of appends what the batch charged rec's key, for an exact undo
+-- (scripts.Charge): the last op that charged it, the hits charged, and the
+-- state written: a, b, c, e and no entries for a hash; now, 0, 0, ExpiresAt
+-- and the (seq, hits) of each entry added for a log.
+local function charge_of(out, rec, now)
+  local st, n = rec.cur, #out
+  if rec.kind == LOG then
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = rec.last, rec.hits, now, 0
+    out[n + 5], out[n + 6], out[n + 7] = 0, st.exp, #st.pend
+    for i, e in ipairs(st.pend) do
+      out[n + 6 + 2 * i], out[n + 7 + 2 * i] = e.seq, e.hits
+    end
+  else
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = rec.last, rec.hits, st.a, st.b
+    out[n + 5], out[n + 6], out[n + 7] = st.c, st.e, 0
+  end
+end
 
 local function take_main()
   local now = tonumber(ARGV[1])
@@ -92,7 +97,9 @@ local function take_main()
       local nst
       op.ok, op.rem, op.reset, op.retry, nst = alg.take(op.lim, st, h, now)
       rec.cur = nst
-      if h > 0 and op.ok then rec.hit = true end
+      if h > 0 and op.ok then
+        rec.hit, rec.hits, rec.last = true, (rec.hits or 0) + h, i
+      end
     end
     if mode == QUOTA then
       quota_ops = quota_ops + 1
@@ -101,7 +108,8 @@ local function take_main()
       enforced_denied = true
     end
   end
-  if not enforced_denied and not (quota_ops > 0 and quota_denied == quota_ops) then
+  local admitted = not enforced_denied and not (quota_ops > 0 and quota_denied == quota_ops)
+  if admitted then
     for _, rec in ipairs(order) do
       if rec.hit then
         KINDS[rec.kind].write(rec.key, rec.cur, rec.typeok[rec.kind], now)
@@ -124,6 +132,11 @@ local function take_main()
     out[k + 2] = op.rem
     out[k + 3] = op.reset
     out[k + 4] = op.retry
+  end
+  if admitted then
+    for _, rec in ipairs(order) do
+      if rec.hit then charge_of(out, rec, now) end
+    end
   end
   return out
 end

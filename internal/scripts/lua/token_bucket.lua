@@ -2,32 +2,39 @@
 -- semantics). a = refill anchor (µs), b = tokens (negative in debt),
 -- c = fraction of the next token in 1/period units.
 
+-- token_bucket_at mirrors algorithms.tokenBucketAt: the bucket st holds at
+-- now (exactly tokens + frac/period), refilled up to anchor.
+local function token_bucket_at(lim, st, now)
+  local p, r, cap, debt = lim.period, lim.req, lim.cap, lim.debt
+  local step = math.max(lim.refill, 1)
+  local _, off = divmod(now, step)
+  local boundary = now - off
+  if st.e == 0 then
+    return cap, 0, boundary
+  end
+  local tokens, frac, anchor = clamp(st.b, -debt, cap), clamp(st.c, 0, p - 1), math.max(st.a, boundary)
+  if tokens == cap then
+    return tokens, 0, anchor
+  end
+  local elapsed = boundary - st.a
+  if elapsed > 0 then
+    if elapsed >= refill_time(cap - tokens, frac, p, r) then
+      return cap, 0, anchor
+    end
+    local add
+    add, frac = muldiv(elapsed, r, frac, p)
+    tokens = tokens + add
+  end
+  return tokens, frac, anchor
+end
+
 local function token_bucket(lim, st, h, now)
   if lim.req == 0 then
     return zero_rate(st, h)
   end
   local p, r, cap, debt = lim.period, lim.req, lim.cap, lim.debt
   local step = math.max(lim.refill, 1)
-  local _, off = divmod(now, step)
-  local boundary = now - off
-  local tokens, frac, anchor = cap, 0, boundary
-  if st.e ~= 0 then
-    tokens, frac, anchor = clamp(st.b, -debt, cap), clamp(st.c, 0, p - 1), math.max(st.a, boundary)
-    if tokens == cap then
-      frac = 0
-    else
-      local elapsed = boundary - st.a
-      if elapsed > 0 then
-        if elapsed >= refill_time(cap - tokens, frac, p, r) then
-          tokens, frac = cap, 0
-        else
-          local add
-          add, frac = muldiv(elapsed, r, frac, p)
-          tokens = tokens + add
-        end
-      end
-    end
-  end
+  local tokens, frac, anchor = token_bucket_at(lim, st, now)
   -- at is when the bucket holds x > tokens tokens.
   local function at(x)
     return ceil_to(anchor + refill_time(x - tokens, frac, p, r), step)
@@ -45,4 +52,21 @@ local function token_bucket(lim, st, h, now)
   local nst = { a = anchor, b = tokens, c = frac, e = now }
   if tokens < cap then nst.e = at(cap) end
   return true, math.max(tokens, 0), nst.e - now, 0, nst
+end
+
+-- token_bucket_undo mirrors algorithms.tokenBucketUndo: give back
+-- min(hits, what the charged bucket would still lack now).
+local function token_bucket_undo(lim, st, ch, now)
+  local p, cap = lim.period, lim.cap
+  local tokens, frac, anchor = token_bucket_at(lim, st, now)
+  local projected, pfrac = token_bucket_at(lim, ch, now)
+  local lack, lack_frac = cap - projected, 0
+  if pfrac > 0 then lack, lack_frac = lack - 1, p - pfrac end
+  if ch.hits < lack or (ch.hits == lack and lack_frac > 0) then
+    lack, lack_frac = ch.hits, 0
+  end
+  tokens, frac = tokens + lack, frac + lack_frac
+  if frac >= p then tokens, frac = tokens + 1, frac - p end
+  if tokens >= cap then tokens, frac = cap, 0 end
+  return { a = anchor, b = tokens, c = frac, e = st.e }
 end

@@ -54,7 +54,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	// Checked under the lock, right before deciding: a caller that gave up
 	// while waiting for the lock must not be charged.
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("memstore: take %d keys: %w", len(reqs), err)
+		return nil, fmt.Errorf("memstore: %w", err)
 	}
 	now := s.now()
 	s.dropExpired(now.UnixMicro())

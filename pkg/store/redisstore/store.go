@@ -56,7 +56,7 @@ func New(opts ...Option) (*Store, error) {
 // not decide (unreachable, timed out, script error); it is never "over limit".
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("redisstore: take %d keys: %w", len(reqs), err)
+		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	if len(reqs) == 0 {
 		return []store.Result{}, nil
@@ -74,10 +74,10 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 		s.observe(time.Since(start), err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: take %d keys: %w", len(reqs), err)
+		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	if len(decisions) != len(reqs) {
-		return nil, fmt.Errorf("redisstore: take %d keys: script returned %d decisions", len(reqs), len(decisions))
+		return nil, fmt.Errorf("redisstore: script returned %d decisions for %d keys", len(decisions), len(reqs))
 	}
 	results := make([]store.Result, len(decisions))
 	for i, d := range decisions {

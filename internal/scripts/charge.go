@@ -1,0 +1,98 @@
+package scripts
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// Charge is what one admitted take charged one key, as the take script
+// reported it: enough for Undo to take it back exactly (see
+// algorithms.Undo for what "exactly" means per algorithm).
+type Charge struct {
+	Key   string
+	Limit algorithms.Limit
+	algorithms.Charged
+}
+
+// chargeFields is the fixed part of a charge in the take reply: the op
+// index (1-based), hits, a, b, c, e and the number of log entries added.
+const chargeFields = 7
+
+// DecodeCharges reads the charges that follow the 4 values per op in a take
+// reply: one per key an admitted batch wrote, none for a denied batch.
+func DecodeCharges(reply any, ops []algorithms.Op) ([]Charge, error) {
+	vals, _ := reply.([]any)
+	if len(vals) < 4*len(ops) {
+		return nil, fmt.Errorf("reply of %d values for %d ops", len(vals), len(ops))
+	}
+	vals = vals[4*len(ops):]
+	var out []Charge
+	for len(vals) > 0 {
+		f, err := ints(vals, chargeFields)
+		if err != nil {
+			return nil, err
+		}
+		op, n := f[0], f[6]
+		if op < 1 || op > int64(len(ops)) || f[1] < 1 || n < 0 || int64(len(vals)) < chargeFields+2*n {
+			return nil, fmt.Errorf("malformed charge %v", f)
+		}
+		entries, err := ints(vals[chargeFields:], int(2*n))
+		if err != nil {
+			return nil, err
+		}
+		c := Charge{Key: ops[op-1].Key, Limit: ops[op-1].Limit}
+		c.Hits = uint64(f[1])
+		c.After = algorithms.State{A: f[2], B: f[3], C: f[4], ExpiresAt: f[5]}
+		if ops[op-1].Limit.Algorithm.Family() == algorithms.Log {
+			c.After = algorithms.State{ExpiresAt: f[5]}
+			for i := 0; i < len(entries); i += 2 {
+				c.After.Log = append(c.After.Log, algorithms.LogEntry{At: f[2], Seq: entries[i], Hits: entries[i+1]})
+			}
+		}
+		out = append(out, c)
+		vals = vals[chargeFields+2*n:]
+	}
+	return out, nil
+}
+
+// ints reads the first n values of a reply as integers.
+func ints(vals []any, n int) ([]int64, error) {
+	if len(vals) < n {
+		return nil, fmt.Errorf("reply ends %d values early", n-len(vals))
+	}
+	out := make([]int64, n)
+	for i := range out {
+		v, ok := vals[i].(int64)
+		if !ok {
+			return nil, fmt.Errorf("reply value is %T, want an integer", vals[i])
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// EncodeUndo builds the KEYS and ARGV of one undo (lua/undo.lua).
+func EncodeUndo(charges []Charge, now time.Time) ([]string, []any, error) {
+	us, err := nowArg(now)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := make([]string, len(charges))
+	args := make([]any, 1, 1+13*len(charges))
+	args[0] = us
+	for i, c := range charges {
+		keys[i] = c.Key
+		args = appendLimit(args, c.Limit)
+		a, st := c.After.A, c.After
+		if len(st.Log) > 0 {
+			a = st.Log[0].At
+		}
+		args = append(args, min(c.Hits, maxHits), a, st.B, st.C, st.ExpiresAt, len(st.Log))
+		for _, e := range st.Log {
+			args = append(args, e.Seq, e.Hits)
+		}
+	}
+	return keys, args, nil
+}
