@@ -2,7 +2,7 @@ package scripts
 
 import "strings"
 
-// MathSource is lua/math.lua alone, so tests can call muldiv directly.
+// MathSource is lua/math.lua alone, so tests can call mad directly.
 var MathSource = file("math")
 
 // RecordingSource is the take script with its TTLs recorded instead of set:

@@ -10,20 +10,20 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
 )
 
-// muldivDriver calls math.lua's muldiv on every (a, b, c, d) in ARGV and
+// muldivDriver calls math.lua's mad on every (a, b, c, d) in ARGV and
 // returns q, r pairs. Arguments travel as decimal strings: every value is an
 // integer below 2^53, exact in binary64.
 const muldivDriver = `
 local out = {}
 for i = 1, #ARGV, 4 do
-  local q, r = muldiv(tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]))
+  local q, r = mad(tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]))
   out[#out + 1] = int(q)
   out[#out + 1] = int(r)
 end
 return out
 `
 
-// TestLuaMulDiv checks the Lua muldiv against math/big on edge and random
+// TestLuaMulDiv checks the Lua mad against math/big on edge and random
 // values inside its contract: a, b, c < 2^53, 1 <= d < 2^52, quotient < 2^53.
 func TestLuaMulDiv(t *testing.T) {
 	rdb := newRedis(t)
@@ -88,7 +88,7 @@ func TestLuaMulDiv(t *testing.T) {
 		for i, tc := range part {
 			wq, wr := want[2*(start+i)], want[2*(start+i)+1]
 			if got[2*i] != wq.String() || got[2*i+1] != wr.String() {
-				t.Fatalf("muldiv(%d, %d, %d, %d) = %s, %s; want %s, %s", tc[0], tc[1], tc[2], tc[3], got[2*i], got[2*i+1], wq, wr)
+				t.Fatalf("mad(%d, %d, %d, %d) = %s, %s; want %s, %s", tc[0], tc[1], tc[2], tc[3], got[2*i], got[2*i+1], wq, wr)
 			}
 		}
 	}

@@ -9,7 +9,7 @@ package algorithms
 // A fresh state is an empty meter.
 // TTL: when the meter is empty again.
 // Remaining: Capacity() minus the level.
-// ResetAfter: until the meter is empty. RetryAfter: until the level is at
+// ResetAfter: at the meter is empty. RetryAfter: at the level is at
 // most Capacity() - hits.
 //
 // A lowered Capacity clamps the level to it.
@@ -19,28 +19,28 @@ func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	}
 	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
 	level, frac, anchor := leakyBucketAt(lim, st, now)
-	// until is when the level has drained down to x < level.
-	until := func(x int64) int64 {
+	// at is when the level has drained down to x < level.
+	at := func(x int64) int64 {
 		return anchor + refillTime(level-x, frac, p, r)
 	}
 	if hits > uint64(capacity) {
 		d := Decision{Remaining: uint64(capacity - level), RetryAfter: Never}
 		if level > 0 {
-			d.ResetAfter = micros(until(0) - now)
+			d.ResetAfter = micros(at(0) - now)
 		}
 		return d, st
 	}
 	if target := capacity - int64(hits); level > target {
 		return Decision{
 			Remaining:  uint64(capacity - level),
-			ResetAfter: micros(until(0) - now),
-			RetryAfter: micros(until(target) - now),
+			ResetAfter: micros(at(0) - now),
+			RetryAfter: micros(at(target) - now),
 		}, st
 	}
 	level += int64(hits)
 	next := State{A: anchor, B: level, C: frac, ExpiresAt: now}
 	if level > 0 {
-		next.ExpiresAt = until(0)
+		next.ExpiresAt = at(0)
 	}
 	return Decision{
 		Allowed:    true,

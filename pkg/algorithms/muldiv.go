@@ -7,9 +7,10 @@ import (
 
 // mulAddDivMod returns floor((a*b + c)/d) and (a*b + c) mod d computed in 128
 // bits, so products like elapsed*Requests never overflow. The Lua scripts
-// carry the same function (math.lua: muldiv); both are exact wherever the
-// quotient fits. Here a quotient that does not fit in 64 bits saturates at
-// MaxUint64 (callers keep it far below) instead of panicking.
+// carry the same function over their numbers (math.lua: mad, like mad
+// here); both are exact wherever the quotient fits. Here a quotient that
+// does not fit in 64 bits saturates at MaxUint64 (callers keep it far
+// below) instead of panicking.
 func mulAddDivMod(a, b, c, d uint64) (q, r uint64) {
 	hi, lo := bits.Mul64(a, b)
 	lo, carry := bits.Add64(lo, c, 0)
@@ -20,7 +21,7 @@ func mulAddDivMod(a, b, c, d uint64) (q, r uint64) {
 	return bits.Div64(hi, lo, d)
 }
 
-// mulDiv returns floor(a*b/d) exactly (see mulAddDivMod).
+// mulDiv returns floor(a*b/d) exactly (see mulAddDivMod); tests use it.
 func mulDiv(a, b, d uint64) uint64 {
 	q, _ := mulAddDivMod(a, b, 0, d)
 	return q

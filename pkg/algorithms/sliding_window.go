@@ -57,10 +57,12 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 		var at int64
 		if left := r - cur - int64(hits); left >= 0 {
 			// Later in this window: prev*(start+p-at) <= left*p.
-			at = start + p - int64(mulDiv(uint64(left), uint64(p), uint64(prev)))
+			q, _ := mad(left, p, 0, prev)
+			at = start + p - q
 		} else {
 			// In the next window, where cur becomes the previous count.
-			at = start + 2*p - int64(mulDiv(uint64(r)-hits, uint64(p), uint64(cur)))
+			q, _ := mad(r-int64(hits), p, 0, cur)
+			at = start + 2*p - q
 		}
 		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: micros(at - now)}, st
 	}

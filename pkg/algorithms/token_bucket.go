@@ -11,7 +11,7 @@ package algorithms
 //
 // Debt: with MaxDebt, a request not in debt may take tokens the bucket lacks,
 // down to -MaxDebt; while the bucket is below zero every request, checks
-// included, is denied until refill repays the debt. Formally hits are
+// included, is denied at refill repays the debt. Formally hits are
 // admitted iff tokens >= max(0, hits - MaxDebt); hits > Capacity()+MaxDebt
 // are never admitted. MaxDebt 0 is a plain bucket.
 //
@@ -20,7 +20,7 @@ package algorithms
 // (0 <= C < Period µs). A fresh state is a full bucket.
 // TTL: when the bucket is full again.
 // Remaining: whole tokens in the bucket (0 in debt; debt is not offered).
-// ResetAfter: until the bucket is full. RetryAfter: until tokens reach
+// ResetAfter: at the bucket is full. RetryAfter: at tokens reach
 // max(0, hits - MaxDebt).
 //
 // A lowered Capacity or MaxDebt clamps tokens into -MaxDebt..Capacity.
@@ -32,14 +32,14 @@ func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	capacity, debt := int64(lim.Capacity()), int64(lim.MaxDebt)
 	step := max(lim.RefillInterval.Microseconds(), 1)
 	tokens, frac, anchor := tokenBucketAt(lim, st, now)
-	// until is when the bucket holds x > tokens tokens.
-	until := func(x int64) int64 {
+	// at is when the bucket holds x > tokens tokens.
+	at := func(x int64) int64 {
 		return ceilTo(anchor+refillTime(x-tokens, frac, p, r), step)
 	}
 	if hits > uint64(capacity+debt) {
 		d := Decision{Remaining: uint64(max(tokens, 0)), RetryAfter: Never}
 		if tokens < capacity {
-			d.ResetAfter = micros(until(capacity) - now)
+			d.ResetAfter = micros(at(capacity) - now)
 		}
 		return d, st
 	}
@@ -47,14 +47,14 @@ func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	if tokens < need {
 		return Decision{
 			Remaining:  uint64(max(tokens, 0)),
-			ResetAfter: micros(until(capacity) - now),
-			RetryAfter: micros(until(need) - now),
+			ResetAfter: micros(at(capacity) - now),
+			RetryAfter: micros(at(need) - now),
 		}, st
 	}
 	tokens -= int64(hits)
 	next := State{A: anchor, B: tokens, C: frac, ExpiresAt: now}
 	if tokens < capacity {
-		next.ExpiresAt = until(capacity)
+		next.ExpiresAt = at(capacity)
 	}
 	return Decision{
 		Allowed:    true,

@@ -5,11 +5,11 @@
 -- leaky_bucket_at mirrors algorithms.leakyBucketAt: the meter st holds at
 -- now (exactly level - frac/period), drained up to anchor.
 local function leaky_bucket_at(lim, st, now)
-  local p, r, cap = lim.period, lim.req, lim.cap
+  local p, r, capacity = lim.period, lim.req, lim.capacity
   if st.e == 0 then
     return 0, 0, now
   end
-  local level, frac, anchor = clamp(st.b, 0, cap), clamp(st.c, 0, p - 1), math.max(st.a, now)
+  local level, frac, anchor = clamp(st.b, 0, capacity), clamp(st.c, 0, p - 1), math.max(st.a, now)
   if level == 0 then
     return 0, 0, anchor
   end
@@ -19,7 +19,7 @@ local function leaky_bucket_at(lim, st, now)
       return 0, 0, anchor
     end
     local drained
-    drained, frac = muldiv(elapsed, r, frac, p)
+    drained, frac = mad(elapsed, r, frac, p)
     level = level - drained
   end
   return level, frac, anchor
@@ -29,25 +29,25 @@ local function leaky_bucket(lim, st, h, now)
   if lim.req == 0 then
     return zero_rate(st, h)
   end
-  local p, r, cap = lim.period, lim.req, lim.cap
+  local p, r, capacity = lim.period, lim.req, lim.capacity
   local level, frac, anchor = leaky_bucket_at(lim, st, now)
   -- at is when the level has drained down to x < level.
   local function at(x)
     return anchor + refill_time(level - x, frac, p, r)
   end
-  if h > cap then
+  if h > capacity then
     local reset = 0
     if level > 0 then reset = at(0) - now end
-    return false, cap - level, reset, NEVER, st
+    return false, capacity - level, reset, NEVER, st
   end
-  local target = cap - h
+  local target = capacity - h
   if level > target then
-    return false, cap - level, at(0) - now, at(target) - now, st
+    return false, capacity - level, at(0) - now, at(target) - now, st
   end
   level = level + h
   local nst = { a = anchor, b = level, c = frac, e = now }
   if level > 0 then nst.e = at(0) end
-  return true, cap - level, nst.e - now, 0, nst
+  return true, capacity - level, nst.e - now, 0, nst
 end
 
 -- leaky_bucket_undo mirrors algorithms.leakyBucketUndo: drain

@@ -11,7 +11,7 @@ local function limit_of(j)
     refill = tonumber(ARGV[j + 4]),
     debt = tonumber(ARGV[j + 5]),
   }
-  lim.cap = lim.burst
-  if lim.cap == 0 then lim.cap = lim.req end
+  lim.capacity = lim.burst
+  if lim.capacity == 0 then lim.capacity = lim.req end
   return lim
 end

@@ -3,7 +3,7 @@
 -- Lua 5.1 numbers are IEEE binary64, exact for integers below 2^53. Every
 -- algorithm keeps its values below that bound (see algorithms/validate.go),
 -- but intermediate products such as elapsed*requests do not fit, so they go
--- through muldiv, which is exact whenever its inputs and result are.
+-- through mad, which is exact whenever its inputs and result are.
 
 local TWO53 = 9007199254740992
 
@@ -17,9 +17,9 @@ local function divmod(a, d)
   return q, r
 end
 
--- muldiv(a, b, c, d) = floor((a*b + c)/d), (a*b + c) mod d, exactly, for
+-- mad(a, b, c, d) = floor((a*b + c)/d), (a*b + c) mod d, exactly, for
 -- integers a, b, c >= 0 below 2^53, 1 <= d < 2^52, and a quotient below 2^53.
-local function muldiv(a, b, c, d)
+local function mad(a, b, c, d)
   local p = a * b
   if p < TWO53 then
     -- p is exact: a rounded product below 2^53 means the true one is too.
@@ -96,7 +96,7 @@ end
 -- refill_time mirrors algorithms.refillTime: µs a rate of r per p needs to
 -- add x - frac/p whole units (x >= 1, 0 <= frac < p).
 local function refill_time(x, frac, p, r)
-  local q = muldiv(x - 1, p, p - frac + r - 1, r)
+  local q = mad(x - 1, p, p - frac + r - 1, r)
   return q
 end
 

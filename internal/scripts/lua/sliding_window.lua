@@ -24,7 +24,7 @@ local function sliding_window(lim, st, h, now)
     cur, prev = math.max(cur, 0), math.max(prev, 0)
   end
   local elapsed = math.max(now - start, 0)
-  local weighted = muldiv(prev, p - elapsed, p - 1, p)
+  local weighted = mad(prev, p - elapsed, p - 1, p)
   local room = r - cur - weighted
   local reset = 0
   if cur > 0 then
@@ -39,9 +39,9 @@ local function sliding_window(lim, st, h, now)
     local at
     local left = r - cur - h
     if left >= 0 then
-      at = start + p - muldiv(left, p, 0, prev)
+      at = start + p - mad(left, p, 0, prev)
     else
-      at = start + 2 * p - muldiv(r - h, p, 0, cur)
+      at = start + 2 * p - mad(r - h, p, 0, cur)
     end
     return false, math.max(room, 0), reset, at - now, st
   end
