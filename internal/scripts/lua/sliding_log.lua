@@ -198,3 +198,17 @@ local function sliding_log_undo(lim, key, ch, now)
   redis.call('ZADD', key, int(newest + lim.period), '~' .. int(sum))
   return true
 end
+
+-- sliding_log_valid mirrors algorithms.slidingLogValid on the view: the sum
+-- of its stored (meta member) and pending entries, its ExpiresAt and its
+-- newest stored entry.
+local function sliding_log_valid(lim, view, now)
+  local sum = view.psum
+  if not view.fresh then sum = sum + view.ssum end
+  if view.fresh and sum == 0 then return true end
+  if not (sum >= 1 and sum <= MAX_COUNT and exact(view.exp) and view.exp <= now + 2 * lim.period) then
+    return false
+  end
+  local newest = log_newest_above(view, -1)
+  return newest == nil or newest <= now + lim.period
+end

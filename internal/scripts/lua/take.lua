@@ -49,6 +49,15 @@ end
 
 local FIELDS = 8
 
+-- decide mirrors algorithms.Take past the generic expiry: a live state out
+-- of the algorithm's range (see algorithms/valid.go) reads as absent.
+local function decide(alg, lim, key, st, h, now)
+  if lim.req > 0 and not alg.valid(lim, st, now) then
+    st = KINDS[alg.kind].fresh(key)
+  end
+  return alg.take(lim, st, h, now)
+end
+
 -- charge_of appends what the batch charged rec's key, for an exact undo
 -- (scripts.Charge): the last op that charged it, the hits charged, and the
 -- state written: a, b, c, e and no entries for a hash; now, 0, 0, ExpiresAt
@@ -92,10 +101,12 @@ local function take_main()
     ops[i] = op
     if alg == nil then
       op.ok, op.rem, op.reset, op.retry = false, 0, 0, NEVER
+      -- algorithms.Take still drops an expired pending state.
+      if rec.kind ~= nil then rec.cur = KINDS[rec.kind].expire(rec.cur, now) end
     else
       local st = current(rec, alg.kind, now)
       local nst
-      op.ok, op.rem, op.reset, op.retry, nst = alg.take(op.lim, st, h, now)
+      op.ok, op.rem, op.reset, op.retry, nst = decide(alg, op.lim, rec.key, st, h, now)
       rec.cur = nst
       if h > 0 and op.ok then
         rec.hit, rec.hits, rec.last = true, (rec.hits or 0) + h, i
@@ -121,7 +132,7 @@ local function take_main()
       if op.ok then
         local kind = op.alg.kind
         local st = KINDS[kind].expire(original(op.rec, kind, now), now)
-        op.ok, op.rem, op.reset, op.retry = op.alg.take(op.lim, st, 0, now)
+        op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, st, 0, now)
       end
     end
   end
