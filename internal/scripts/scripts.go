@@ -21,8 +21,9 @@ import (
 
 // Scripter is the subset of go-redis the runner needs; *redis.Client,
 // *redis.ClusterClient, *redis.Ring and redis.UniversalClient satisfy it.
-// (To pipeline several takes, queue EvalSha(Hash(), Encode(...)) yourself and
-// Decode each reply.)
+// Runner calls are one script each; a caller that pipelines EvalSha(Hash(),
+// Encode(...)) itself must load Source() first and handle NOSCRIPT (after a
+// restart or SCRIPT FLUSH) by loading it again, which Runner does for you.
 type Scripter = redis.Scripter
 
 // Runner runs the take and undo scripts. It is safe for concurrent use.
@@ -36,8 +37,9 @@ func NewRunner() *Runner {
 	return &Runner{script: redis.NewScript(source), undo: redis.NewScript(undoSource)}
 }
 
-// Hash is the SHA1 of the script, for EVALSHA in a pipeline. On a cluster
-// every op's key must map to one slot (use a hash tag), as for any script.
+// Hash is the SHA1 of the take script, for EVALSHA in a pipeline (see
+// Scripter). On a cluster every op's key must map to one slot, as for any
+// script.
 func (r *Runner) Hash() string { return r.script.Hash() }
 
 // Source is the assembled Lua script.
