@@ -85,3 +85,23 @@ func logRoomAt(log []LogEntry, excess int64) int64 {
 	}
 	return log[len(log)-1].At
 }
+
+func slidingLogHorizon(l Limit) int64 { return l.Period.Microseconds() }
+
+func slidingLogValid(_ Limit, st State, now, h int64) bool {
+	var sum int64
+	for _, e := range st.Log {
+		sum += e.Hits
+	}
+	return between(sum, 1, MaxCount) && st.ExpiresAt <= now+2*h && st.Log[len(st.Log)-1].At <= now+h
+}
+
+func slidingLogUndo(lim Limit, st State, ch Charged, _ int64) State {
+	log := slices.DeleteFunc(slices.Clone(st.Log), func(e LogEntry) bool {
+		return slices.Contains(ch.After.Log, e)
+	})
+	if len(log) == 0 {
+		return State{ExpiresAt: 1} // as slidingLog leaves an empty log
+	}
+	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}
+}

@@ -46,56 +46,8 @@ func inRange(alg spec, lim Limit, st State, now int64) bool {
 
 func between(x, lo, hi int64) bool { return lo <= x && x <= hi }
 
-func fixedWindowHorizon(l Limit) int64 { return l.Period.Microseconds() }
-
-func fixedWindowValid(_ Limit, st State, _, _ int64) bool {
-	return between(st.B, 0, MaxCount)
-}
-
-func slidingLogHorizon(l Limit) int64 { return l.Period.Microseconds() }
-
 // The newest entry bounds the ExpiresAt a take writes; one period ahead is a
 // clock that went back a window.
 
-func slidingLogValid(_ Limit, st State, now, h int64) bool {
-	var sum int64
-	for _, e := range st.Log {
-		sum += e.Hits
-	}
-	return between(sum, 1, MaxCount) && st.ExpiresAt <= now+2*h && st.Log[len(st.Log)-1].At <= now+h
-}
-
-func slidingWindowHorizon(l Limit) int64 { return 2 * l.Period.Microseconds() }
-
-// A window start one period ahead is a clock that went back a window.
-func slidingWindowValid(lim Limit, st State, now, _ int64) bool {
-	return between(st.B, 0, MaxCount) && between(st.C, 0, MaxCount) && st.A <= now+lim.Period.Microseconds()
-}
-
-func tokenBucketHorizon(l Limit) int64 {
-	step := max(l.RefillInterval.Microseconds(), 1)
-	return ceilTo(refillTime(int64(l.Capacity()+l.MaxDebt), 0, l.Period.Microseconds(), int64(l.Requests)), step) + step
-}
-
-func tokenBucketValid(_ Limit, st State, now, h int64) bool {
-	return between(st.B, -MaxCount, MaxCount) && between(st.C, 0, int64(MaxPeriod/time.Microsecond)) && st.A <= now+h
-}
-
-func leakyBucketHorizon(l Limit) int64 {
-	return refillTime(int64(l.Capacity()), 0, l.Period.Microseconds(), int64(l.Requests))
-}
-
-func leakyBucketValid(_ Limit, st State, now, h int64) bool {
-	return between(st.B, 0, MaxCount) && between(st.C, 0, int64(MaxPeriod/time.Microsecond)) && st.A <= now+h
-}
-
-func gcraHorizon(l Limit) int64 {
-	q, _ := mad(int64(l.Capacity()), l.Period.Microseconds(), 0, int64(l.Requests))
-	return q + 1
-}
-
-// A TAT up to one horizon beyond the clamp is a lowered rule's (gcra clamps
-// it); further ahead it is not from any rule of this size.
-func gcraValid(_ Limit, st State, now, h int64) bool {
-	return between(st.B, 0, MaxCount) && st.A <= now+2*h
-}
+// maxPeriodMicros bounds a stored fraction of a unit (1/Period units).
+const maxPeriodMicros = int64(MaxPeriod / time.Microsecond)
