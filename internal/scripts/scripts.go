@@ -50,7 +50,7 @@ func Source() string { return source }
 // production setting; tests pass an explicit now. The decisions are exactly
 // those of algorithms.TakeAll over the keys' stored states.
 func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, error) {
-	reply, err := r.run(ctx, rdb, ops, now)
+	reply, err := r.run(ctx, rdb, ops, now, false)
 	if err != nil || reply == nil {
 		return []algorithms.Decision{}, err
 	}
@@ -62,7 +62,7 @@ func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, no
 // caller that must deny the request after all (another Cluster slot group
 // denied it) passes them to Undo.
 func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, []Charge, error) {
-	reply, err := r.run(ctx, rdb, ops, now)
+	reply, err := r.run(ctx, rdb, ops, now, true)
 	if err != nil || reply == nil {
 		return []algorithms.Decision{}, nil, err
 	}
@@ -78,11 +78,14 @@ func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms
 }
 
 // run is one take; a nil reply means there were no ops.
-func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) (any, error) {
+func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time, charges bool) (any, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
 	keys, args, err := Encode(ops, now)
+	if charges {
+		args = WithCharges(args)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,9 @@
 --   period µs, burst, refill interval µs, max debt (limit.lua), hits, mode
 --   (algorithms.Mode: 0/ENFORCE, SHADOW, QUOTA).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
---   (-1 = never); then, if the batch was admitted, one charge per key it
---   wrote (see charge_of): 7 integers, plus 2 per sliding_log entry added.
+--   (-1 = never); then, if the batch was admitted and a trailing ARGV asked
+--   for them (scripts.TakeCharged), one charge per key it wrote (see
+--   charge_of): 7 integers, plus 2 per sliding_log entry added.
 --
 -- Phase 1 reads and computes every op without writing; phase 2 writes the
 -- final state of each key that an allowed op charged, only if the batch is
@@ -144,7 +145,7 @@ local function take_main()
     out[k + 3] = op.reset
     out[k + 4] = op.retry
   end
-  if admitted then
+  if admitted and #ARGV > 1 + FIELDS * #KEYS then
     for _, rec in ipairs(order) do
       if rec.hit then charge_of(out, rec, now) end
     end
