@@ -6,7 +6,7 @@ import "time"
 // like envoyproxy/ratelimit, so limit_remaining and duration_until_reset
 // match it.
 //
-// State: A = window start (µs), B = hits admitted in that window.
+// State (window): start (µs) and count, the hits admitted in that window.
 // TTL: the state expires at the end of its window.
 // Remaining: Requests minus hits admitted in this window (0 when over).
 // ResetAfter: until the window ends.
@@ -17,8 +17,8 @@ func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	period := lim.Period.Microseconds()
 	start := now - now%period
 	count := int64(0)
-	if st.A == start && st.B > 0 {
-		count = st.B
+	if w := windowOf(st); w.start == start && w.count > 0 {
+		count = w.count
 	}
 	limit := int64(lim.Requests)
 	reset := start + period - now
@@ -32,7 +32,7 @@ func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	}
 	count += int64(hits)
 	return Decision{Allowed: true, Remaining: uint64(limit - count), ResetAfter: micros(reset)},
-		State{A: start, B: count, ExpiresAt: start + period}
+		window{start: start, count: count}.state(start + period)
 }
 
 // micros converts µs to a Duration.
@@ -43,12 +43,13 @@ func micros(us int64) time.Duration {
 func fixedWindowHorizon(l Limit) int64 { return l.Period.Microseconds() }
 
 func fixedWindowValid(_ Limit, st State, _, _ int64) bool {
-	return between(st.B, 0, MaxCount)
+	return between(windowOf(st).count, 0, MaxCount)
 }
 
 func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
-	if st.A == ch.After.A {
-		st.B = max(st.B-int64(ch.Hits), 0)
+	w := windowOf(st)
+	if w.start == windowOf(ch.After).start {
+		w.count = max(w.count-int64(ch.Hits), 0)
 	}
-	return st
+	return w.state(st.ExpiresAt)
 }

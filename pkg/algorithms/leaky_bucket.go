@@ -3,9 +3,10 @@ package algorithms
 // leakyBucket is a meter: each admitted hit adds one to a level that drains
 // at Requests per Period; hits are admitted while level+hits <= Capacity().
 //
-// State: A = drain anchor (µs; draining is accounted up to it), B = level
-// (whole units, rounded up), C = the fraction of a unit already drained in
-// 1/Period units (0 <= C < Period µs), so the exact level is B - C/Period.
+// State (bucket): anchor (µs; draining is accounted up to it), units = the
+// level (whole units, rounded up) and frac, the fraction of a unit already
+// drained in 1/Period units (0 <= frac < Period µs), so the exact level is
+// units - frac/Period.
 // A fresh state is an empty meter.
 // TTL: when the meter is empty again.
 // Remaining: Capacity() minus the level.
@@ -38,7 +39,7 @@ func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		}, st
 	}
 	level += int64(hits)
-	next := State{A: anchor, B: level, C: frac, ExpiresAt: now}
+	next := bucket{anchor: anchor, units: level, frac: frac}.state(now)
 	if level > 0 {
 		next.ExpiresAt = at(0)
 	}
@@ -56,11 +57,12 @@ func leakyBucketAt(lim Limit, st State, now int64) (level, frac, anchor int64) {
 	if st.ExpiresAt == 0 {
 		return 0, 0, now
 	}
-	level, frac, anchor = clamp(st.B, 0, capacity), clamp(st.C, 0, p-1), max(st.A, now)
+	b := bucketOf(st)
+	level, frac, anchor = clamp(b.units, 0, capacity), clamp(b.frac, 0, p-1), max(b.anchor, now)
 	if level == 0 {
 		return 0, 0, anchor
 	}
-	if elapsed := now - st.A; elapsed > 0 {
+	if elapsed := now - b.anchor; elapsed > 0 {
 		if elapsed >= refillTime(level, frac, p, r) {
 			return 0, 0, anchor
 		}
@@ -76,7 +78,8 @@ func leakyBucketHorizon(l Limit) int64 {
 }
 
 func leakyBucketValid(_ Limit, st State, now, h int64) bool {
-	return between(st.B, 0, MaxCount) && between(st.C, 0, maxPeriodMicros) && st.A <= now+h
+	b := bucketOf(st)
+	return between(b.units, 0, MaxCount) && between(b.frac, 0, maxPeriodMicros) && b.anchor <= now+h
 }
 
 // leakyBucketUndo drains min(hits, the charged meter's level at now had
@@ -97,5 +100,5 @@ func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	if level <= 0 {
 		level, frac = 0, 0
 	}
-	return State{A: anchor, B: level, C: frac, ExpiresAt: st.ExpiresAt}
+	return bucket{anchor: anchor, units: level, frac: frac}.state(st.ExpiresAt)
 }

@@ -12,9 +12,10 @@ package algorithms
 // counted at the start of the next, so there is no 2x burst at the edges.
 // The arithmetic is exact integers (mulAddDivMod), not binary64 weights.
 //
-// State: A = current window start (µs), B = hits admitted in it, C = hits
-// admitted in the window before it.
-// TTL: the end of the window after A (when B stops counting as prev).
+// State (window): start (µs) of the current window, count = hits admitted
+// in it, prev = hits admitted in the window before it.
+// TTL: the end of the window after start (when count stops counting as
+// prev).
 // Remaining: Requests minus the weighted count.
 // ResetAfter: until the weighted count reaches 0 (the end of the next window
 // while the current one has hits). RetryAfter: the exact first µs at which
@@ -28,15 +29,15 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	start := now - now%p
 	var cur, prev int64
-	if st.ExpiresAt != 0 {
+	if w := windowOf(st); st.ExpiresAt != 0 {
 		switch {
-		case st.A == start:
-			cur, prev = st.B, st.C
-		case st.A == start-p:
-			prev = st.B
-		case st.A > start && (st.A-start)%p == 0:
+		case w.start == start:
+			cur, prev = w.count, w.prev
+		case w.start == start-p:
+			prev = w.count
+		case w.start > start && (w.start-start)%p == 0:
 			// The clock went back a window or more: keep the newer counts.
-			start, cur, prev = st.A, st.B, st.C
+			start, cur, prev = w.start, w.count, w.prev
 		}
 		cur, prev = max(cur, 0), max(prev, 0)
 	}
@@ -67,7 +68,7 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: micros(at - now)}, st
 	}
 	cur += int64(hits)
-	next := State{A: start, B: cur, C: prev, ExpiresAt: now}
+	next := window{start: start, count: cur, prev: prev}.state(now)
 	switch {
 	case cur > 0:
 		next.ExpiresAt = start + 2*p
@@ -85,15 +86,17 @@ func slidingWindowHorizon(l Limit) int64 { return 2 * l.Period.Microseconds() }
 
 // A window start one period ahead is a clock that went back a window.
 func slidingWindowValid(lim Limit, st State, now, _ int64) bool {
-	return between(st.B, 0, MaxCount) && between(st.C, 0, MaxCount) && st.A <= now+lim.Period.Microseconds()
+	w := windowOf(st)
+	return between(w.count, 0, MaxCount) && between(w.prev, 0, MaxCount) && w.start <= now+lim.Period.Microseconds()
 }
 
 func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
-	switch h := int64(ch.Hits); st.A {
-	case ch.After.A:
-		st.B = max(st.B-h, 0)
-	case ch.After.A + lim.Period.Microseconds():
-		st.C = max(st.C-h, 0)
+	w, charged := windowOf(st), windowOf(ch.After).start
+	switch h := int64(ch.Hits); w.start {
+	case charged:
+		w.count = max(w.count-h, 0)
+	case charged + lim.Period.Microseconds():
+		w.prev = max(w.prev-h, 0)
 	}
-	return st
+	return w.state(st.ExpiresAt)
 }

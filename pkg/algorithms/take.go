@@ -12,7 +12,9 @@ const Never = time.Duration(math.MaxInt64)
 // State is the persisted state of one key; the zero State is a fresh key.
 // Which fields an algorithm uses is documented on that algorithm.
 type State struct {
-	// A, B and C are the algorithm's integer registers.
+	// A, B and C are the registers of every algorithm but sliding_log,
+	// which each names through its view (registers.go): window, bucket
+	// or arrival.
 	A, B, C int64
 	// Log holds sliding_log's admitted hits, oldest first.
 	Log []LogEntry

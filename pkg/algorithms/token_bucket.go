@@ -15,9 +15,9 @@ package algorithms
 // admitted iff tokens >= max(0, hits - MaxDebt); hits > Capacity()+MaxDebt
 // are never admitted. MaxDebt 0 is a plain bucket.
 //
-// State: A = refill anchor (µs; refill is accounted up to it), B = tokens
-// (negative in debt), C = the next token's fraction in 1/Period units
-// (0 <= C < Period µs). A fresh state is a full bucket.
+// State (bucket): anchor (µs; refill is accounted up to it), units = tokens
+// (negative in debt) and frac, the next token's fraction in 1/Period units
+// (0 <= frac < Period µs). A fresh state is a full bucket.
 // TTL: when the bucket is full again.
 // Remaining: whole tokens in the bucket (0 in debt; debt is not offered).
 // ResetAfter: at the bucket is full. RetryAfter: at tokens reach
@@ -52,7 +52,7 @@ func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		}, st
 	}
 	tokens -= int64(hits)
-	next := State{A: anchor, B: tokens, C: frac, ExpiresAt: now}
+	next := bucket{anchor: anchor, units: tokens, frac: frac}.state(now)
 	if tokens < capacity {
 		next.ExpiresAt = at(capacity)
 	}
@@ -73,11 +73,12 @@ func tokenBucketAt(lim Limit, st State, now int64) (tokens, frac, anchor int64) 
 	if st.ExpiresAt == 0 {
 		return capacity, 0, boundary
 	}
-	tokens, frac, anchor = clamp(st.B, -debt, capacity), clamp(st.C, 0, p-1), max(st.A, boundary)
+	b := bucketOf(st)
+	tokens, frac, anchor = clamp(b.units, -debt, capacity), clamp(b.frac, 0, p-1), max(b.anchor, boundary)
 	if tokens == capacity {
 		return tokens, 0, anchor
 	}
-	if elapsed := boundary - st.A; elapsed > 0 {
+	if elapsed := boundary - b.anchor; elapsed > 0 {
 		if elapsed >= refillTime(capacity-tokens, frac, p, r) {
 			return capacity, 0, anchor
 		}
@@ -94,7 +95,8 @@ func tokenBucketHorizon(l Limit) int64 {
 }
 
 func tokenBucketValid(_ Limit, st State, now, h int64) bool {
-	return between(st.B, -MaxCount, MaxCount) && between(st.C, 0, maxPeriodMicros) && st.A <= now+h
+	b := bucketOf(st)
+	return between(b.units, -MaxCount, MaxCount) && between(b.frac, 0, maxPeriodMicros) && b.anchor <= now+h
 }
 
 // tokenBucketUndo returns min(hits, what the charged bucket would still
@@ -119,5 +121,5 @@ func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	if tokens >= capacity {
 		tokens, frac = capacity, 0
 	}
-	return State{A: anchor, B: tokens, C: frac, ExpiresAt: st.ExpiresAt}
+	return bucket{anchor: anchor, units: tokens, frac: frac}.state(st.ExpiresAt)
 }

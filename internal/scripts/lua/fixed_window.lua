@@ -1,5 +1,5 @@
 -- fixed_window.lua: mirror of algorithms/fixed_window.go (read it for the
--- semantics). a = window start (µs), b = hits admitted in it.
+-- semantics). Hash fields as Go's window view: a = start (µs), b = count.
 
 local function fixed_window(lim, st, h, now)
   local p = lim.period

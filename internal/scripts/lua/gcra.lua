@@ -1,5 +1,6 @@
 -- gcra.lua: mirror of algorithms/gcra.go (read it for the semantics).
--- a = TAT in whole µs, b = its fraction of a µs in 1/requests units.
+-- Hash fields as Go's arrival view: a = tat in whole µs, b = frac of a µs
+-- in 1/requests units.
 
 local function ceil_div(a, b, c, d)
   local q = mad(a, b, c + d - 1, d)

@@ -1,6 +1,6 @@
 -- leaky_bucket.lua: mirror of algorithms/leaky_bucket.go (read it for the
--- semantics). a = drain anchor (µs), b = level, c = drained fraction of a
--- unit in 1/period units.
+-- semantics). Hash fields as Go's bucket view: a = anchor (µs), b = units
+-- (the level), c = frac drained of a unit in 1/period units.
 
 -- leaky_bucket_at mirrors algorithms.leakyBucketAt: the meter st holds at
 -- now (exactly level - frac/period), drained up to anchor.

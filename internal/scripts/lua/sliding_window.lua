@@ -1,6 +1,6 @@
 -- sliding_window.lua: mirror of algorithms/sliding_window.go (read it for
--- the semantics). a = current window start (µs), b = its hits, c = the
--- previous window's hits.
+-- the semantics). Hash fields as Go's window view: a = start (µs) of the
+-- current window, b = count (its hits), c = prev (the previous window's).
 
 local function sliding_window(lim, st, h, now)
   if lim.req == 0 then

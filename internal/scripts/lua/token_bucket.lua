@@ -1,6 +1,6 @@
 -- token_bucket.lua: mirror of algorithms/token_bucket.go (read it for the
--- semantics). a = refill anchor (µs), b = tokens (negative in debt),
--- c = fraction of the next token in 1/period units.
+-- semantics). Hash fields as Go's bucket view: a = anchor (µs), b = units
+-- (tokens, negative in debt), c = frac of the next token in 1/period units.
 
 -- token_bucket_at mirrors algorithms.tokenBucketAt: the bucket st holds at
 -- now (exactly tokens + frac/period), refilled up to anchor.
