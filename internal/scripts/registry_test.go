@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
@@ -14,8 +15,14 @@ import (
 // script's ALGS table and the Lua files: every algorithm has its file, its
 // function and its row with its state kind, and nothing else is dispatched.
 func TestDispatchMatchesRegistry(t *testing.T) {
-	src := scripts.Source()
+	src := scripts.UndoSource()
 	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (HASH|LOG), take = (\w+), undo = (\w+), valid = (\w+) \},$`).FindAllStringSubmatch(src, -1)
+	if strings.Contains(scripts.Source(), "_undo") {
+		t.Error("the take script defines or refers to undo functions: it runs its whole body on every call")
+	}
+	if !strings.Contains(scripts.Source(), strings.ReplaceAll(rows[0][0], rows[0][4], "nil")) {
+		t.Errorf("the take script's ALGS differs from the undo script's but for undo")
+	}
 	if len(rows) != len(algorithms.All()) {
 		t.Fatalf("ALGS has %d rows, the registry %d algorithms", len(rows), len(algorithms.All()))
 	}

@@ -21,6 +21,7 @@ local function fixed_window(lim, st, h, now)
   return true, limit - count, reset, 0, { a = start, b = count, c = 0, e = start + p }
 end
 
+-- undo only {
 -- fixed_window_undo mirrors algorithms.fixedWindowUndo.
 local function fixed_window_undo(lim, st, ch, now)
   if st.a == ch.a then
@@ -28,6 +29,7 @@ local function fixed_window_undo(lim, st, ch, now)
   end
   return st
 end
+-- } undo only
 
 -- fixed_window_valid mirrors algorithms.fixedWindowValid.
 local function fixed_window_valid(lim, st, now)

@@ -43,6 +43,7 @@ local function gcra(lim, st, h, now)
     { a = nxt, b = nfrac, c = 0, e = expires }
 end
 
+-- undo only {
 -- gcra_undo mirrors algorithms.gcraUndo: move the TAT back by
 -- min(hits*T, how far the charged TAT was still ahead of now).
 local function gcra_undo(lim, st, ch, now)
@@ -58,6 +59,7 @@ local function gcra_undo(lim, st, ch, now)
   if tat < now then tat, frac = now, 0 end
   return { a = tat, b = frac, c = 0, e = st.e }
 end
+-- } undo only
 
 -- gcra_valid mirrors algorithms.gcraValid (and its horizon).
 local function gcra_valid(lim, st, now)

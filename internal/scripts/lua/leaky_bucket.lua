@@ -50,6 +50,7 @@ local function leaky_bucket(lim, st, h, now)
   return true, capacity - level, nst.e - now, 0, nst
 end
 
+-- undo only {
 -- leaky_bucket_undo mirrors algorithms.leakyBucketUndo: drain
 -- min(hits, the charged meter's level now had nothing else happened).
 local function leaky_bucket_undo(lim, st, ch, now)
@@ -65,6 +66,7 @@ local function leaky_bucket_undo(lim, st, ch, now)
   if level <= 0 then level, frac = 0, 0 end
   return { a = anchor, b = level, c = frac, e = st.e }
 end
+-- } undo only
 
 -- leaky_bucket_valid mirrors algorithms.leakyBucketValid (and its horizon).
 local function leaky_bucket_valid(lim, st, now)

@@ -177,6 +177,7 @@ local function log_write(key, view, typeok, now)
   expire_at(key, view.exp, now)
 end
 
+-- undo only {
 -- sliding_log_undo mirrors algorithms.slidingLogUndo on the stored ZSET:
 -- remove the members the charge added (those a later take pruned are gone
 -- already), lower the meta sum by their hits, and move ExpiresAt to the
@@ -203,6 +204,7 @@ local function sliding_log_undo(lim, key, ch, now)
   redis.call('ZADD', key, int(newest + lim.period), '~' .. int(sum))
   return true
 end
+-- } undo only
 
 -- sliding_log_valid mirrors algorithms.slidingLogValid on the view: the sum
 -- of its stored (meta member) and pending entries, its ExpiresAt and its

@@ -55,6 +55,7 @@ local function sliding_window(lim, st, h, now)
   return true, room - h, nst.e - now, 0, nst
 end
 
+-- undo only {
 -- sliding_window_undo mirrors algorithms.slidingWindowUndo.
 local function sliding_window_undo(lim, st, ch, now)
   if st.a == ch.a then
@@ -64,6 +65,7 @@ local function sliding_window_undo(lim, st, ch, now)
   end
   return st
 end
+-- } undo only
 
 -- sliding_window_valid mirrors algorithms.slidingWindowValid.
 local function sliding_window_valid(lim, st, now)

@@ -54,6 +54,7 @@ local function token_bucket(lim, st, h, now)
   return true, math.max(tokens, 0), nst.e - now, 0, nst
 end
 
+-- undo only {
 -- token_bucket_undo mirrors algorithms.tokenBucketUndo: give back
 -- min(hits, what the charged bucket would still lack now).
 local function token_bucket_undo(lim, st, ch, now)
@@ -70,6 +71,7 @@ local function token_bucket_undo(lim, st, ch, now)
   if tokens >= capacity then tokens, frac = capacity, 0 end
   return { a = anchor, b = tokens, c = frac, e = st.e }
 end
+-- } undo only
 
 -- token_bucket_valid mirrors algorithms.tokenBucketValid (and its horizon).
 local function token_bucket_valid(lim, st, now)
