@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
@@ -186,7 +187,7 @@ func (s *settings) readBackend(env *envReader) (backend, redisType string) {
 		env.fail("REDIS_TIMEOUT", "0s", "a positive duration")
 	}
 	s.CacheKeyPrefix = env.str("CACHE_KEY_PREFIX", "")
-	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", 0, 0, math.MaxInt32)
+	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", memstore.DefaultMaxKeys, 0, math.MaxInt32)
 	s.LocalCacheBytes = env.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, math.MaxInt32)
 	return backend, redisType
 }
