@@ -77,7 +77,7 @@ func (sh *shard) dropExpired(nowMicro int64, limit int) int {
 // of its peak, so memory of expired keys is given back while idle; it
 // returns how many slots it released.
 func (sh *shard) compact() int {
-	const minPeak = 1024
+	const minPeak = 256
 	if sh.entries == nil || sh.peak < minPeak || len(sh.entries) > sh.peak/4 {
 		return 0
 	}
