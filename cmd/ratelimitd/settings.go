@@ -109,6 +109,14 @@ type settings struct {
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
 	Warnings []string
+
+	// Hardening (settings_limits.go): GRPC_MAX_RECV_MESSAGE_SIZE (0: the
+	// largest request the caps admit), GRPC_MAX_CONCURRENT_STREAMS,
+	// MAX_DECODING_BYTES and DEBUG_PPROF.
+	GRPCMaxRecvBytes int
+	GRPCMaxStreams   int
+	MaxDecodingBytes int
+	DebugPprof       bool
 }
 
 // ignoredSettings are envoyproxy settings a deployment may set that have no
@@ -134,6 +142,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.readLogging(env)
 	s.readResponses(env)
 	s.readWarnings(env)
+	s.readHardening(env)
 	if err := env.err(); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)
 	}

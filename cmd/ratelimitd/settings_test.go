@@ -44,6 +44,8 @@ func defaultSettings() settings {
 		NearLimitRatio:            0.8,
 		MaxDetailedSeries:         metrics.DefaultDetailedSeries,
 		MemoryMaxKeys:             memstore.DefaultMaxKeys,
+		GRPCMaxStreams:            defaultGRPCMaxStreams,
+		MaxDecodingBytes:          service.DefaultDecodeBudget,
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
 		},
