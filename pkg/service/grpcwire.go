@@ -52,7 +52,10 @@ func (c guardCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 // GRPCServerOptions are the options a gRPC server needs to serve the
 // guarded RateLimitService of RegisterGRPC: the pre-scanning codec and a
-// receive limit of the largest request the caps admit.
+// receive limit of the largest request the caps admit. A larger message is
+// refused by gRPC itself with RESOURCE_EXHAUSTED (its code for this), from
+// the length prefix alone, before its bytes are read: answering
+// INVALID_ARGUMENT instead would mean reading it first.
 func (s *Service) GRPCServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(guardCodec{CodecV2: encoding.GetCodecV2("proto"), svc: s}),
@@ -74,10 +77,12 @@ func (s *Service) RegisterGRPC(srv *grpc.Server) {
 
 func shouldRateLimitHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	w := new(wireRequest)
+	svc := srv.(*Service)
+	// A message over the receive limit never gets here: gRPC refuses it
+	// from its length prefix, before reading it, with RESOURCE_EXHAUSTED.
 	if err := dec(w); err != nil {
 		return nil, err
 	}
-	svc := srv.(*Service)
 	handle := func(ctx context.Context, req any) (any, error) {
 		if w.err != nil {
 			svc.observeRejected()
