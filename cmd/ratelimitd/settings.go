@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -252,24 +253,31 @@ func (s *settings) readWarnings(env *envReader) {
 	}
 }
 
-// readFlags applies the command line over the environment.
+// readFlags applies the command line over the environment; the flags and
+// their help come from serveFlags (usage.go).
 func (s *settings) readFlags(args []string, backend *string) error {
 	fs := flag.NewFlagSet("ratelimitd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	configDir := fs.String("config", "", "directory of rate limit YAML files (overrides RUNTIME_*)")
-	fs.StringVar(&s.GRPCAddr, "grpc-addr", s.GRPCAddr, "gRPC listen address (GRPC_HOST:GRPC_PORT)")
-	fs.StringVar(&s.HTTPAddr, "http-addr", s.HTTPAddr, "HTTP listen address (HOST:PORT)")
-	fs.StringVar(&s.DebugAddr, "debug-addr", s.DebugAddr, "debug listen address (DEBUG_HOST:DEBUG_PORT)")
-	fs.StringVar(backend, "backend", *backend, "store: memory or redis (BACKEND_TYPE)")
-	fs.StringVar(&s.RedisURL, "redis-url", s.RedisURL, "Redis address (REDIS_URL)")
+	var configDir string
+	targets := map[string]*string{
+		"config": &configDir, "grpc-addr": &s.GRPCAddr, "http-addr": &s.HTTPAddr,
+		"debug-addr": &s.DebugAddr, "backend": backend, "redis-url": &s.RedisURL,
+	}
+	for _, f := range serveFlags() {
+		p := targets[f.name]
+		fs.StringVar(p, f.name, *p, f.usage)
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
 		return fmt.Errorf("flags: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("flags: unexpected argument %q", fs.Arg(0))
 	}
-	if *configDir != "" {
-		s.ConfigDir = filepath.Clean(*configDir)
+	if configDir != "" {
+		s.ConfigDir = filepath.Clean(configDir)
 		s.WatchPath = s.ConfigDir
 	}
 	for name, addr := range map[string]string{"--grpc-addr": s.GRPCAddr, "--http-addr": s.HTTPAddr, "--debug-addr": s.DebugAddr} {
