@@ -49,6 +49,7 @@ type app struct {
 func newApp(set settings, log *zap.Logger) (*app, error) {
 	a := &app{set: set, log: log}
 	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries))
+	empty := newEmptyConfigAlarm(m.Registry(), log, set.ConfigDir)
 	w, err := config.NewWatcher(set.ConfigDir,
 		config.WithWatchPath(set.WatchPath),
 		config.WithLoadOptions(
@@ -57,8 +58,11 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		),
 		config.WithLogger(log),
 		config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
-		config.WithOnReload(func(_ *config.Config, err error) {
+		config.WithOnReload(func(cfg *config.Config, err error) {
 			m.ConfigLoad(err)
+			if err == nil {
+				empty.observe(cfg)
+			}
 			a.syncHealth()
 		}),
 	)
@@ -68,6 +72,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	}
 	if w.Current() != nil {
 		m.ConfigLoad(nil)
+		empty.observe(w.Current())
 	} else {
 		m.ConfigLoad(errors.New("no valid initial config"))
 	}

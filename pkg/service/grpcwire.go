@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
+	"io"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
@@ -35,6 +37,12 @@ func (c guardCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.CodecV2.Unmarshal(data, v)
 	}
+	// Most oversized shapes show in their first bytes: refuse them there,
+	// before copying a message that arrived in many buffers into one.
+	if err := c.svc.caps.prescan(prefix(data)); err != nil && !errors.Is(err, errMalformed) {
+		w.err = status.Error(codes.InvalidArgument, err.Error())
+		return nil
+	}
 	n, _ := c.svc.decode.acquire(context.Background(), int64(data.Len()))
 	defer c.svc.decode.release(n)
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
@@ -48,6 +56,26 @@ func (c guardCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		w.err = status.Error(codes.InvalidArgument, errMalformed.Error()+": "+err.Error())
 	}
 	return nil
+}
+
+// prefixBytes is how much of a message prefix examines: 65 empty
+// descriptors take 130 bytes, 33 empty entries 66.
+const prefixBytes = 4096
+
+// prefix is the first bytes of data, without copying when its first buffer
+// holds them. A caps error found in a prefix holds for the whole message:
+// prescan reports one only on fields it consumed entirely, and a field cut
+// short reads as malformed, which the caller ignores.
+func prefix(data mem.BufferSlice) []byte {
+	if len(data) == 0 {
+		return nil
+	}
+	if first := data[0].ReadOnlyData(); len(first) >= prefixBytes || len(data) == 1 {
+		return first
+	}
+	b := make([]byte, prefixBytes)
+	n, _ := io.ReadFull(data.Reader(), b)
+	return b[:n]
 }
 
 // GRPCServerOptions are the options a gRPC server needs to serve the

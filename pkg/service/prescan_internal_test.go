@@ -177,6 +177,16 @@ func FuzzPrescan(f *testing.F) {
 	f.Add([]byte{0x0b, 0x12, 0x00, 0x0c}) // a group around a descriptor
 	f.Fuzz(func(t *testing.T, b []byte) {
 		err := testCaps.prescan(b)
+		// A caps error in a prefix (what the codec checks first) is the
+		// whole message's error.
+		for _, k := range []int{len(b) / 3, len(b) / 2, len(b) - 1} {
+			if k < 0 {
+				continue
+			}
+			if perr := testCaps.prescan(b[:k]); perr != nil && !errors.Is(perr, errMalformed) && (err == nil || err.Error() != perr.Error()) {
+				t.Fatalf("prefix of %d bytes: %v; whole message: %v", k, perr, err)
+			}
+		}
 		var req rlsv3.RateLimitRequest
 		decodeErr := proto.Unmarshal(b, &req)
 		if err != nil || decodeErr != nil {
