@@ -45,6 +45,7 @@ type Store struct {
 	keys      atomic.Int64
 	evictions atomic.Uint64
 	expired   atomic.Uint64
+	takes     atomic.Uint64 // Takes so far, for the sweeper to tell idleness
 	closed    atomic.Bool
 
 	closeOnce sync.Once
@@ -98,6 +99,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 		touched |= 1 << (maphash.String(s.seed, r.Key) % numShards)
 	}
 
+	s.takes.Add(1)
 	s.lockShards(touched)
 	if s.closed.Load() {
 		s.unlockShards(touched)

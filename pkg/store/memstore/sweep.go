@@ -11,7 +11,9 @@ import (
 const sweepBatch = 128
 
 // freeAfter is how many released map slots make the sweeper hand memory
-// back to the OS, and freeEvery how often it may do so at most.
+// back to the OS once the store is idle, and freeEvery how often it may do
+// so at most. Only when idle: returning memory forces a collection and
+// holds the heap lock while it scavenges, a stall no request should see.
 const (
 	freeAfter = 1 << 16
 	freeEvery = 30 * time.Second
@@ -19,9 +21,10 @@ const (
 
 // sweeper is the background expiry's progress between passes.
 type sweeper struct {
-	next     int // shard the next pass starts at
-	released int // map slots released since memory was last freed
-	lastFree time.Time
+	next      int // shard the next pass starts at
+	released  int // map slots released since memory was last freed
+	lastFree  time.Time
+	lastTakes uint64 // Store.takes at the previous pass, to tell idleness
 }
 
 func (s *Store) sweepLoop() {
@@ -82,7 +85,10 @@ func (s *Store) sweep(budget time.Duration) bool {
 		}
 	}
 	s.sweeper.next = 0
-	if s.sweeper.released >= freeAfter && time.Since(s.sweeper.lastFree) >= freeEvery {
+	takes := s.takes.Load()
+	idle := takes == s.sweeper.lastTakes
+	s.sweeper.lastTakes = takes
+	if idle && s.sweeper.released >= freeAfter && time.Since(s.sweeper.lastFree) >= freeEvery {
 		s.freeHook()
 		s.sweeper.released, s.sweeper.lastFree = 0, time.Now()
 	}

@@ -128,7 +128,7 @@ func TestBoundaryLatency(t *testing.T) {
 	}
 	n := 1_000_000
 	if raceEnabled {
-		n = 100_000
+		n = 50_000
 	}
 	clock := storetest.NewClock(storetest.Epoch())
 	s := memstore.New(memstore.WithClock(clock.Now), memstore.WithMaxKeys(2*n))
