@@ -109,24 +109,14 @@ func httpStatus(c codes.Code) int {
 }
 
 // readJSONRequest reads and decodes a /json body within the body cap the
-// caps imply and the decode budget, counting descriptors and entries as
-// the bytes stream in so an oversized shape is refused before it is
-// buffered or decoded. On error it returns the HTTP status to answer.
+// caps imply, counting descriptors and entries as the bytes stream in so an
+// oversized shape is refused before it is buffered or decoded, and decodes
+// within the decode budget. On error it returns the HTTP status to answer.
 func (s *Service) readJSONRequest(w http.ResponseWriter, r *http.Request) (*rlsv3.RateLimitRequest, int, error) {
 	limit := s.caps.maxJSONBytes()
 	if r.ContentLength > int64(limit) {
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body is over %d bytes", limit)
 	}
-	want := int64(limit)
-	if r.ContentLength >= 0 {
-		want = r.ContentLength
-	}
-	n, err := s.decode.acquire(r.Context(), want)
-	if err != nil {
-		return nil, http.StatusServiceUnavailable, fmt.Errorf("waiting to decode: %w", err)
-	}
-	defer s.decode.release(n)
-
 	var body bytes.Buffer
 	src := io.TeeReader(http.MaxBytesReader(w, r.Body, int64(limit)), &body)
 	if err := s.caps.prescanJSON(src); err != nil {
@@ -136,6 +126,13 @@ func (s *Service) readJSONRequest(w http.ResponseWriter, r *http.Request) (*rlsv
 	if _, err := io.Copy(io.Discard, src); err != nil {
 		return nil, jsonReadStatus(err), err
 	}
+	// Only decoding shares the budget: a slow sender must not hold it
+	// while its body trickles in.
+	n, err := s.decode.acquire(r.Context(), int64(body.Len()))
+	if err != nil {
+		return nil, http.StatusServiceUnavailable, fmt.Errorf("waiting to decode: %w", err)
+	}
+	defer s.decode.release(n)
 	var req rlsv3.RateLimitRequest
 	if err := protojson.Unmarshal(body.Bytes(), &req); err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("invalid RateLimitRequest JSON: %w", err)

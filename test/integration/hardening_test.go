@@ -105,6 +105,12 @@ func TestAdversarialMessagesStayBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Bytes that are not protobuf are the client's error, not ours.
+	var resp rlsv3.RateLimitResponse
+	err := svc.conn.Invoke(t.Context(), rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, []byte{0xff, 0xff, 0xff}, &resp, grpc.ForceCodecV2(rawCodec{}))
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("invalid protobuf: %v, want INVALID_ARGUMENT", err)
+	}
 	quiet := make(chan struct{})
 	time.AfterFunc(time.Second, func() { close(quiet) })
 	base := measureValid(t, svc, quiet)
