@@ -116,42 +116,34 @@ func TestAdversarialMessagesStayBounded(t *testing.T) {
 	base := measureValid(t, svc, quiet)
 	pid := svc.cmd.Process.Pid
 	before := peakRSSKiB(t, pid)
-	bomb := bytes.Repeat([]byte{0x12, 0x00}, 2<<20)
 
-	stop := make(chan struct{})
-	var sent, refused atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		conn, err := grpc.NewClient(svc.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				var resp rlsv3.RateLimitResponse
-				err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, bomb, &resp, grpc.ForceCodecV2(rawCodec{}))
-				cancel()
-				sent.Add(1)
-				if status.Code(err) == codes.InvalidArgument {
-					refused.Add(1)
-				}
-			}
-		})
+	// The senders run in a process of their own, as an attacker would: in
+	// this one they would compete with the measuring goroutine for the
+	// test's own scheduler rather than the server for the machine.
+	sender := exec.Command(os.Args[0], "-test.run=^TestBombSender$", "-test.count=1")
+	sender.Env = append(os.Environ(), "RATELIMITD_BOMB_ADDR="+svc.grpcAddr, "RATELIMITD_BOMB_FOR=3s")
+	var senderOut bytes.Buffer
+	sender.Stdout, sender.Stderr = &senderOut, &senderOut
+	if err := sender.Start(); err != nil {
+		t.Fatal(err)
 	}
+	stop := make(chan struct{})
 	var lat []time.Duration
 	measured := make(chan struct{})
 	go func() { lat = measureValid(t, svc, stop); close(measured) }()
-	time.Sleep(3 * time.Second)
+	senderErr := sender.Wait()
 	close(stop)
-	wg.Wait()
 	<-measured
+	if senderErr != nil {
+		t.Fatalf("bomb sender: %v\n%s", senderErr, senderOut.String())
+	}
+	var sentN, refusedN int64
+	if _, err := fmt.Sscanf(senderOut.String()[strings.Index(senderOut.String(), "bombs sent="):], "bombs sent=%d refused=%d", &sentN, &refusedN); err != nil {
+		t.Fatalf("bomb sender output: %v\n%s", err, senderOut.String())
+	}
+	var sent, refused atomic.Int64
+	sent.Store(sentN)
+	refused.Store(refusedN)
 
 	after := peakRSSKiB(t, pid)
 	delta := (after - before) / 1024
@@ -459,4 +451,42 @@ func TestMemstoreWindowBoundary(t *testing.T) {
 	eventually(t, 10*time.Second, "the sweep to drop the expired counters", func() bool {
 		return strings.Contains(scrape(t, svc), "ratelimitd_memstore_keys 1\n") // user 7, just written
 	})
+}
+
+// TestBombSender is the attacker of TestAdversarialMessagesStayBounded, run
+// in a process of its own; it does nothing unless that test starts it.
+func TestBombSender(t *testing.T) {
+	addr := os.Getenv("RATELIMITD_BOMB_ADDR")
+	if addr == "" {
+		t.Skip("run by TestAdversarialMessagesStayBounded")
+	}
+	d, err := time.ParseDuration(os.Getenv("RATELIMITD_BOMB_FOR"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bomb := bytes.Repeat([]byte{0x12, 0x00}, 2<<20)
+	deadline := time.Now().Add(d)
+	var sent, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				var resp rlsv3.RateLimitResponse
+				err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, bomb, &resp, grpc.ForceCodecV2(rawCodec{}))
+				cancel()
+				sent.Add(1)
+				if status.Code(err) == codes.InvalidArgument {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("bombs sent=%d refused=%d\n", sent.Load(), refused.Load())
 }
