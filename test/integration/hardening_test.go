@@ -418,6 +418,7 @@ func TestMemstoreWindowBoundary(t *testing.T) {
 	if body := scrape(t, svc); !strings.Contains(body, "ratelimitd_memstore_keys "+strconv.Itoa(keys)) {
 		t.Fatalf("store does not hold %d keys:\n%s", keys, grepLines(body, "memstore"))
 	}
+	fullHeap, fullRSS := metricValue(t, scrape(t, svc), "go_memstats_heap_inuse_bytes"), rssKiB(t, svc.cmd.Process.Pid)
 
 	// Probe from 300 ms before the boundary to 1.5 s after it.
 	time.Sleep(time.Until(boundary.Add(-300 * time.Millisecond)))
@@ -451,6 +452,14 @@ func TestMemstoreWindowBoundary(t *testing.T) {
 	eventually(t, 10*time.Second, "the sweep to drop the expired counters", func() bool {
 		return strings.Contains(scrape(t, svc), "ratelimitd_memstore_keys 1\n") // user 7, just written
 	})
+	// Idle now: the sweeper hands the memory back.
+	var idleHeap float64
+	eventually(t, 10*time.Second, "the heap to shrink while idle", func() bool {
+		idleHeap = metricValue(t, scrape(t, svc), "go_memstats_heap_inuse_bytes")
+		return idleHeap < fullHeap/2
+	})
+	t.Logf("heap in use %.0f MiB with %d counters, %.0f MiB once they expired and the store was idle; RSS %d MiB -> %d MiB",
+		fullHeap/(1<<20), keys, idleHeap/(1<<20), fullRSS/1024, rssKiB(t, svc.cmd.Process.Pid)/1024)
 }
 
 // TestBombSender is the attacker of TestAdversarialMessagesStayBounded, run
@@ -489,4 +498,20 @@ func TestBombSender(t *testing.T) {
 	}
 	wg.Wait()
 	fmt.Printf("bombs sent=%d refused=%d\n", sent.Load(), refused.Load())
+}
+
+// metricValue reads an unlabelled sample from a /metrics body.
+func metricValue(t *testing.T, body, name string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("/metrics lacks %s", name)
+	return 0
 }
