@@ -100,16 +100,32 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	}
 
 	s.takes.Add(1)
+	decisions, added, now, err := s.decide(ctx, ops, touched)
+	if err != nil {
+		return nil, err
+	}
+	if added > 0 && s.keys.Add(added) > int64(s.maxKeys) && s.maxKeys > 0 {
+		s.shed(now.UnixMicro())
+	}
+	results := make([]store.Result, len(decisions))
+	for i, d := range decisions {
+		results[i] = store.Result{Decision: d}
+	}
+	return results, nil
+}
+
+// decide runs TakeAll with the shards of ops locked and saves what it
+// writes; it returns how many keys are new.
+func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64) ([]algorithms.Decision, int64, time.Time, error) {
 	s.lockShards(touched)
+	defer s.unlockShards(touched)
 	if s.closed.Load() {
-		s.unlockShards(touched)
-		return nil, ErrClosed
+		return nil, 0, time.Time{}, ErrClosed
 	}
 	// Checked under the locks, right before deciding: a caller that gave up
 	// while waiting for a lock must not be charged.
 	if err := ctx.Err(); err != nil {
-		s.unlockShards(touched)
-		return nil, fmt.Errorf("memstore: %w", err)
+		return nil, 0, time.Time{}, fmt.Errorf("memstore: %w", err)
 	}
 	now := s.now()
 	nowMicro := now.UnixMicro()
@@ -122,16 +138,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 			added++
 		}
 	}
-	s.unlockShards(touched)
-
-	if added > 0 && s.keys.Add(added) > int64(s.maxKeys) && s.maxKeys > 0 {
-		s.shed(nowMicro)
-	}
-	results := make([]store.Result, len(decisions))
-	for i, d := range decisions {
-		results[i] = store.Result{Decision: d}
-	}
-	return results, nil
+	return decisions, added, now, nil
 }
 
 // lockShards locks in ascending index order, the one order every Take

@@ -160,7 +160,13 @@ func TestBoundaryLatency(t *testing.T) {
 	pct := func(l []time.Duration, p float64) time.Duration { return l[int(float64(len(l)-1)*p)] }
 	t.Logf("%d keys expiring at one boundary: before p50 %s p99 %s max %s; after p50 %s p99 %s max %s; swept in %s",
 		n, pct(before, .5), pct(before, .99), before[len(before)-1], pct(after, .5), pct(after, .99), after[len(after)-1], swept)
-	if worst := after[len(after)-1]; worst > before[len(before)-1]+100*time.Millisecond {
+	// Sweeping every key inside one call cost 0.5 s for 790k keys; the bound
+	// only has to catch that, not the shared machine's scheduling noise.
+	slack := 250 * time.Millisecond
+	if raceEnabled {
+		slack = time.Second
+	}
+	if worst := after[len(after)-1]; worst > before[len(before)-1]+slack {
 		t.Errorf("slowest call after the boundary took %s, before %s", worst, before[len(before)-1])
 	}
 }
