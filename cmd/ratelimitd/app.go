@@ -49,6 +49,7 @@ type app struct {
 func newApp(set settings, log *zap.Logger) (*app, error) {
 	a := &app{set: set, log: log}
 	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries))
+	empty := newEmptyConfigAlarm(m.Registry(), log, set.ConfigDir)
 	w, err := config.NewWatcher(set.ConfigDir,
 		config.WithWatchPath(set.WatchPath),
 		config.WithLoadOptions(
@@ -57,8 +58,11 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		),
 		config.WithLogger(log),
 		config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
-		config.WithOnReload(func(_ *config.Config, err error) {
+		config.WithOnReload(func(cfg *config.Config, err error) {
 			m.ConfigLoad(err)
+			if err == nil {
+				empty.observe(cfg)
+			}
 			a.syncHealth()
 		}),
 	)
@@ -68,6 +72,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	}
 	if w.Current() != nil {
 		m.ConfigLoad(nil)
+		empty.observe(w.Current())
 	} else {
 		m.ConfigLoad(errors.New("no valid initial config"))
 	}
@@ -86,6 +91,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		service.WithDynamicMetadata(set.DynamicMetadata),
 		service.WithQuotaMode(set.QuotaMode),
 		service.WithLogger(log),
+		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),
 	)
 
 	grpcOpts := []grpc.ServerOption{
@@ -94,6 +100,11 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 			MaxConnectionAge:      set.GRPCMaxConnectionAge,
 			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,
 		}),
+		grpc.MaxConcurrentStreams(uint32(set.GRPCMaxStreams)),
+	}
+	grpcOpts = append(grpcOpts, a.svc.GRPCServerOptions()...)
+	if set.GRPCMaxRecvBytes > 0 {
+		grpcOpts = append(grpcOpts, grpc.MaxRecvMsgSize(set.GRPCMaxRecvBytes))
 	}
 	if set.GRPCTLS {
 		tlsCfg, err := grpcServerTLS(set, log)
@@ -104,7 +115,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}
 	a.grpc = grpc.NewServer(grpcOpts...)
-	rlsv3.RegisterRateLimitServiceServer(a.grpc, a.svc)
+	a.svc.RegisterGRPC(a.grpc)
 	a.health = health.NewServer()
 	healthpb.RegisterHealthServer(a.grpc, a.health)
 	a.syncHealth()
@@ -113,7 +124,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	mux := http.NewServeMux()
 	a.svc.RegisterHTTP(mux)
 	a.http = newHTTPServer(mux)
-	a.debug = newHTTPServer(debugMux(w, m.Handler()))
+	a.debug = newHTTPServer(debugMux(w, m.Handler(), set.DebugPprof))
 	return a, nil
 }
 
@@ -164,7 +175,7 @@ func (a *app) announce(log *zap.Logger) {
 	fields := []zap.Field{
 		zap.String("grpc", a.grpcLn.Addr().String()),
 		zap.String("http", a.httpLn.Addr().String()+" (/healthcheck, /json)"),
-		zap.String("debug", a.debugLn.Addr().String()+" (/metrics, /rlconfig, /debug/pprof/)"),
+		zap.String("debug", a.debugLn.Addr().String()+debugEndpoints(a.set.DebugPprof)),
 		zap.Stringer("backend", a.set.Backend),
 		zap.String("config", a.set.ConfigDir),
 	}

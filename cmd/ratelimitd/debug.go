@@ -8,10 +8,12 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 )
 
-// debugMux serves Prometheus metrics and what envoyproxy's debug port does
-// that we support: the loaded config and Go's profiler. It must not be
-// exposed beyond the pod or host (DEBUG_HOST=127.0.0.1).
-func debugMux(cfg service.ConfigSource, metrics http.Handler) *http.ServeMux {
+// debugMux serves Prometheus metrics and the loaded config, and Go's
+// profiler only when DEBUG_PPROF turns it on. Nothing here shows a secret:
+// the config holds none, and pprof's cmdline endpoint, which would print
+// --redis-url with its password, is never served. Profiles still reveal
+// memory contents and cost CPU, hence off by default.
+func debugMux(cfg service.ConfigSource, metrics http.Handler, withPprof bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
 	mux.HandleFunc("/rlconfig", func(w http.ResponseWriter, _ *http.Request) {
@@ -23,10 +25,28 @@ func debugMux(cfg service.ConfigSource, metrics http.Handler) *http.ServeMux {
 		}
 		_, _ = io.WriteString(w, c.Dump())
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	if !withPprof {
+		return mux
+	}
+	// pprof.Index would link (and its named profiles serve) only what is
+	// registered here or in runtime/pprof; cmdline is neither.
+	mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/debug/pprof/cmdline" {
+			http.NotFound(w, r)
+			return
+		}
+		pprof.Index(w, r)
+	})
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// debugEndpoints is what the debug port serves, for the startup line.
+func debugEndpoints(withPprof bool) string {
+	if withPprof {
+		return " (/metrics, /rlconfig, /debug/pprof/)"
+	}
+	return " (/metrics, /rlconfig)"
 }

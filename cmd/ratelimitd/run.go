@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -15,6 +16,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return runCheck(args[1:], lookup, stderr)
 	}
 	set, err := parseSettings(args, lookup)
+	if errors.Is(err, errHelp) {
+		printUsage(stderr)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

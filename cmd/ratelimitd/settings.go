@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
@@ -108,6 +110,14 @@ type settings struct {
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
 	Warnings []string
+
+	// Hardening (settings_limits.go): GRPC_MAX_RECV_MESSAGE_SIZE (0: the
+	// largest request the caps admit), GRPC_MAX_CONCURRENT_STREAMS,
+	// MAX_DECODING_BYTES and DEBUG_PPROF.
+	GRPCMaxRecvBytes int
+	GRPCMaxStreams   int
+	MaxDecodingBytes int
+	DebugPprof       bool
 }
 
 // ignoredSettings are envoyproxy settings a deployment may set that have no
@@ -121,13 +131,39 @@ func ignoredSettings() []string {
 
 const maxPort = 65535
 
-// parseSettings reads env through lookup, then applies args (flags).
+// parseSettings reads env through lookup, then applies args (flags). Each
+// concern has its own reader; every bad variable is collected and reported
+// at once.
 func parseSettings(args []string, lookup func(string) (string, bool)) (settings, error) {
 	env := &envReader{lookup: lookup}
 	var s settings
-
 	s.readConfigSource(env)
+	s.readListeners(env)
+	backend, redisType := s.readBackend(env)
+	s.readLogging(env)
+	s.readResponses(env)
+	s.readWarnings(env)
+	s.readHardening(env)
+	if err := env.err(); err != nil {
+		return settings{}, fmt.Errorf("invalid environment: %w", err)
+	}
+	// oneOf has already checked the spelling.
+	s.RedisType, _ = redisstore.ParseType(redisType)
+	if (s.RedisTLSClientCert == "") != (s.RedisTLSClientKey == "") {
+		return settings{}, fmt.Errorf("REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY must be set together")
+	}
+	if err := s.readFlags(args, &backend); err != nil {
+		return settings{}, err
+	}
+	if err := s.resolveBackend(backend); err != nil {
+		return settings{}, err
+	}
+	return s, nil
+}
 
+// readListeners reads the three listen addresses and how the servers
+// treat connections.
+func (s *settings) readListeners(env *envReader) {
 	s.HTTPAddr = hostPort(env, "HOST", "PORT", 8080)
 	s.GRPCAddr = hostPort(env, "GRPC_HOST", "GRPC_PORT", 8081)
 	s.DebugAddr = hostPort(env, "DEBUG_HOST", "DEBUG_PORT", 6070)
@@ -139,11 +175,16 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.GRPCMaxConnectionAge = env.duration("GRPC_MAX_CONNECTION_AGE", 24*time.Hour)
 	s.GRPCMaxConnectionAgeGrace = env.duration("GRPC_MAX_CONNECTION_AGE_GRACE", time.Hour)
 	s.ShutdownTimeout = env.duration("SHUTDOWN_TIMEOUT", 10*time.Second)
+}
 
-	backend := env.oneOf("BACKEND_TYPE", "", "memory", "redis")
+// readBackend reads the store settings. BACKEND_TYPE and REDIS_TYPE are
+// returned raw: flags may still override the first, and the second is
+// parsed only once every variable is known to be valid.
+func (s *settings) readBackend(env *envReader) (backend, redisType string) {
+	backend = env.oneOf("BACKEND_TYPE", "", "memory", "redis")
 	s.RedisURL = env.str("REDIS_URL", "")
 	s.RedisSocketType = env.oneOf("REDIS_SOCKET_TYPE", "", "tcp", "unix")
-	redisType := env.oneOf("REDIS_TYPE", "SINGLE", "SINGLE", "SENTINEL", "CLUSTER")
+	redisType = env.oneOf("REDIS_TYPE", "SINGLE", "SINGLE", "SENTINEL", "CLUSTER")
 	s.RedisAuth = env.str("REDIS_AUTH", "")
 	s.RedisTLS = env.boolean("REDIS_TLS", false)
 	s.RedisTLSCACert = env.str("REDIS_TLS_CACERT", "")
@@ -156,23 +197,31 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 		env.fail("REDIS_TIMEOUT", "0s", "a positive duration")
 	}
 	s.CacheKeyPrefix = env.str("CACHE_KEY_PREFIX", "")
-	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", 0, 0, math.MaxInt32)
+	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", memstore.DefaultMaxKeys, 0, math.MaxInt32)
 	s.LocalCacheBytes = env.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, math.MaxInt32)
-	s.NearLimitRatio = env.fraction("NEAR_LIMIT_RATIO", 0.8)
-	s.MaxDetailedSeries = env.integer("MAX_DETAILED_METRIC_SERIES", metrics.DefaultDetailedSeries, 0, 1<<20)
+	return backend, redisType
+}
 
+// readLogging reads the log level and format, and the metric settings.
+func (s *settings) readLogging(env *envReader) {
+	s.LogLevel = zapcore.WarnLevel
 	if v, ok := env.raw("LOG_LEVEL"); ok {
 		lvl, err := parseLogLevel(v)
 		if err != nil {
 			env.fail("LOG_LEVEL", v, "one of debug, info, warn, error")
+		} else {
+			s.LogLevel = lvl
 		}
-		s.LogLevel = lvl
-	} else {
-		s.LogLevel = zapcore.WarnLevel
 	}
 	s.LogJSON = env.oneOf("LOG_FORMAT", "text", "text", "json") == "json"
 	s.UseStatsd = env.boolean("USE_STATSD", false)
+	s.NearLimitRatio = env.fraction("NEAR_LIMIT_RATIO", 0.8)
+	s.MaxDetailedSeries = env.integer("MAX_DETAILED_METRIC_SERIES", metrics.DefaultDetailedSeries, 0, 1<<20)
+}
 
+// readResponses reads what shapes answers: modes, health, headers and the
+// request caps.
+func (s *settings) readResponses(env *envReader) {
 	s.ShadowMode = env.boolean("SHADOW_MODE", false)
 	s.ForceStartWithoutConfig = env.boolean("FORCE_START_WITHOUT_INITIAL_CONFIG", false)
 	s.HealthyWithAtLeastOneConfig = env.boolean("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)
@@ -189,7 +238,11 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.MaxDescriptors = env.integer("MAX_DESCRIPTORS", service.DefaultMaxDescriptors, 1, 1<<16)
 	s.MaxEntries = env.integer("MAX_DESCRIPTOR_ENTRIES", service.DefaultMaxEntries, 1, 1<<16)
 	s.MaxValueLen = env.integer("MAX_VALUE_LENGTH", service.DefaultMaxValueLen, 1, 1<<20)
+}
 
+// readWarnings notes the settings accepted for compatibility that do
+// nothing here.
+func (s *settings) readWarnings(env *envReader) {
 	for _, name := range ignoredSettings() {
 		if v, ok := env.raw(name); ok {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%s is not supported and has no effect", name, v))
@@ -198,42 +251,49 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	if s.UseStatsd {
 		s.Warnings = append(s.Warnings, "USE_STATSD=true: statsd is not supported; metrics are served for Prometheus at /metrics on the debug port")
 	}
-	if err := env.err(); err != nil {
-		return settings{}, fmt.Errorf("invalid environment: %w", err)
-	}
-	// oneOf has already checked the spelling.
-	s.RedisType, _ = redisstore.ParseType(redisType)
-	if (s.RedisTLSClientCert == "") != (s.RedisTLSClientKey == "") {
-		return settings{}, fmt.Errorf("REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY must be set together")
-	}
+}
 
+// readFlags applies the command line over the environment; the flags and
+// their help come from serveFlags (usage.go).
+func (s *settings) readFlags(args []string, backend *string) error {
 	fs := flag.NewFlagSet("ratelimitd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	configDir := fs.String("config", "", "directory of rate limit YAML files (overrides RUNTIME_*)")
-	fs.StringVar(&s.GRPCAddr, "grpc-addr", s.GRPCAddr, "gRPC listen address (GRPC_HOST:GRPC_PORT)")
-	fs.StringVar(&s.HTTPAddr, "http-addr", s.HTTPAddr, "HTTP listen address (HOST:PORT)")
-	fs.StringVar(&s.DebugAddr, "debug-addr", s.DebugAddr, "debug listen address (DEBUG_HOST:DEBUG_PORT)")
-	fs.StringVar(&backend, "backend", backend, "store: memory or redis (BACKEND_TYPE)")
-	fs.StringVar(&s.RedisURL, "redis-url", s.RedisURL, "Redis address (REDIS_URL)")
+	var configDir string
+	targets := map[string]*string{
+		"config": &configDir, "grpc-addr": &s.GRPCAddr, "http-addr": &s.HTTPAddr,
+		"debug-addr": &s.DebugAddr, "backend": backend, "redis-url": &s.RedisURL,
+	}
+	for _, f := range serveFlags() {
+		p := targets[f.name]
+		fs.StringVar(p, f.name, *p, f.usage)
+	}
 	if err := fs.Parse(args); err != nil {
-		return settings{}, fmt.Errorf("flags: %w", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return fmt.Errorf("flags: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return settings{}, fmt.Errorf("flags: unexpected argument %q", fs.Arg(0))
+		return fmt.Errorf("flags: unexpected argument %q", fs.Arg(0))
 	}
-	if *configDir != "" {
-		s.ConfigDir = filepath.Clean(*configDir)
+	if configDir != "" {
+		s.ConfigDir = filepath.Clean(configDir)
 		s.WatchPath = s.ConfigDir
 	}
 	for name, addr := range map[string]string{"--grpc-addr": s.GRPCAddr, "--http-addr": s.HTTPAddr, "--debug-addr": s.DebugAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return settings{}, fmt.Errorf("%s %q: want host:port: %w", name, addr, err)
+			return fmt.Errorf("%s %q: want host:port: %w", name, addr, err)
 		}
 	}
+	return nil
+}
 
+// resolveBackend picks the store once flags are applied, and the socket
+// type REDIS_URL implies when REDIS_SOCKET_TYPE is unset.
+func (s *settings) resolveBackend(backend string) error {
 	var err error
 	if s.Backend, err = chooseBackend(backend, s.RedisURL); err != nil {
-		return settings{}, err
+		return err
 	}
 	if s.RedisSocketType == "" {
 		// envoyproxy defaults to a unix socket; a path is the only URL that
@@ -243,7 +303,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 			s.RedisSocketType = "unix"
 		}
 	}
-	return s, nil
+	return nil
 }
 
 func chooseBackend(name, redisURL string) (backendKind, error) {

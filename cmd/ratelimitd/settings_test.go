@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
@@ -42,6 +43,9 @@ func defaultSettings() settings {
 		MaxValueLen:               service.DefaultMaxValueLen,
 		NearLimitRatio:            0.8,
 		MaxDetailedSeries:         metrics.DefaultDetailedSeries,
+		MemoryMaxKeys:             memstore.DefaultMaxKeys,
+		GRPCMaxStreams:            defaultGRPCMaxStreams,
+		MaxDecodingBytes:          service.DefaultDecodeBudget,
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
 		},

@@ -25,7 +25,9 @@ func newStore(set settings, m *metrics.Metrics) (store.Store, error) {
 
 func newBackend(set settings, m *metrics.Metrics) (store.Store, error) {
 	if set.Backend != backendRedis {
-		return memstore.New(memstore.WithMaxKeys(set.MemoryMaxKeys)), nil
+		st := memstore.New(memstore.WithMaxKeys(set.MemoryMaxKeys))
+		m.Registry().MustRegister(memstoreCollectors(st)...)
+		return st, nil
 	}
 	opts := []redisstore.Option{
 		redisstore.WithAddr(set.RedisURL),
@@ -101,5 +103,21 @@ func localCacheCollectors(c *localcache.Store) []prometheus.Collector {
 		stat("hits_total", "Requests answered from the local over-limit cache.", func(h, _, _ uint64) uint64 { return h }),
 		stat("misses_total", "Requests the local cache sent to the backend.", func(_, m, _ uint64) uint64 { return m }),
 		stat("evictions_total", "Entries evicted to keep the cache within LOCAL_CACHE_SIZE_IN_BYTES.", func(_, _, e uint64) uint64 { return e }),
+	}
+}
+
+// memstoreCollectors expose the embedded store's size and what it dropped:
+// evictions mean MEMORY_MAX_KEYS is too small for the traffic.
+func memstoreCollectors(s *memstore.Store) []prometheus.Collector {
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "ratelimitd", Subsystem: "memstore", Name: name, Help: help}
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("keys", "Keys held by the embedded store, expired ones not yet swept included.")),
+			func() float64 { return float64(s.Len()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts(opts("evictions_total", "Live keys dropped to stay within MEMORY_MAX_KEYS.")),
+			func() float64 { return float64(s.Evictions()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts(opts("expired_total", "Expired keys dropped by the background sweep.")),
+			func() float64 { return float64(s.Expired()) }),
 	}
 }

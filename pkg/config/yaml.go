@@ -70,13 +70,17 @@ func yamlLine(err error) (int, string) {
 // document parses data and returns its single top-level node, or nil for an
 // empty document (reported by the caller as a missing domain).
 func (r *reader) document(data []byte) (*yaml.Node, bool) {
+	if line, col, bad := invalidUTF8(data); bad {
+		r.errs.add(r.file, line, "", "invalid YAML: not UTF-8 (byte at column %d)", col)
+		return nil, false
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, true
 		}
-		line, msg := yamlLine(err)
+		line, msg := syntaxErrorLine(data, err)
 		r.errs.add(r.file, line, "", "invalid YAML: %s", msg)
 		return nil, false
 	}
@@ -86,7 +90,7 @@ func (r *reader) document(data []byte) (*yaml.Node, bool) {
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		line, msg := yamlLine(err)
+		line, msg := syntaxErrorLine(data, err)
 		r.errs.add(r.file, line, "", "invalid YAML: %s", msg)
 		return nil, false
 	case len(next.Content) > 0 && next.Content[0].ShortTag() != "!!null":

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,10 +14,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 )
-
-// maxJSONBody bounds a /json request; a RateLimitRequest within the default
-// caps is a few hundred KiB at most.
-const maxJSONBody = 1 << 20
 
 // SetServing flips what /healthcheck reports; run() clears it on SIGTERM so
 // load balancers stop sending traffic before the listeners close.
@@ -59,22 +56,12 @@ func (s *Service) JSONHandler() http.Handler {
 			http.Error(w, "use POST with a JSON RateLimitRequest", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+		req, code, err := s.readJSONRequest(w, r)
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				http.Error(w, fmt.Sprintf("request body is over %d bytes", maxJSONBody), http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			http.Error(w, err.Error(), code)
 			return
 		}
-		var req rlsv3.RateLimitRequest
-		if err := protojson.Unmarshal(body, &req); err != nil {
-			http.Error(w, "invalid RateLimitRequest JSON: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		resp, err := s.safeShouldRateLimit(r.Context(), &req)
+		resp, err := s.safeShouldRateLimit(r.Context(), req)
 		if err != nil {
 			st := status.Convert(err)
 			http.Error(w, st.Message(), httpStatus(st.Code()))
@@ -119,4 +106,44 @@ func httpStatus(c codes.Code) int {
 	default:
 		return http.StatusInternalServerError
 	}
+}
+
+// readJSONRequest reads and decodes a /json body within the body cap the
+// caps imply, counting descriptors and entries as the bytes stream in so an
+// oversized shape is refused before it is buffered or decoded, and decodes
+// within the decode budget. On error it returns the HTTP status to answer.
+func (s *Service) readJSONRequest(w http.ResponseWriter, r *http.Request) (*rlsv3.RateLimitRequest, int, error) {
+	limit := s.caps.maxJSONBytes()
+	if r.ContentLength > int64(limit) {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body is over %d bytes", limit)
+	}
+	var body bytes.Buffer
+	src := io.TeeReader(http.MaxBytesReader(w, r.Body, int64(limit)), &body)
+	if err := s.caps.prescanJSON(src); err != nil {
+		return nil, jsonReadStatus(err), err
+	}
+	// What follows the request (whitespace, or garbage protojson rejects).
+	if _, err := io.Copy(io.Discard, src); err != nil {
+		return nil, jsonReadStatus(err), err
+	}
+	// Only decoding shares the budget: a slow sender must not hold it
+	// while its body trickles in.
+	n, err := s.decode.acquire(r.Context(), int64(body.Len()))
+	if err != nil {
+		return nil, http.StatusServiceUnavailable, fmt.Errorf("waiting to decode: %w", err)
+	}
+	defer s.decode.release(n)
+	var req rlsv3.RateLimitRequest
+	if err := protojson.Unmarshal(body.Bytes(), &req); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("invalid RateLimitRequest JSON: %w", err)
+	}
+	return &req, 0, nil
+}
+
+func jsonReadStatus(err error) int {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
 }

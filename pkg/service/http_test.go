@@ -70,7 +70,7 @@ func TestJSON(t *testing.T) {
 		{name: "invalid request", method: http.MethodPost, bodies: []string{`{"domain":"test"}`}, want: http.StatusBadRequest, wantText: "descriptor list must not be empty"},
 		{name: "backend down", store: failing, method: http.MethodPost, bodies: []string{oneReq}, want: http.StatusServiceUnavailable, wantText: "backend unavailable"},
 		{name: "GET", method: http.MethodGet, bodies: []string{""}, want: http.StatusMethodNotAllowed, wantText: "use POST"},
-		{name: "huge body", method: http.MethodPost, bodies: []string{strings.Repeat(" ", 2<<20)}, want: http.StatusRequestEntityTooLarge},
+		{name: "huge body", method: http.MethodPost, bodies: []string{strings.Repeat(" ", 8<<20)}, want: http.StatusRequestEntityTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,3 +78,16 @@ func WithDynamicMetadata(on bool) Option {
 func WithQuotaMode(on bool) Option {
 	return func(s *Service) { s.globalQuota = on }
 }
+
+// WithDecodeBudget bounds the bytes of requests being decoded at once, over
+// gRPC and /json together (MAX_DECODING_BYTES); n <= 0 keeps
+// DefaultDecodeBudget. A request waits for room rather than fail, so the
+// budget bounds memory under a flood of large requests without refusing a
+// burst of ordinary ones.
+func WithDecodeBudget(n int64) Option {
+	return func(s *Service) {
+		if n > 0 {
+			s.decode = newByteBudget(n)
+		}
+	}
+}

@@ -49,6 +49,9 @@ type Service struct {
 	// bury everything else.
 	errLog   *zap.Logger
 	draining atomic.Bool
+	// decode bounds the bytes of requests being decoded at once (gRPC and
+	// /json); see WithDecodeBudget.
+	decode *byteBudget
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
@@ -63,7 +66,8 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 			entries:     DefaultMaxEntries,
 			valueLen:    DefaultMaxValueLen,
 		},
-		log: zap.NewNop(),
+		log:    zap.NewNop(),
+		decode: newByteBudget(DefaultDecodeBudget),
 	}
 	for _, opt := range opts {
 		opt(s)

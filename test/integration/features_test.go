@@ -59,8 +59,8 @@ func TestShareThresholdMetricsAndDebugPort(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "feat.path_/files/*") {
 		t.Errorf("/rlconfig: %d\n%s", code, body)
 	}
-	if code, _ := get(t, "http://"+svc.debugAddr+"/debug/pprof/goroutine?debug=1"); code != http.StatusOK {
-		t.Errorf("pprof: %d", code)
+	if code, _ := get(t, "http://"+svc.debugAddr+"/debug/pprof/goroutine?debug=1"); code != http.StatusNotFound {
+		t.Errorf("pprof without DEBUG_PPROF: %d, want 404", code)
 	}
 }
 

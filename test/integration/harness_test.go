@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	if os.Getenv("RATELIMITD_BOMB_ADDR") != "" {
+		return m.Run() // a TestBombSender child: it needs no binary
+	}
 	dir, err := os.MkdirTemp("", "ratelimitd-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -139,12 +142,18 @@ func startService(t *testing.T, root string, env ...string) *service {
 // for it to become healthy.
 func spawnService(t *testing.T, root string, env ...string) *service {
 	t.Helper()
+	return spawnServiceArgs(t, root, nil, env...)
+}
+
+// spawnServiceArgs is spawnService with command-line arguments.
+func spawnServiceArgs(t *testing.T, root string, args []string, env ...string) *service {
+	t.Helper()
 	s := &service{t: t, logs: &syncBuffer{}, configDir: filepath.Join(root, "ratelimit", "config")}
 	gp, hp, dp := redistest.FreePort(t), redistest.FreePort(t), redistest.FreePort(t)
 	s.grpcAddr = "127.0.0.1:" + strconv.Itoa(gp)
 	s.httpAddr = "127.0.0.1:" + strconv.Itoa(hp)
 	s.debugAddr = "127.0.0.1:" + strconv.Itoa(dp)
-	s.cmd = exec.Command(binPath)
+	s.cmd = exec.Command(binPath, args...)
 	s.cmd.Env = append(os.Environ(),
 		"RUNTIME_ROOT="+root,
 		"RUNTIME_SUBDIRECTORY=ratelimit",

@@ -22,9 +22,9 @@ func (e *entry) deadline() int64 {
 	return e.state.ExpiresAt
 }
 
-// expiryHeap is a min-heap of entries by deadline (container/heap). One heap
-// serves both jobs: popping expired states in amortised O(log n) per write,
-// without a sweeper goroutine, and finding the eviction victim at the bound.
+// expiryHeap is a min-heap of one shard's entries by deadline
+// (container/heap). It serves the sweeper, which pops expired states from
+// its top, and shed, which finds the eviction victim there.
 type expiryHeap []*entry
 
 func (h expiryHeap) Len() int           { return len(h) }

@@ -1,17 +1,24 @@
 // Package memstore is the embedded store.Store: every key's state lives in
-// this process, so it suits a single replica or tests. Each Take runs
-// algorithms.TakeAll under one mutex, which makes a multi-key batch atomic
-// with no lock ordering to get wrong; the critical section is a few map
-// look-ups and heap fixes, far below the cost of the gRPC call around it.
+// this process, so it suits a single replica or tests.
+//
+// Keys are spread over 64 shards, each with its own lock, map and expiry
+// heap. A Take locks the shards of its keys in index order, which keeps a
+// multi-key batch atomic without deadlock, and lets batches on other shards
+// run in parallel. Expired states are never swept on the request path: a
+// request reads an expired state as fresh, and a background sweeper drops
+// them a bounded batch at a time, like Redis's active expiry, so a million
+// counters expiring at the same window boundary cost no request a stall.
 package memstore
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
@@ -23,46 +30,81 @@ var ErrClosed = errors.New("memstore: store is closed")
 
 var _ store.Store = (*Store)(nil)
 
+// numShards is 64 so that the set of shards a batch touches is one uint64.
+const numShards = 64
+
 // Store keeps rate-limit state in memory. The zero value is not usable; call New.
 type Store struct {
-	now     func() time.Time
-	maxKeys int
+	now         func() time.Time
+	maxKeys     int
+	sweepEvery  time.Duration
+	sweepBudget time.Duration
+	seed        maphash.Seed
 
-	mu        sync.Mutex
-	entries   map[string]*entry
-	byExpiry  expiryHeap
-	evictions uint64
-	closed    bool
+	shards    [numShards]shard
+	keys      atomic.Int64
+	evictions atomic.Uint64
+	expired   atomic.Uint64
+	takes     atomic.Uint64 // Takes so far, for the sweeper to tell idleness
+	closed    atomic.Bool
+
+	closeOnce sync.Once
+	stop      chan struct{}
+	stopped   chan struct{}
+	// sweeper holds the sweeper's own progress; only its goroutine (or a
+	// Sweep call, serialised by sweepMu) touches it.
+	sweepMu  sync.Mutex
+	sweeper  sweeper
+	freeHook func()
 }
 
-// New returns an empty Store.
+// New returns an empty Store and starts its sweeper, which Close stops.
 func New(opts ...Option) *Store {
-	s := &Store{now: time.Now, entries: make(map[string]*entry)}
+	s := &Store{
+		now:         time.Now,
+		maxKeys:     DefaultMaxKeys,
+		sweepEvery:  DefaultSweepInterval,
+		sweepBudget: DefaultSweepBudget,
+		seed:        maphash.MakeSeed(),
+		stop:        make(chan struct{}),
+		stopped:     make(chan struct{}),
+	}
 	for _, opt := range opts {
 		opt(s)
+	}
+	for i := range s.shards {
+		s.shards[i].init()
+	}
+	if s.freeHook == nil {
+		s.freeHook = freeOSMemory
+	}
+	if s.sweepEvery > 0 {
+		go s.sweepLoop()
+	} else {
+		close(s.stopped)
 	}
 	return s
 }
 
+func (s *Store) shardOf(key string) *shard {
+	return &s.shards[maphash.String(s.seed, key)%numShards]
+}
+
 // Take decides reqs atomically with the semantics of algorithms.TakeAll.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	// Checked under the lock, right before deciding: a caller that gave up
-	// while waiting for the lock must not be charged.
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("memstore: %w", err)
-	}
-	now := s.now()
-	s.dropExpired(now.UnixMicro())
-	decisions, writes := algorithms.TakeAll(reqs, s.load, now)
-	for key, st := range writes {
-		s.save(key, st)
+	var touched uint64
+	for _, r := range reqs {
+		touched |= 1 << (maphash.String(s.seed, r.Key) % numShards)
 	}
 
+	s.takes.Add(1)
+	decisions, added, now, err := s.decide(ctx, reqs, touched)
+	if err != nil {
+		return nil, err
+	}
+	if added > 0 && s.keys.Add(added) > int64(s.maxKeys) && s.maxKeys > 0 {
+		s.shed(now.UnixMicro())
+	}
 	results := make([]store.Result, len(decisions))
 	for i, d := range decisions {
 		results[i] = store.Result{Decision: d}
@@ -70,67 +112,113 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	return results, nil
 }
 
-// load hands TakeAll a copy: an algorithm that edits the log in place must
-// not change the stored state of a batch that ends up denied.
-func (s *Store) load(key string) algorithms.State {
-	e, ok := s.entries[key]
-	if !ok {
-		return algorithms.State{}
+// decide runs TakeAll with the shards of ops locked and saves what it
+// writes; it returns how many keys are new.
+func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64) ([]algorithms.Decision, int64, time.Time, error) {
+	s.lockShards(touched)
+	defer s.unlockShards(touched)
+	if s.closed.Load() {
+		return nil, 0, time.Time{}, ErrClosed
 	}
-	st := e.state
-	st.Log = slices.Clone(st.Log)
-	return st
+	// Checked under the locks, right before deciding: a caller that gave up
+	// while waiting for a lock must not be charged.
+	if err := ctx.Err(); err != nil {
+		return nil, 0, time.Time{}, fmt.Errorf("memstore: %w", err)
+	}
+	now := s.now()
+	nowMicro := now.UnixMicro()
+	decisions, writes := algorithms.TakeAll(ops, func(key string) algorithms.State {
+		return s.shardOf(key).load(key, nowMicro)
+	}, now)
+	var added int64
+	for key, st := range writes {
+		if s.shardOf(key).save(key, st) {
+			added++
+		}
+	}
+	return decisions, added, now, nil
 }
 
-func (s *Store) save(key string, st algorithms.State) {
-	if e, ok := s.entries[key]; ok {
-		e.state = st
-		heap.Fix(&s.byExpiry, e.index)
-		return
-	}
-	if s.maxKeys > 0 && len(s.entries) >= s.maxKeys {
-		// dropExpired already ran for this Take, so the heap's top is live.
-		victim := heap.Pop(&s.byExpiry).(*entry)
-		delete(s.entries, victim.key)
-		s.evictions++
-	}
-	e := &entry{key: key, state: st}
-	s.entries[key] = e
-	heap.Push(&s.byExpiry, e)
-}
-
-// dropExpired frees every state at or past its expiry, which algorithms.Take
-// would read as fresh anyway. Each state is popped once per write that
-// extended it, so the cost is amortised over the Takes that wrote it. If the
-// wall clock later steps back, a dropped key starts fresh: it fails open for
-// at most the step, like a Redis key whose TTL ran out.
-func (s *Store) dropExpired(nowMicro int64) {
-	for len(s.byExpiry) > 0 && s.byExpiry[0].deadline() <= nowMicro {
-		e := heap.Pop(&s.byExpiry).(*entry)
-		delete(s.entries, e.key)
+// lockShards locks in ascending index order, the one order every Take
+// uses, so two batches can never wait on each other.
+func (s *Store) lockShards(set uint64) {
+	for m := set; m != 0; m &= m - 1 {
+		s.shards[bits.TrailingZeros64(m)].mu.Lock()
 	}
 }
 
-// Len is the number of keys held, expired states not yet dropped included.
+func (s *Store) unlockShards(set uint64) {
+	for m := set; m != 0; m &= m - 1 {
+		s.shards[bits.TrailingZeros64(m)].mu.Unlock()
+	}
+}
+
+// shed brings the key count back to WithMaxKeys after a Take added keys,
+// dropping the state closest to expiry across all shards: an expired one
+// if any (not an eviction), else the live one that would be forgotten
+// soonest anyway. It runs after the Take released its locks, so the bound
+// may be passed by as many keys as Takes are adding them at that instant.
+func (s *Store) shed(nowMicro int64) {
+	for s.keys.Load() > int64(s.maxKeys) {
+		best, bestAt := -1, int64(0)
+		for i := range s.shards {
+			if at := s.shards[i].top.Load(); best < 0 || at < bestAt {
+				best, bestAt = i, at
+			}
+		}
+		sh := &s.shards[best]
+		sh.mu.Lock()
+		if s.keys.Load() <= int64(s.maxKeys) || len(sh.byExpiry) == 0 {
+			sh.mu.Unlock()
+			return
+		}
+		e := sh.popTop()
+		sh.mu.Unlock()
+		s.keys.Add(-1)
+		if e.deadline() <= nowMicro {
+			s.expired.Add(1)
+		} else {
+			s.evictions.Add(1)
+		}
+	}
+}
+
+// Len is the number of keys held, expired states not yet swept included.
 func (s *Store) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.entries)
+	return int(s.keys.Load())
 }
 
 // Evictions counts live states dropped to stay within WithMaxKeys.
 func (s *Store) Evictions() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.evictions
+	return s.evictions.Load()
 }
 
-// Close frees every state; Take fails afterwards. Closing twice is harmless.
+// Expired counts expired states dropped, by the sweeper or to make room.
+func (s *Store) Expired() uint64 {
+	return s.expired.Load()
+}
+
+// Close stops the sweeper and frees every state; Take fails afterwards.
+// Closing twice is harmless.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	s.entries = nil
-	s.byExpiry = nil
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		close(s.stop)
+		<-s.stopped
+		for i := range s.shards {
+			sh := &s.shards[i]
+			sh.mu.Lock()
+			sh.entries, sh.byExpiry = nil, nil
+			sh.mu.Unlock()
+		}
+		s.keys.Store(0)
+	})
 	return nil
+}
+
+// cloneLog hands TakeAll a copy: an algorithm that edits the log in place
+// must not change the stored state of a batch that ends up denied.
+func cloneLog(st algorithms.State) algorithms.State {
+	st.Log = slices.Clone(st.Log)
+	return st
 }
