@@ -53,7 +53,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 2, "rounds; each round runs every target once")
 	flag.DurationVar(&o.timeout, "timeout", time.Second, "per-call deadline")
 	flag.StringVar(&targets, "targets", "floor,memory,redis",
-		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0)")
+		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0); +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
 	flag.StringVar(&o.serveFloor, "serve-floor", "", "internal: serve the floor on this address")
 	flag.Parse()
 	if o.serveFloor != "" {

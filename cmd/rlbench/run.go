@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -67,17 +68,23 @@ func run(o options) error {
 	var targets []*target
 	for _, name := range o.targets {
 		t := &target{name: name}
-		switch name {
+		// "redis+REDIS_PIPELINE_WINDOW=500us" is redis with that setting.
+		kind, extra, _ := strings.Cut(name, "+")
+		env := strings.Split(extra, "+")
+		if extra == "" {
+			env = nil
+		}
+		if kind == "redis-nopipe" {
+			kind, env = "redis", append(env, "REDIS_PIPELINE_WINDOW=0")
+		}
+		switch kind {
 		case "floor":
 			t.proc, t.addr, err = startFloor()
 		case "memory":
-			t.proc, t.addr, err = startService(o.ratelimitd, o.config, logFile, "BACKEND_TYPE=memory")
+			t.proc, t.addr, err = startService(o.ratelimitd, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
 		case "redis":
 			t.redis = true
-			t.proc, t.addr, err = startService(o.ratelimitd, o.config, logFile, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)
-		case "redis-nopipe":
-			t.redis = true
-			t.proc, t.addr, err = startService(o.ratelimitd, o.config, logFile, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr, "REDIS_PIPELINE_WINDOW=0")
+			t.proc, t.addr, err = startService(o.ratelimitd, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
 		default:
 			err = fmt.Errorf("unknown target %q", name)
 		}
@@ -106,7 +113,7 @@ func run(o options) error {
 				}
 				k := rowKey(t.name, d)
 				samples[k] = append(samples[k], s)
-				fmt.Printf("  round %d %-13s %d desc: %8.0f/s p50 %-9s p99 %-9s server %6.1f us/dec  redis %6.1f us/dec  %.2f cmds/dec  errors %d\n",
+				fmt.Printf("  round %d %-14s %d desc: %8.0f/s p50 %-9s p99 %-9s server %6.1f us/dec  redis %6.1f us/dec  %.2f cmds/dec  errors %d\n",
 					round, t.name, d, float64(s.calls)/s.elapsed.Seconds(), rnd(s.p50), rnd(s.p99),
 					perCall(s.serverCPU, s.calls), perCall(s.redisCPU, s.calls), float64(s.commands)/float64(max(1, s.calls)), s.failed)
 			}
