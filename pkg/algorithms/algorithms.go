@@ -1,17 +1,13 @@
 // Package algorithms is the pure Go reference of every rate-limit algorithm
 // ratelimitd offers. Each algorithm is a function of (limit, state, hits, now)
 // that returns a decision and the next state: no I/O, no clock, no globals.
-// The Lua scripts in pkg/scripts implement the same functions and are tested
+// The Lua scripts in internal/scripts implement the same functions and are tested
 // against these references, so the two must change together.
 //
 // All state is integers: time in Unix microseconds, counts in whole hits.
 package algorithms
 
-import (
-	"fmt"
-	"strings"
-	"time"
-)
+import "time"
 
 // Algorithm selects how a limit is enforced. Zero means unset.
 type Algorithm uint8
@@ -24,37 +20,6 @@ const (
 	LeakyBucket
 	GCRA
 )
-
-var algorithmNames = map[Algorithm]string{
-	FixedWindow:   "fixed_window",
-	SlidingLog:    "sliding_log",
-	SlidingWindow: "sliding_window",
-	TokenBucket:   "token_bucket",
-	LeakyBucket:   "leaky_bucket",
-	GCRA:          "gcra",
-}
-
-// All lists every algorithm in declaration order.
-func All() []Algorithm {
-	return []Algorithm{FixedWindow, SlidingLog, SlidingWindow, TokenBucket, LeakyBucket, GCRA}
-}
-
-func (a Algorithm) String() string {
-	if name, ok := algorithmNames[a]; ok {
-		return name
-	}
-	return fmt.Sprintf("algorithm(%d)", uint8(a))
-}
-
-// Parse maps a config name (case-insensitive) to an Algorithm.
-func Parse(name string) (Algorithm, error) {
-	for a, n := range algorithmNames {
-		if strings.EqualFold(n, name) {
-			return a, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown algorithm %q (want one of fixed_window, sliding_log, sliding_window, token_bucket, leaky_bucket, gcra)", name)
-}
 
 // Limit is a rate of Requests per Period, as configured for one rule.
 type Limit struct {

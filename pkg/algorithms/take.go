@@ -44,23 +44,11 @@ func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	if lim.Validate() != nil {
 		return Decision{RetryAfter: Never}, st
 	}
-	if (lim.Algorithm == SlidingLog) != (len(st.Log) > 0) {
+	alg, _ := lim.Algorithm.lookup() // Validate rejected unknown algorithms
+	if (alg.family == Log) != (len(st.Log) > 0) {
 		st = State{}
 	}
-	switch lim.Algorithm { // Validate rejected any other value
-	case FixedWindow:
-		return fixedWindow(lim, st, hits, us)
-	case SlidingLog:
-		return slidingLog(lim, st, hits, us)
-	case SlidingWindow:
-		return slidingWindow(lim, st, hits, us)
-	case TokenBucket:
-		return tokenBucket(lim, st, hits, us)
-	case LeakyBucket:
-		return leakyBucket(lim, st, hits, us)
-	default:
-		return gcra(lim, st, hits, us)
-	}
+	return alg.take(lim, st, hits, us)
 }
 
 // zeroRate is the decision of every algorithm but fixed_window when Requests
@@ -101,18 +89,17 @@ type Op struct {
 
 // TakeAll decides ops as one atomic, all-or-nothing unit, the contract every
 // store implements. Ops are evaluated in order, each against the state the
-// ops before it left (a key named twice is charged twice). The batch is
-// denied when an Enforce op is denied or when it has Quota ops and all of
-// them are denied; a denied Shadow op, or a denied Quota op beside an allowed
-// one, only forgoes its own charge. If the batch is allowed, it returns the
-// decisions and the states to write: one per key that an allowed op with
-// hits > 0 charged. If the batch is denied, nothing is written and each
-// allowed op reports the unchanged state (as a check with zero hits would).
+// ops before it left (a key named twice is charged twice). Whether the batch
+// is denied is the Verdict of its decisions. If the batch is allowed, it
+// returns the decisions and the states to write: one per key that an
+// allowed op with hits > 0 charged. If the batch is denied, nothing is
+// written and each allowed op reports the unchanged state (as a check with
+// zero hits would).
 func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
 	decisions := make([]Decision, len(ops))
 	original := make(map[string]State, len(ops))
 	pending := make(map[string]State, len(ops))
-	enforcedDenied, quotaOps, quotaDenied := false, 0, 0
+	var verdict Verdict
 	for i, op := range ops {
 		st, seen := pending[op.Key]
 		if !seen {
@@ -122,18 +109,9 @@ func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, 
 		var next State
 		decisions[i], next = Take(op.Limit, st, op.Hits, now)
 		pending[op.Key] = next
-		switch op.Mode {
-		case Shadow:
-		case Quota:
-			quotaOps++
-			if !decisions[i].Allowed {
-				quotaDenied++
-			}
-		default:
-			enforcedDenied = enforcedDenied || !decisions[i].Allowed
-		}
+		verdict.Add(op.Mode, decisions[i].Allowed)
 	}
-	if enforcedDenied || (quotaOps > 0 && quotaDenied == quotaOps) {
+	if verdict.Denied() {
 		for i, op := range ops {
 			if decisions[i].Allowed {
 				decisions[i], _ = Take(op.Limit, original[op.Key], 0, now)

@@ -23,7 +23,7 @@ const (
 // pure and cheap: Take calls it on every evaluation.
 func (l Limit) Validate() error {
 	var errs []error
-	if _, ok := algorithmNames[l.Algorithm]; !ok {
+	if !l.Algorithm.Valid() {
 		errs = append(errs, fmt.Errorf("algorithm is unset or unknown (%d)", l.Algorithm))
 	}
 	if l.Period < time.Microsecond || l.Period > MaxPeriod {
@@ -51,12 +51,7 @@ func (l Limit) Validate() error {
 // goes from empty (or fully in debt) to full, plus one refill step, within
 // MaxPeriod: every time a bucket stores or reports is bounded by that.
 func (l Limit) refillsInTime() bool {
-	switch l.Algorithm {
-	case TokenBucket, LeakyBucket, GCRA:
-	default:
-		return true
-	}
-	if l.Requests == 0 {
+	if !l.Algorithm.Bucket() || l.Requests == 0 {
 		return true
 	}
 	// (Capacity+MaxDebt) * Period <= (MaxPeriod - RefillInterval) * Requests

@@ -135,7 +135,7 @@ func (r *reader) buildLimit(b *rateLimitBlock) {
 	if rule.Limit.Algorithm == 0 {
 		rule.Limit.Algorithm = algorithms.FixedWindow
 	}
-	if b.burst != 0 && !bursty(rule.Limit.Algorithm) {
+	if b.burst != 0 && !rule.Limit.Algorithm.Bucket() {
 		r.errorf(b.keys["burst"], join(b.field, "burst"), "applies to token_bucket, leaky_bucket and gcra only, not %s", rule.Limit.Algorithm)
 		b.valid = false
 		return
@@ -154,10 +154,6 @@ func (r *reader) buildLimit(b *rateLimitBlock) {
 		r.errorf(b.at, b.field, "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		b.valid = false
 	}
-}
-
-func bursty(a algorithms.Algorithm) bool {
-	return a == algorithms.TokenBucket || a == algorithms.LeakyBucket || a == algorithms.GCRA
 }
 
 // replaces returns the names and, for error messages, their nodes.

@@ -50,7 +50,7 @@ func constraining(p *plan, resp *rlsv3.RateLimitResponse) (slot, *rlsv3.RateLimi
 		if st.GetLimitRemaining() < least {
 			best, bestStatus, least = sl, st, st.GetLimitRemaining()
 		}
-		if st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT && p.soft[sl.req] != quota {
+		if st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT && !sl.quota {
 			best, bestStatus, least = sl, st, 0
 		}
 	}

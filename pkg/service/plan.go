@@ -33,6 +33,10 @@ type slot struct {
 	req int
 	// entries are the request descriptor's, for detailed metrics.
 	entries []config.Entry
+	// quota: the rule is one of the request's quota alternatives
+	// (quota_mode or QUOTA_MODE, and not shadow_mode), even under global
+	// SHADOW_MODE, where its Mode is Shadow.
+	quota bool
 }
 
 // plan is a request resolved against one config snapshot: what each
@@ -40,32 +44,6 @@ type slot struct {
 type plan struct {
 	slots []slot
 	reqs  []store.Request
-	// soft[i] says how reqs[i] may be denied without denying the request.
-	soft []softness
-}
-
-// softness marks the rules whose denial does not by itself deny the request.
-type softness uint8
-
-const (
-	// hard: any denial denies the request.
-	hard softness = iota + 1
-	// shadow: shadow_mode; a denial is reported as OK and denies nothing.
-	shadow
-	// quota: quota_mode; the request is denied only when every quota rule
-	// in it is over.
-	quota
-)
-
-func softnessOf(r *config.Rule) softness {
-	switch {
-	case r.ShadowMode:
-		return shadow
-	case r.QuotaMode:
-		return quota
-	default:
-		return hard
-	}
 }
 
 func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, error) {
@@ -115,18 +93,14 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 		case r.Name != "" && isReplaced(replacing, r.Name):
 			p.slots[i] = slot{kind: replaced, rule: r}
 		default:
-			p.slots[i] = slot{kind: counted, rule: r, req: len(p.reqs), entries: entries[i]}
-			soft := softnessOf(r)
-			if s.globalQuota && soft == hard {
-				soft = quota
-			}
+			quota := !r.ShadowMode && (r.QuotaMode || s.globalQuota)
+			p.slots[i] = slot{kind: counted, rule: r, req: len(p.reqs), entries: entries[i], quota: quota}
 			p.reqs = append(p.reqs, store.Request{
 				Key:   s.keys.Key(r, entries[i]),
 				Limit: r.Limit,
 				Hits:  hits(req, descs[i]),
-				Mode:  s.modeOf(soft),
+				Mode:  s.modeOf(r, quota),
 			})
-			p.soft = append(p.soft, soft)
 		}
 	}
 	return p, nil
@@ -136,11 +110,11 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 // that shadow and quota rules are decided in the same single round trip:
 // under global SHADOW_MODE nothing may deny anything else, as envoyproxy
 // counts every descriptor there.
-func (s *Service) modeOf(soft softness) algorithms.Mode {
+func (s *Service) modeOf(r *config.Rule, quota bool) algorithms.Mode {
 	switch {
-	case s.globalShadow || soft == shadow:
+	case s.globalShadow || r.ShadowMode:
 		return algorithms.Shadow
-	case soft == quota:
+	case quota:
 		return algorithms.Quota
 	default:
 		return algorithms.Enforce

@@ -16,7 +16,12 @@ import (
 func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitResponse {
 	resp, b := newResponse(len(p.slots), len(p.reqs))
 	resp.OverallCode = rlsv3.RateLimitResponse_OK
-	quotaRules, quotaOver := 0, 0
+	// The store decided the batch as one unit; a request is over exactly
+	// when that batch was denied (shadow rules, and every rule under global
+	// SHADOW_MODE, never deny it; quota rules only all together).
+	if store.Verdict(p.reqs, results).Denied() {
+		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
 	for i, sl := range p.slots {
 		st := b.status(i)
 		resp.Statuses[i] = st
@@ -26,30 +31,9 @@ func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitRespo
 			st.LimitRemaining = math.MaxUint32
 		case counted:
 			b.describe(st, sl.req, sl.rule, results[sl.req].Decision)
-			over := st.Code == rlsv3.RateLimitResponse_OVER_LIMIT
-			switch p.soft[sl.req] {
-			case quota:
-				quotaRules++
-				if over {
-					quotaOver++
-				}
-			case hard:
-				if over {
-					resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-				}
-			}
 		default:
 			st.Code = rlsv3.RateLimitResponse_OK
 		}
-	}
-	// Quota rules are alternatives: the request is over only when all are.
-	if quotaRules > 0 && quotaOver == quotaRules {
-		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-	}
-	// Global shadow mode keeps each descriptor's verdict visible but never
-	// lets the request be limited.
-	if s.globalShadow {
-		resp.OverallCode = rlsv3.RateLimitResponse_OK
 	}
 	return resp
 }

@@ -17,37 +17,27 @@ import (
 // both spent, the minute rule resets first and the request still waits for
 // the hour.
 func retryAfter(p *plan, results []store.Result, resp *rlsv3.RateLimitResponse) time.Duration {
-	var hardWait, quotaWait time.Duration
-	quotaOver, quotaRules := 0, 0
+	verdict := store.Verdict(p.reqs, results)
+	var mustWait, eitherWait time.Duration
+	either := false
 	for i, sl := range p.slots {
 		if sl.kind != counted {
 			continue
 		}
-		soft := p.soft[sl.req]
-		if soft == quota {
-			quotaRules++
-		}
-		st := resp.Statuses[i]
-		if st.GetCode() != rlsv3.RateLimitResponse_OVER_LIMIT {
+		hold := verdict.Hold(p.reqs[sl.req].Mode, results[sl.req].Allowed)
+		if hold == algorithms.Free {
 			continue
 		}
 		wait := results[sl.req].RetryAfter
 		if wait == algorithms.Never || wait <= 0 {
 			// The hits can never fit: the window's end is the best hint.
-			wait = st.GetDurationUntilReset().AsDuration()
+			wait = resp.Statuses[i].GetDurationUntilReset().AsDuration()
 		}
-		switch soft {
-		case hard:
-			hardWait = max(hardWait, wait)
-		case quota:
-			if quotaOver == 0 || wait < quotaWait {
-				quotaWait = wait
-			}
-			quotaOver++
+		if hold == algorithms.Must {
+			mustWait = max(mustWait, wait)
+		} else if !either || wait < eitherWait {
+			eitherWait, either = wait, true
 		}
 	}
-	if quotaRules > 0 && quotaOver == quotaRules {
-		return max(hardWait, quotaWait)
-	}
-	return hardWait
+	return max(mustWait, eitherWait)
 }

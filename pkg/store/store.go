@@ -8,15 +8,10 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
-// Request charges Hits against Key under Limit. Hits == 0 only checks.
-// Mode says whether its denial denies the batch (algorithms.Mode; zero is
-// Enforce).
-type Request struct {
-	Key   string
-	Limit algorithms.Limit
-	Hits  uint64
-	Mode  algorithms.Mode
-}
+// Request charges Hits against Key under Limit (Hits == 0 only checks);
+// its Mode says whether its denial denies the batch. It is algorithms.Op:
+// one type from the service down to the Lua encoder.
+type Request = algorithms.Op
 
 // Result is the decision for the Request at the same index.
 type Result struct {
@@ -28,10 +23,22 @@ type Result struct {
 
 // Store decides a batch of requests atomically with the semantics of
 // algorithms.TakeAll: all-or-nothing, in one round trip to its backend.
+// Whether the batch was denied is Verdict(reqs, results).
 type Store interface {
 	// Take returns one Result per Request, in order. An error is a backend
 	// failure (unreachable, timeout, script error), never "over limit".
 	Take(ctx context.Context, reqs []Request) ([]Result, error)
 	// Close releases the backend's resources.
 	Close() error
+}
+
+// Verdict is the all-or-nothing verdict of a batch a Store decided: the
+// results already reflect it (a denied batch charged nothing), so this is
+// how callers read it without restating the rule.
+func Verdict(reqs []Request, results []Result) algorithms.Verdict {
+	var v algorithms.Verdict
+	for i, r := range reqs {
+		v.Add(r.Mode, results[i].Allowed)
+	}
+	return v
 }

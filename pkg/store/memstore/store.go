@@ -46,11 +46,6 @@ func New(opts ...Option) *Store {
 
 // Take decides reqs atomically with the semantics of algorithms.TakeAll.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
-	ops := make([]algorithms.Op, len(reqs))
-	for i, r := range reqs {
-		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits, Mode: r.Mode}
-	}
-
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -63,7 +58,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	}
 	now := s.now()
 	s.dropExpired(now.UnixMicro())
-	decisions, writes := algorithms.TakeAll(ops, s.load, now)
+	decisions, writes := algorithms.TakeAll(reqs, s.load, now)
 	for key, st := range writes {
 		s.save(key, st)
 	}

@@ -1,5 +1,5 @@
 // Package redisstore is the store.Store shared by every replica: each Take
-// is one EVALSHA of pkg/scripts' Lua, so a batch is decided atomically in
+// is one EVALSHA of internal/scripts' Lua, so a batch is decided atomically in
 // Redis, on Redis's clock, in one round trip.
 package redisstore
 
@@ -12,8 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -64,10 +63,6 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	if len(reqs) == 0 {
 		return []store.Result{}, nil
 	}
-	ops := make([]algorithms.Op, len(reqs))
-	for i, r := range reqs {
-		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits, Mode: r.Mode}
-	}
 	// REDIS_TIMEOUT caps the call even when the caller allows longer.
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -76,7 +71,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 		now = s.now()
 	}
 	start := time.Now()
-	decisions, err := s.runner.Take(ctx, s.client, ops, now)
+	decisions, err := s.runner.Take(ctx, s.client, reqs, now)
 	if s.observe != nil {
 		s.observe(time.Since(start), err)
 	}

@@ -30,7 +30,8 @@ func deny(remaining uint64, reset, retry time.Duration) algorithms.Decision {
 	return algorithms.Decision{Remaining: remaining, ResetAfter: reset, RetryAfter: retry}
 }
 
-// stepTables are keyed by algorithm; one missing here has no tables yet.
+// stepTables are keyed by algorithm; every algorithm must have at least one
+// (runSteps fails for one missing here).
 func stepTables() map[algorithms.Algorithm][]stepTable {
 	return map[algorithms.Algorithm][]stepTable{
 		algorithms.FixedWindow:   fixedWindowSteps(),
@@ -45,6 +46,9 @@ func stepTables() map[algorithms.Algorithm][]stepTable {
 func runSteps(t *testing.T, newStore Factory) {
 	tables := stepTables()
 	for _, a := range algorithms.All() {
+		if len(tables[a]) == 0 {
+			t.Errorf("%s has no step table: write one worked out from its doc comment", a)
+		}
 		for _, tc := range tables[a] {
 			t.Run(a.String()+"/"+tc.name, func(t *testing.T) {
 				if tc.limit.Algorithm != a {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 )
 
 // muldivDriver calls math.lua's muldiv on every (a, b, c, d) in ARGV and

@@ -3,7 +3,7 @@ package scripts
 import "strings"
 
 // MathSource is lua/math.lua alone, so tests can call muldiv directly.
-var MathSource = mathLua
+var MathSource = file("math")
 
 // RecordingSource is the take script with its TTLs recorded instead of set:
 // in the differential test a fake clock, not Redis's real one, decides when

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
 )
 
 // A zero now makes the script read Redis TIME: a token bucket's refill

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
 )
 
 // BenchmarkRunnerTake is one EVALSHA round trip to a local redis-server per

@@ -13,21 +13,12 @@
 -- final state of each key that an allowed op charged, only if the batch is
 -- allowed: no enforce op denied, and not every quota op denied.
 
-local HASH, LOG = 1, 2
+-- HASH, LOG, ENFORCE, SHADOW, QUOTA and ALGS (algorithm number -> state kind
+-- and step function) are generated from the Go registry (scripts/source.go).
 
 local KINDS = {
   [HASH] = { load = hash_load, fresh = hash_fresh, copy = hash_copy, expire = hash_expire, write = hash_write },
   [LOG] = { load = log_load, fresh = log_fresh, copy = log_copy, expire = log_expire, write = log_write },
-}
-
--- ALGS maps algorithms.Algorithm values to their kind and step function.
-local ALGS = {
-  [1] = { kind = HASH, take = fixed_window },
-  [2] = { kind = LOG, take = sliding_log },
-  [3] = { kind = HASH, take = sliding_window },
-  [4] = { kind = HASH, take = token_bucket },
-  [5] = { kind = HASH, take = leaky_bucket },
-  [6] = { kind = HASH, take = gcra },
 }
 
 -- original returns the stored state of rec's key as kind, loading it once.
@@ -69,7 +60,6 @@ local function limit_of(j)
   return lim
 end
 
-local SHADOW, QUOTA = 2, 3
 local FIELDS = 8
 
 local function take_main()

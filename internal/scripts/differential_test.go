@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/scripts"
 )
 
 // The differential test: for every algorithm, sequences of random ops (time

@@ -1,0 +1,37 @@
+package scripts_test
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// TestDispatchMatchesRegistry walks algorithms.All() against the assembled
+// script's ALGS table and the Lua files: every algorithm has its file, its
+// function and its row with its state kind, and nothing else is dispatched.
+func TestDispatchMatchesRegistry(t *testing.T) {
+	src := scripts.Source()
+	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (HASH|LOG), take = (\w+) \},$`).FindAllStringSubmatch(src, -1)
+	if len(rows) != len(algorithms.All()) {
+		t.Fatalf("ALGS has %d rows, the registry %d algorithms", len(rows), len(algorithms.All()))
+	}
+	for i, a := range algorithms.All() {
+		n, _ := strconv.Atoi(rows[i][1])
+		kind := map[algorithms.Family]string{algorithms.Registers: "HASH", algorithms.Log: "LOG"}[a.Family()]
+		if algorithms.Algorithm(n) != a || rows[i][2] != kind || rows[i][3] != a.String() {
+			t.Errorf("ALGS row %d is %q, want [%d] kind %s take %s", i, rows[i][0], a, kind, a)
+		}
+		body, err := os.ReadFile("lua/" + a.String() + ".lua")
+		if err != nil {
+			t.Errorf("%s: %v", a, err)
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^local function ` + a.String() + `\(lim, `).Match(body) {
+			t.Errorf("lua/%s.lua does not define local function %s(lim, ...)", a, a)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package algorithms
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Family is the shape of an algorithm's State, and so how a store keeps it.
+// Zero means unset.
+type Family uint8
+
+const (
+	// Registers: a few integers (State.A, B, C); Redis keeps a hash.
+	Registers Family = iota + 1
+	// Log: State.Log, one entry per admitted request; Redis keeps a ZSET.
+	Log
+)
+
+// spec is everything the rest of the code derives from an algorithm: its
+// config name (also its Lua file and function name), its state family,
+// whether it is a bucket with a capacity (Burst), its step function, and
+// how to take back a charge.
+type spec struct {
+	name   string
+	family Family
+	bucket bool
+	take   func(Limit, State, uint64, int64) (Decision, State)
+}
+
+// registry is the one table of algorithms, indexed by Algorithm-1. A new
+// algorithm is a constant, a row here, its Go and Lua step functions, a
+// docs section, a schema enum value and a storetest step table; tests fail
+// until all of them exist.
+var registry = [...]spec{
+	FixedWindow - 1:   {name: "fixed_window", family: Registers, take: fixedWindow},
+	SlidingLog - 1:    {name: "sliding_log", family: Log, take: slidingLog},
+	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow},
+	TokenBucket - 1:   {name: "token_bucket", family: Registers, bucket: true, take: tokenBucket},
+	LeakyBucket - 1:   {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket},
+	GCRA - 1:          {name: "gcra", family: Registers, bucket: true, take: gcra},
+}
+
+// lookup returns a's row; ok is false for zero and unknown values.
+func (a Algorithm) lookup() (spec, bool) {
+	if a == 0 || int(a) > len(registry) {
+		return spec{}, false
+	}
+	return registry[a-1], true
+}
+
+// All lists every algorithm in declaration order.
+func All() []Algorithm {
+	out := make([]Algorithm, len(registry))
+	for i := range registry {
+		out[i] = Algorithm(i + 1)
+	}
+	return out
+}
+
+// Names lists every algorithm's config name in declaration order.
+func Names() []string {
+	out := make([]string, len(registry))
+	for i, s := range registry {
+		out[i] = s.name
+	}
+	return out
+}
+
+// Valid reports whether a is a known algorithm (zero is not).
+func (a Algorithm) Valid() bool {
+	_, ok := a.lookup()
+	return ok
+}
+
+func (a Algorithm) String() string {
+	if s, ok := a.lookup(); ok {
+		return s.name
+	}
+	return fmt.Sprintf("algorithm(%d)", uint8(a))
+}
+
+// Family is the shape of a's state; zero for an unknown algorithm.
+func (a Algorithm) Family() Family {
+	s, _ := a.lookup()
+	return s.family
+}
+
+// Bucket reports whether a has a capacity that refills (Limit.Burst
+// applies to it).
+func (a Algorithm) Bucket() bool {
+	s, _ := a.lookup()
+	return s.bucket
+}
+
+// Parse maps a config name (case-insensitive) to an Algorithm. An unknown
+// name is an error, never a default.
+func Parse(name string) (Algorithm, error) {
+	for i, s := range registry {
+		if strings.EqualFold(s.name, name) {
+			return Algorithm(i + 1), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", name, strings.Join(Names(), ", "))
+}

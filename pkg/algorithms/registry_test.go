@@ -1,0 +1,98 @@
+package algorithms_test
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+func TestRegistryParseRoundTrip(t *testing.T) {
+	for _, a := range algorithms.All() {
+		for _, name := range []string{a.String(), strings.ToUpper(a.String())} {
+			got, err := algorithms.Parse(name)
+			if err != nil || got != a {
+				t.Errorf("Parse(%q) = %v, %v; want %v", name, got, err, a)
+			}
+		}
+		if !a.Valid() || a.Family() == 0 {
+			t.Errorf("%s: Valid %v, Family %d", a, a.Valid(), a.Family())
+		}
+	}
+	for _, name := range []string{"", "fixed", "gcra ", "token-bucket"} {
+		if a, err := algorithms.Parse(name); err == nil {
+			t.Errorf("Parse(%q) = %v, want an error", name, a)
+		}
+	}
+}
+
+// TestUnknownAlgorithmIsNeverDefaulted: a value outside the registry is
+// invalid and denied, never run as some other algorithm.
+func TestUnknownAlgorithmIsNeverDefaulted(t *testing.T) {
+	for _, a := range []algorithms.Algorithm{0, algorithms.Algorithm(len(algorithms.All()) + 1), 255} {
+		lim := algorithms.Limit{Algorithm: a, Requests: 10, Period: time.Second}
+		if a.Valid() || lim.Validate() == nil || a.Family() != 0 || a.Bucket() {
+			t.Errorf("%s: Valid %v, Validate %v, Family %d, Bucket %v", a, a.Valid(), lim.Validate(), a.Family(), a.Bucket())
+		}
+		d, _ := algorithms.Take(lim, algorithms.State{}, 1, time.UnixMicro(1e15))
+		if d.Allowed || d.RetryAfter != algorithms.Never {
+			t.Errorf("%s: Take = %+v, want denied forever", a, d)
+		}
+	}
+}
+
+// TestSchemaEnumMatchesRegistry: api/config.schema.json offers exactly the
+// registry's names, in order, and its case-insensitive pattern accepts each.
+func TestSchemaEnumMatchesRegistry(t *testing.T) {
+	raw, err := os.ReadFile("../../api/config.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs map[string]struct {
+			AnyOf []struct {
+				Enum    []string `json:"enum"`
+				Pattern string   `json:"pattern"`
+			} `json:"anyOf"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	def, ok := schema.Defs["algorithm"]
+	if !ok || len(def.AnyOf) != 2 {
+		t.Fatalf("schema has no $defs.algorithm with enum and pattern: %+v", def)
+	}
+	if !slices.Equal(def.AnyOf[0].Enum, algorithms.Names()) {
+		t.Errorf("schema enum %v, registry %v", def.AnyOf[0].Enum, algorithms.Names())
+	}
+	re := regexp.MustCompile(def.AnyOf[1].Pattern)
+	for _, n := range algorithms.Names() {
+		if !re.MatchString(strings.ToUpper(n)) {
+			t.Errorf("schema pattern rejects %q", strings.ToUpper(n))
+		}
+	}
+}
+
+// TestDocsHaveASectionPerAlgorithm: docs/algorithms.md has one "## name"
+// section per algorithm, in registry order.
+func TestDocsHaveASectionPerAlgorithm(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/algorithms.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sections []string
+	for _, m := range regexp.MustCompile(`(?m)^## ([a-z_]+)$`).FindAllStringSubmatch(string(raw), -1) {
+		if _, err := algorithms.Parse(m[1]); err == nil {
+			sections = append(sections, m[1])
+		}
+	}
+	if !slices.Equal(sections, algorithms.Names()) {
+		t.Errorf("docs/algorithms.md sections %v, registry %v", sections, algorithms.Names())
+	}
+}

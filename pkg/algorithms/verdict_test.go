@@ -1,0 +1,51 @@
+package algorithms_test
+
+import (
+	"testing"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+func TestVerdict(t *testing.T) {
+	const (
+		E = algorithms.Enforce
+		S = algorithms.Shadow
+		Q = algorithms.Quota
+	)
+	type op struct {
+		mode    algorithms.Mode
+		allowed bool
+	}
+	for _, tt := range []struct {
+		name   string
+		ops    []op
+		denied bool
+		holds  []algorithms.Hold
+	}{
+		{"empty", nil, false, nil},
+		{"enforce allowed", []op{{E, true}}, false, []algorithms.Hold{algorithms.Free}},
+		{"enforce denied", []op{{E, false}, {E, true}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free}},
+		{"zero mode is enforce", []op{{0, false}}, true, []algorithms.Hold{algorithms.Must}},
+		{"shadow denied denies nothing", []op{{S, false}, {E, true}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
+		{"one quota with room", []op{{Q, false}, {Q, true}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
+		{"every quota denied", []op{{Q, false}, {Q, false}, {S, false}}, true, []algorithms.Hold{algorithms.Either, algorithms.Either, algorithms.Free}},
+		{"enforce and quota", []op{{E, false}, {Q, false}, {Q, true}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free, algorithms.Free}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := make([]algorithms.Op, len(tt.ops))
+			ds := make([]algorithms.Decision, len(tt.ops))
+			for i, o := range tt.ops {
+				ops[i].Mode, ds[i].Allowed = o.mode, o.allowed
+			}
+			v := algorithms.VerdictOf(ops, ds)
+			if v.Denied() != tt.denied {
+				t.Errorf("Denied = %v, want %v", v.Denied(), tt.denied)
+			}
+			for i, o := range tt.ops {
+				if h := v.Hold(o.mode, o.allowed); h != tt.holds[i] {
+					t.Errorf("op %d: Hold = %d, want %d", i, h, tt.holds[i])
+				}
+			}
+		})
+	}
+}
