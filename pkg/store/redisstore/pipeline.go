@@ -109,24 +109,26 @@ func (c *coalescer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func (c *coalescer) call(ctx context.Context, outer *redis.Cmd, next redis.ProcessHook) error {
-	p := &pendingCall{ctx: ctx, cmd: redis.NewCmd(ctx, outer.Args()...), done: make(chan struct{})}
 	c.mu.Lock()
+	if c.inFlight == 0 {
+		// Alone: the plain path on the caller's goroutine, as without
+		// coalescing, and nothing to allocate.
+		c.inFlight++
+		c.mu.Unlock()
+		err := next(ctx, outer)
+		c.completed()
+		return err
+	}
+	p := &pendingCall{ctx: ctx, cmd: redis.NewCmd(ctx, outer.Args()...), done: make(chan struct{})}
 	c.queue = append(c.queue, p)
 	var batch []*pendingCall
-	if c.inFlight == 0 || (c.limit > 0 && len(c.queue) >= c.limit) {
+	if c.limit > 0 && len(c.queue) >= c.limit {
 		batch = c.takeLocked()
 	} else {
 		c.armLocked()
 	}
 	c.mu.Unlock()
 
-	if len(batch) == 1 && batch[0] == p {
-		// Alone: the plain path on the caller's goroutine, as without
-		// coalescing.
-		err := next(ctx, outer)
-		c.completed()
-		return err
-	}
 	if batch != nil {
 		go c.run(batch)
 	}
