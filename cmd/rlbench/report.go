@@ -10,6 +10,8 @@ import (
 
 func numCPU() int { return runtime.NumCPU() }
 
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 // median of xs (the mean of the middle two for an even count).
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
@@ -39,7 +41,7 @@ func stat(samples []sample, f func(sample) float64, format string) (float64, str
 
 func printTable(o options, targets []*target, samples map[string][]sample) {
 	fmt.Printf("\nmedians over %d rounds (min-max); CPU in us per decision\n", o.rounds)
-	header := []string{"target", "desc", "decisions/s", "p50", "p99", "server CPU", "server/floor", "redis CPU", "cmds/dec", "script us/call", "errors"}
+	header := []string{"target", "desc", "decisions/s", "p50 ms", "p99 ms", "server CPU", "server/floor", "redis CPU", "cmds/dec", "script us/call", "errors"}
 	rows := [][]string{header}
 	for _, d := range o.descriptors {
 		floor := 0.0
@@ -49,8 +51,8 @@ func printTable(o options, targets []*target, samples map[string][]sample) {
 		for _, t := range targets {
 			ss := samples[rowKey(t.name, d)]
 			_, rate := stat(ss, func(s sample) float64 { return float64(s.calls) / s.elapsed.Seconds() }, "%.0f")
-			p50, _ := stat(ss, func(s sample) float64 { return float64(s.p50) }, "%.0f")
-			p99, _ := stat(ss, func(s sample) float64 { return float64(s.p99) }, "%.0f")
+			_, p50 := stat(ss, func(s sample) float64 { return ms(s.p50) }, "%.2f")
+			_, p99 := stat(ss, func(s sample) float64 { return ms(s.p99) }, "%.2f")
 			cpu, cpuS := stat(ss, func(s sample) float64 { return perCall(s.serverCPU, s.calls) }, "%.1f")
 			ratio := "-"
 			if floor > 0 && t.name != "floor" {
@@ -71,7 +73,7 @@ func printTable(o options, targets []*target, samples map[string][]sample) {
 			for _, s := range ss {
 				errs += s.failed
 			}
-			rows = append(rows, []string{t.name, fmt.Sprint(d), rate, rnd(time.Duration(p50)).String(), rnd(time.Duration(p99)).String(),
+			rows = append(rows, []string{t.name, fmt.Sprint(d), rate, p50, p99,
 				cpuS, ratio, redisCPU, cmds, script, fmt.Sprint(errs)})
 		}
 	}
