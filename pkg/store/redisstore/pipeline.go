@@ -116,7 +116,9 @@ func (c *coalescer) call(ctx context.Context, outer *redis.Cmd, next redis.Proce
 		c.inFlight++
 		c.mu.Unlock()
 		err := next(ctx, outer)
-		c.completed()
+		if batch := c.completed(); batch != nil {
+			go c.run(batch)
+		}
 		return err
 	}
 	p := &pendingCall{ctx: ctx, cmd: redis.NewCmd(ctx, outer.Args()...), done: make(chan struct{})}
@@ -190,27 +192,34 @@ func (c *coalescer) windowElapsed() {
 	}
 }
 
-// completed ends one pipeline (or lone call) and sends what queued meanwhile.
-func (c *coalescer) completed() {
+// completed ends one pipeline (or lone call) and returns what queued
+// meanwhile, counted in flight, for the caller to send.
+func (c *coalescer) completed() []*pendingCall {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.inFlight--
-	var batch []*pendingCall
-	if len(c.queue) > 0 {
-		batch = c.takeLocked()
-		if len(c.queue) > 0 {
-			c.armLocked()
-		}
+	if len(c.queue) == 0 {
+		return nil
 	}
-	c.mu.Unlock()
-	if batch != nil {
-		go c.run(batch)
+	batch := c.takeLocked()
+	if len(c.queue) > 0 {
+		c.armLocked()
+	}
+	return batch
+}
+
+// run sends batch, then whatever queued while it was in flight, on this
+// goroutine (whose stack is already grown) until the queue is empty.
+func (c *coalescer) run(batch []*pendingCall) {
+	for batch != nil {
+		c.send(batch)
+		batch = c.completed()
 	}
 }
 
-// run sends one batch as a pipeline, bounded by the latest deadline among
+// send writes one batch as a pipeline, bounded by the latest deadline among
 // its callers (each of them still stops waiting at its own).
-func (c *coalescer) run(batch []*pendingCall) {
-	defer c.completed()
+func (c *coalescer) send(batch []*pendingCall) {
 	deadline := time.Now().Add(c.timeout)
 	live := batch[:0:0]
 	var latest time.Time
