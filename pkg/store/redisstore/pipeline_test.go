@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -260,4 +261,59 @@ func TestPipelineNeverChargesTwice(t *testing.T) {
 	if _, err := s.Take(ctx, batch(1, window(lim), 1)); err == nil {
 		t.Error("Take succeeded with Redis dead")
 	}
+}
+
+// TestPipelineCallerDeadlines: behind a pipeline stuck on a server that
+// never answers, queued callers still fail by their own deadlines, not the
+// pipeline's (REDIS_TIMEOUT, 2 s here, or a later caller's).
+func TestPipelineCallerDeadlines(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	s := newStore(t, redisstore.WithAddr(ln.Addr().String()), redisstore.WithTimeout(2*time.Second),
+		redisstore.WithPipeline(time.Millisecond, 0), redisstore.WithPoolSize(2))
+
+	deadlines := []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 500 * time.Millisecond}
+	var wg sync.WaitGroup
+	for i := range 24 {
+		d := deadlines[i%len(deadlines)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(t.Context(), d)
+			defer cancel()
+			start := time.Now()
+			res, err := s.Take(ctx, batch(1, window(5), 1))
+			took := time.Since(start)
+			if err == nil {
+				t.Errorf("Take against a hung server = %v, want an error", res)
+			}
+			if took > d+150*time.Millisecond {
+				t.Errorf("a call with a %s deadline took %s", d, took)
+			}
+		}()
+	}
+	wg.Wait()
 }
