@@ -24,10 +24,14 @@ func WithPipeline(window time.Duration, limit int) Option {
 	return func(s *settings) { s.pipelineWindow, s.pipelineLimit = window, limit }
 }
 
-// coalescedCommands are the commands a decision runs; others (PING, SCRIPT
-// LOAD, TIME) go straight through.
-var coalescedCommands = map[string]bool{
-	"evalsha": true, "eval": true, "evalsha_ro": true, "eval_ro": true, "fcall": true, "fcall_ro": true,
+// coalesced says whether a command is one a decision runs; others (PING,
+// SCRIPT LOAD, FUNCTION LOAD, TIME) go straight through.
+func coalesced(name string) bool {
+	switch name {
+	case "evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
 }
 
 // coalescer is a go-redis hook that gathers concurrent script calls into
@@ -101,7 +105,7 @@ func (c *coalescer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func (c *coalescer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		outer, ok := cmd.(*redis.Cmd)
-		if !ok || !coalescedCommands[cmd.Name()] {
+		if !ok || !coalesced(cmd.Name()) {
 			return next(ctx, cmd)
 		}
 		return c.call(ctx, outer, next)
