@@ -24,6 +24,7 @@ import (
 
 type options struct {
 	ratelimitd  string
+	base        string
 	redisServer string
 	config      string
 	domain      string
@@ -42,6 +43,7 @@ func main() {
 	var o options
 	var descs, targets string
 	flag.StringVar(&o.ratelimitd, "ratelimitd", "", "ratelimitd binary to measure (required)")
+	flag.StringVar(&o.base, "ratelimitd-base", "", "a second ratelimitd binary (say, before a change) for targets named base-memory, base-redis")
 	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.StringVar(&o.config, "config", "bench/config", "ratelimitd config directory")
 	flag.StringVar(&o.domain, "domain", "bench", "rate limit domain")
@@ -53,7 +55,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 2, "rounds; each round runs every target once")
 	flag.DurationVar(&o.timeout, "timeout", time.Second, "per-call deadline")
 	flag.StringVar(&targets, "targets", "floor,memory,redis",
-		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0); +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
+		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0), and base-<target> for -ratelimitd-base; +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
 	flag.StringVar(&o.serveFloor, "serve-floor", "", "internal: serve the floor on this address")
 	flag.Parse()
 	if o.serveFloor != "" {

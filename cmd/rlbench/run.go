@@ -74,6 +74,13 @@ func run(o options) error {
 		if extra == "" {
 			env = nil
 		}
+		bin := o.ratelimitd
+		if k, ok := strings.CutPrefix(kind, "base-"); ok {
+			if o.base == "" {
+				return fmt.Errorf("target %q needs -ratelimitd-base", name)
+			}
+			kind, bin = k, o.base
+		}
 		if kind == "redis-nopipe" {
 			kind, env = "redis", append(env, "REDIS_PIPELINE_WINDOW=0")
 		}
@@ -81,10 +88,10 @@ func run(o options) error {
 		case "floor":
 			t.proc, t.addr, err = startFloor()
 		case "memory":
-			t.proc, t.addr, err = startService(o.ratelimitd, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
+			t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
 		case "redis":
 			t.redis = true
-			t.proc, t.addr, err = startService(o.ratelimitd, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
+			t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
 		default:
 			err = fmt.Errorf("unknown target %q", name)
 		}
