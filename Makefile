@@ -18,12 +18,11 @@ test:
 # the embedded store, a local redis-server and a bare gRPC floor, 1 and 3
 # descriptors, 50 concurrent calls over loopback. Settings such as
 # REDIS_PIPELINE_WINDOW in the environment reach the service under test.
-BENCH_DIR := $(shell mktemp -d -u /tmp/rlbench.XXXXXX)
 bench:
-	mkdir -p $(BENCH_DIR)
-	$(GO) build -o $(BENCH_DIR)/ratelimitd ./cmd/ratelimitd
-	$(GO) build -o $(BENCH_DIR)/rlbench ./cmd/rlbench
-	$(BENCH_DIR)/rlbench -ratelimitd $(BENCH_DIR)/ratelimitd -config bench/config $(BENCH_FLAGS); rc=$$?; rm -rf $(BENCH_DIR); exit $$rc
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	$(GO) build -o "$$dir/ratelimitd" ./cmd/ratelimitd && \
+	$(GO) build -o "$$dir/rlbench" ./cmd/rlbench && \
+	"$$dir/rlbench" -ratelimitd "$$dir/ratelimitd" -config bench/config $(BENCH_FLAGS)
 
 # Go benchmarks (every algorithm on every store), then a bounded load run
 # per algorithm against the real binary on loopback (bench/load.sh).
