@@ -1,7 +1,7 @@
 GO      ?= go
 BIN     := bin/ratelimitd
 
-.PHONY: build run test bench fmt lint
+.PHONY: build run test bench bench-go bench-load fmt lint
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ratelimitd
@@ -14,10 +14,22 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-# Go benchmarks (every algorithm on every store), then a bounded load run
-# against the real binary on loopback (bench/load.sh).
+# Cost per decision in one interleaved run (cmd/rlbench, about 1 minute):
+# the embedded store, a local redis-server and a bare gRPC floor, 1 and 3
+# descriptors, 50 concurrent calls over loopback. Settings such as
+# REDIS_PIPELINE_WINDOW in the environment reach the service under test.
 bench:
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	$(GO) build -o "$$dir/ratelimitd" ./cmd/ratelimitd && \
+	$(GO) build -o "$$dir/rlbench" ./cmd/rlbench && \
+	"$$dir/rlbench" -ratelimitd "$$dir/ratelimitd" -config bench/config $(BENCH_FLAGS)
+
+# Go benchmarks (every algorithm on every store), then a bounded load run
+# per algorithm against the real binary on loopback (bench/load.sh).
+bench-go:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+bench-load:
 	bash bench/load.sh
 
 fmt:

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -106,6 +107,10 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	if set.GRPCMaxRecvBytes > 0 {
 		grpcOpts = append(grpcOpts, grpc.MaxRecvMsgSize(set.GRPCMaxRecvBytes))
 	}
+	// Long-lived stream workers keep their grown stacks: a fresh goroutine
+	// per call re-grew its stack on every call (about a tenth of the CPU
+	// under load, see docs/performance.md).
+	grpcOpts = append(grpcOpts, grpc.NumStreamWorkers(uint32(max(128, 16*runtime.GOMAXPROCS(0)))))
 	if set.GRPCTLS {
 		tlsCfg, err := grpcServerTLS(set, log)
 		if err != nil {

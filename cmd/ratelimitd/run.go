@@ -29,6 +29,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		log.Warn(w)
 	}
 	routeRedisLogs(log)
+	tuneGC(set, lookup)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

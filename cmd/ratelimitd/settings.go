@@ -107,6 +107,11 @@ type settings struct {
 	MaxEntries      int
 	MaxValueLen     int
 
+	// RedisPipelineWindow and RedisPipelineLimit are REDIS_PIPELINE_WINDOW
+	// and REDIS_PIPELINE_LIMIT: concurrent decisions share round trips.
+	RedisPipelineWindow time.Duration
+	RedisPipelineLimit  int
+
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
 	Warnings []string
@@ -196,6 +201,8 @@ func (s *settings) readBackend(env *envReader) (backend, redisType string) {
 	if s.RedisTimeout == 0 {
 		env.fail("REDIS_TIMEOUT", "0s", "a positive duration")
 	}
+	s.RedisPipelineWindow = env.duration("REDIS_PIPELINE_WINDOW", redisstore.DefaultPipelineWindow)
+	s.RedisPipelineLimit = env.integer("REDIS_PIPELINE_LIMIT", 0, 0, math.MaxInt32)
 	s.CacheKeyPrefix = env.str("CACHE_KEY_PREFIX", "")
 	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", memstore.DefaultMaxKeys, 0, math.MaxInt32)
 	s.LocalCacheBytes = env.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, math.MaxInt32)

@@ -37,6 +37,7 @@ func defaultSettings() settings {
 		RedisType:                 redisstore.Single,
 		RedisPoolSize:             10,
 		RedisTimeout:              10 * time.Second,
+		RedisPipelineWindow:       redisstore.DefaultPipelineWindow,
 		LogLevel:                  zapcore.WarnLevel,
 		MaxDescriptors:            service.DefaultMaxDescriptors,
 		MaxEntries:                service.DefaultMaxEntries,
@@ -85,6 +86,11 @@ func TestParseSettings(t *testing.T) {
 				s.Backend, s.RedisURL, s.RedisType, s.RedisAuth, s.RedisTLS = backendRedis, "redis:6379", redisstore.Cluster, "u:p", true
 				s.RedisPoolSize, s.RedisTimeout, s.CacheKeyPrefix = 32, 250*time.Millisecond, "rl_"
 			},
+		},
+		{
+			name: "pipeline settings",
+			env:  map[string]string{"REDIS_PIPELINE_WINDOW": "0", "REDIS_PIPELINE_LIMIT": "8"},
+			want: func(s *settings) { s.RedisPipelineWindow, s.RedisPipelineLimit = 0, 8 },
 		},
 		{
 			name: "TLS files, as envoyproxy names them",

@@ -36,6 +36,7 @@ func newBackend(set settings, m *metrics.Metrics) (store.Store, error) {
 		redisstore.WithAuth(set.RedisAuth),
 		redisstore.WithPoolSize(set.RedisPoolSize),
 		redisstore.WithTimeout(set.RedisTimeout),
+		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
 		redisstore.WithRoundTripObserver(m.RoundTrip),
 	}
 	if set.RedisTLS {

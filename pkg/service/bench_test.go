@@ -19,7 +19,7 @@ descriptors:
   - key: user
     rate_limit: {unit: second, requests_per_unit: 4294967295}
 `)
-	for _, n := range []int{1, 8} {
+	for _, n := range []int{1, 3, 8} {
 		b.Run(fmt.Sprintf("descriptors=%d", n), func(b *testing.B) {
 			st := memstore.New()
 			defer st.Close()

@@ -46,35 +46,78 @@ type plan struct {
 	reqs  []store.Request
 }
 
+// planOne and planFew hold a small request's plan, its slots, its store
+// requests and its entries in one allocation (see newPlan).
+type planOne struct {
+	p       plan
+	slots   [1]slot
+	reqs    [1]store.Request
+	entries [2]config.Entry
+}
+
+type planFew struct {
+	p       plan
+	slots   [few]slot
+	reqs    [few]store.Request
+	entries [2 * few]config.Entry
+}
+
+// newPlan allocates a plan for n descriptors holding total entries: one
+// allocation when the request is small, as Envoy's are, instead of one per
+// descriptor and per slice.
+func newPlan(n, total int) (*plan, []config.Entry) {
+	if n == 1 && total <= 2 {
+		b := &planOne{}
+		b.p.slots, b.p.reqs = b.slots[:], b.reqs[:0]
+		return &b.p, b.entries[:total]
+	}
+	if n <= few && total <= 2*few {
+		b := &planFew{}
+		b.p.slots, b.p.reqs = b.slots[:n], b.reqs[:0]
+		return &b.p, b.entries[:total]
+	}
+	return &plan{slots: make([]slot, n), reqs: make([]store.Request, 0, n)}, make([]config.Entry, total)
+}
+
 func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, error) {
 	domain := req.GetDomain()
 	descs := req.GetDescriptors()
-	entries := make([][]config.Entry, len(descs))
-	rules := make([]*config.Rule, len(descs))
+	total := 0
+	for _, d := range descs {
+		total += len(d.GetEntries())
+	}
+	p, all := newPlan(len(descs), total)
 	var replacing map[string]struct{}
 	// Match every descriptor first: a rule may be replaced by one matched
 	// after it, as in envoyproxy.
 	for i, d := range descs {
-		entries[i] = toEntries(d.GetEntries())
-		if len(entries[i]) == 0 {
+		in := d.GetEntries()
+		entries := all[:len(in):len(in)]
+		all = all[len(in):]
+		for j, e := range in {
+			entries[j] = config.Entry{Key: e.GetKey(), Value: e.GetValue()}
+		}
+		sl := &p.slots[i]
+		sl.entries = entries
+		if len(entries) == 0 {
 			continue
 		}
 		if o := d.GetLimit(); o != nil {
 			if !cfg.HasDomain(domain) {
 				continue
 			}
-			r, err := overrideRule(domain, entries[i], o)
+			r, err := overrideRule(domain, entries, o)
 			if err != nil {
 				return nil, fmt.Errorf("descriptor %d: %w", i, err)
 			}
-			rules[i] = r
+			sl.rule = r
 			continue
 		}
-		r := cfg.Match(domain, entries[i])
+		r := cfg.Match(domain, entries)
 		if r == nil {
 			continue
 		}
-		rules[i] = r
+		sl.rule = r
 		for _, name := range r.Replaces {
 			if replacing == nil {
 				replacing = make(map[string]struct{})
@@ -83,23 +126,24 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 		}
 	}
 
-	p := &plan{slots: make([]slot, len(descs))}
-	for i, r := range rules {
+	for i := range p.slots {
+		sl := &p.slots[i]
+		r := sl.rule
 		switch {
 		case r == nil:
-			p.slots[i] = slot{kind: noLimit}
+			sl.kind = noLimit
 		case r.Unlimited:
-			p.slots[i] = slot{kind: unlimited, rule: r}
+			sl.kind = unlimited
 		case r.Name != "" && isReplaced(replacing, r.Name):
-			p.slots[i] = slot{kind: replaced, rule: r}
+			sl.kind = replaced
 		default:
-			quota := !r.ShadowMode && (r.QuotaMode || s.globalQuota)
-			p.slots[i] = slot{kind: counted, rule: r, req: len(p.reqs), entries: entries[i], quota: quota}
+			sl.quota = !r.ShadowMode && (r.QuotaMode || s.globalQuota)
+			sl.kind, sl.req = counted, len(p.reqs)
 			p.reqs = append(p.reqs, store.Request{
-				Key:   s.keys.Key(r, entries[i]),
+				Key:   s.keys.Key(r, sl.entries),
 				Limit: r.Limit,
 				Hits:  hits(req, descs[i]),
-				Mode:  s.modeOf(r, quota),
+				Mode:  s.modeOf(r, sl.quota),
 			})
 		}
 	}
@@ -136,14 +180,6 @@ func hits(req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor) uint6
 		return uint64(n)
 	}
 	return 1
-}
-
-func toEntries(in []*ratelimitv3.RateLimitDescriptor_Entry) []config.Entry {
-	out := make([]config.Entry, len(in))
-	for i, e := range in {
-		out[i] = config.Entry{Key: e.GetKey(), Value: e.GetValue()}
-	}
-	return out
 }
 
 // overrideRule is config.OverrideRule (envoyproxy's fixed window for a

@@ -14,10 +14,8 @@ import (
 )
 
 func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitResponse {
-	resp := &rlsv3.RateLimitResponse{
-		OverallCode: rlsv3.RateLimitResponse_OK,
-		Statuses:    make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(p.slots)),
-	}
+	resp, b := newResponse(len(p.slots), len(p.reqs))
+	resp.OverallCode = rlsv3.RateLimitResponse_OK
 	// The store decided the batch as one unit; a request is over exactly
 	// when that batch was denied (shadow rules, and every rule under global
 	// SHADOW_MODE, never deny it; quota rules only all together).
@@ -25,40 +23,86 @@ func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitRespo
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	for i, sl := range p.slots {
+		st := b.status(i)
+		resp.Statuses[i] = st
 		switch sl.kind {
 		case unlimited:
-			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{
-				Code:           rlsv3.RateLimitResponse_OK,
-				LimitRemaining: math.MaxUint32,
-			}
+			st.Code = rlsv3.RateLimitResponse_OK
+			st.LimitRemaining = math.MaxUint32
 		case counted:
-			resp.Statuses[i] = descriptorStatus(sl.rule, results[sl.req].Decision)
+			b.describe(st, sl.req, sl.rule, results[sl.req].Decision)
 		default:
-			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+			st.Code = rlsv3.RateLimitResponse_OK
 		}
 	}
 	return resp
 }
 
-func descriptorStatus(r *config.Rule, d algorithms.Decision) *rlsv3.RateLimitResponse_DescriptorStatus {
-	code := rlsv3.RateLimitResponse_OK
+// oneDescriptor and fewDescriptors hold a response and every message it
+// points to in one allocation, instead of four per descriptor: Envoy sends
+// one to a few descriptors per request.
+type oneDescriptor struct {
+	resp     rlsv3.RateLimitResponse
+	ptr      [1]*rlsv3.RateLimitResponse_DescriptorStatus
+	status   [1]rlsv3.RateLimitResponse_DescriptorStatus
+	limit    [1]rlsv3.RateLimitResponse_RateLimit
+	duration [1]durationpb.Duration
+}
+
+const few = 4
+
+type fewDescriptors struct {
+	resp     rlsv3.RateLimitResponse
+	ptr      [few]*rlsv3.RateLimitResponse_DescriptorStatus
+	status   [few]rlsv3.RateLimitResponse_DescriptorStatus
+	limit    [few]rlsv3.RateLimitResponse_RateLimit
+	duration [few]durationpb.Duration
+}
+
+// responseParts hands out the messages of one response.
+type responseParts struct {
+	statuses  []rlsv3.RateLimitResponse_DescriptorStatus
+	limits    []rlsv3.RateLimitResponse_RateLimit
+	durations []durationpb.Duration
+}
+
+func newResponse(slots, counted int) (*rlsv3.RateLimitResponse, responseParts) {
+	switch {
+	case slots == 1:
+		b := &oneDescriptor{}
+		b.resp.Statuses = b.ptr[:]
+		return &b.resp, responseParts{statuses: b.status[:], limits: b.limit[:], durations: b.duration[:]}
+	case slots <= few:
+		b := &fewDescriptors{}
+		b.resp.Statuses = b.ptr[:slots]
+		return &b.resp, responseParts{statuses: b.status[:slots], limits: b.limit[:counted], durations: b.duration[:counted]}
+	}
+	return &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, slots)}, responseParts{
+		statuses:  make([]rlsv3.RateLimitResponse_DescriptorStatus, slots),
+		limits:    make([]rlsv3.RateLimitResponse_RateLimit, counted),
+		durations: make([]durationpb.Duration, counted),
+	}
+}
+
+func (b responseParts) status(i int) *rlsv3.RateLimitResponse_DescriptorStatus { return &b.statuses[i] }
+
+// describe fills st with counted request req's decision d under rule r.
+func (b responseParts) describe(st *rlsv3.RateLimitResponse_DescriptorStatus, req int, r *config.Rule, d algorithms.Decision) {
+	st.Code = rlsv3.RateLimitResponse_OK
 	if !d.Allowed && !r.ShadowMode {
-		code = rlsv3.RateLimitResponse_OVER_LIMIT
+		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	limit := &rlsv3.RateLimitResponse_RateLimit{
-		Name:            r.Name,
-		RequestsPerUnit: r.RequestsPerUnit,
-		Unit:            r.Unit,
-	}
+	limit := &b.limits[req]
+	limit.Name, limit.RequestsPerUnit, limit.Unit = r.Name, r.RequestsPerUnit, r.Unit
 	if m := unitMultiplier(r); m > 1 {
 		limit.UnitMultiplier = wrapperspb.UInt32(m)
 	}
-	return &rlsv3.RateLimitResponse_DescriptorStatus{
-		Code:               code,
-		CurrentLimit:       limit,
-		LimitRemaining:     uint32(min(d.Remaining, math.MaxUint32)),
-		DurationUntilReset: durationpb.New(untilReset(r.Limit.Algorithm, d.ResetAfter)),
-	}
+	st.CurrentLimit = limit
+	st.LimitRemaining = uint32(min(d.Remaining, math.MaxUint32))
+	reset := untilReset(r.Limit.Algorithm, d.ResetAfter)
+	dur := &b.durations[req]
+	dur.Seconds, dur.Nanos = int64(reset/time.Second), int32(reset%time.Second)
+	st.DurationUntilReset = dur
 }
 
 // untilReset reports fixed windows in whole seconds rounded up, which is

@@ -64,6 +64,10 @@ type settings struct {
 	timeout    time.Duration
 	now        func() time.Time
 	observe    func(time.Duration, error)
+
+	// REDIS_PIPELINE_WINDOW and REDIS_PIPELINE_LIMIT (pipeline.go).
+	pipelineWindow time.Duration
+	pipelineLimit  int
 }
 
 // WithRoundTripObserver is told how long each script call took and whether
@@ -73,7 +77,8 @@ func WithRoundTripObserver(fn func(took time.Duration, err error)) Option {
 }
 
 func defaults() settings {
-	return settings{typ: Single, socketType: "tcp", poolSize: DefaultPoolSize, timeout: DefaultTimeout}
+	return settings{typ: Single, socketType: "tcp", poolSize: DefaultPoolSize, timeout: DefaultTimeout,
+		pipelineWindow: DefaultPipelineWindow}
 }
 
 // WithClient uses c instead of building a client from the other options,

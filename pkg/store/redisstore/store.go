@@ -26,6 +26,7 @@ type Store struct {
 	timeout    time.Duration
 	now        func() time.Time
 	observe    func(time.Duration, error)
+	coalescer  *coalescer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -50,6 +51,7 @@ func New(opts ...Option) (*Store, error) {
 			return nil, err
 		}
 		st.client, st.ownsClient = c, true
+		st.coalescer = coalesce(c, s)
 	}
 	return st, nil
 }
@@ -102,6 +104,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // Closing twice is harmless.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.coalescer != nil {
+			s.coalescer.close()
+		}
 		if s.ownsClient {
 			if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 				s.closeErr = fmt.Errorf("redisstore: close: %w", err)

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// target is one server under load.
+type target struct {
+	name  string
+	proc  *child
+	addr  string
+	redis bool // decisions go to the bench's redis-server
+	conn  *grpc.ClientConn
+}
+
+// sample is one measured run of one target.
+type sample struct {
+	loadResult
+	serverCPU, redisCPU time.Duration
+	commands            int64
+	script              cmdStat
+}
+
+func run(o options) error {
+	if o.ratelimitd == "" {
+		return errors.New("-ratelimitd is required")
+	}
+	if o.rounds < 1 || o.concurrency < 1 || o.duration <= 0 {
+		return errors.New("-rounds, -concurrency and -duration must be positive")
+	}
+	dir, err := os.MkdirTemp("", "rlbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logFile, err := os.Create(filepath.Join(dir, "ratelimitd.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+
+	var children []*child
+	defer func() {
+		for _, c := range children {
+			c.stop()
+		}
+	}()
+	redisProc, redisAddr, err := startRedis(o.redisServer, dir)
+	if err != nil {
+		return err
+	}
+	children = append(children, redisProc)
+	info, err := dialRedis(redisAddr)
+	if err != nil {
+		return err
+	}
+	defer info.close()
+
+	var targets []*target
+	for _, name := range o.targets {
+		t := &target{name: name}
+		// "redis+REDIS_PIPELINE_WINDOW=500us" is redis with that setting.
+		kind, extra, _ := strings.Cut(name, "+")
+		env := strings.Split(extra, "+")
+		if extra == "" {
+			env = nil
+		}
+		bin := o.ratelimitd
+		if k, ok := strings.CutPrefix(kind, "base-"); ok {
+			if o.base == "" {
+				return fmt.Errorf("target %q needs -ratelimitd-base", name)
+			}
+			kind, bin = k, o.base
+		}
+		if kind == "redis-nopipe" {
+			kind, env = "redis", append(env, "REDIS_PIPELINE_WINDOW=0")
+		}
+		switch kind {
+		case "floor":
+			t.proc, t.addr, err = startFloor()
+		case "memory":
+			t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
+		case "redis":
+			t.redis = true
+			t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
+		default:
+			err = fmt.Errorf("unknown target %q", name)
+		}
+		if err != nil {
+			return err
+		}
+		children = append(children, t.proc)
+		if t.conn, err = grpc.NewClient(t.addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+			return err
+		}
+		defer t.conn.Close()
+		targets = append(targets, t)
+	}
+
+	fmt.Printf("rlbench: %d concurrent calls on one connection, %s per run after %s warm-up, %d rounds, key %q, GOMAXPROCS of this box: %d CPUs\n",
+		o.concurrency, o.duration, o.warmup, o.rounds, o.key, numCPU())
+	fmt.Println("CPU per decision counts only the measured process (robust to a busy machine); decisions/s and latency are not.")
+	samples := map[string][]sample{} // target/descriptors -> rounds
+	for round := 1; round <= o.rounds; round++ {
+		for _, d := range o.descriptors {
+			reqs := requests(o.domain, o.key, d, 4096)
+			for _, t := range targets {
+				s, err := measure(o, t, info, redisProc, reqs)
+				if err != nil {
+					return fmt.Errorf("%s, %d descriptors: %w", t.name, d, err)
+				}
+				k := rowKey(t.name, d)
+				samples[k] = append(samples[k], s)
+				fmt.Printf("  round %d %-14s %d desc: %8.0f/s p50 %-9s p99 %-9s server %6.1f us/dec  redis %6.1f us/dec  %.2f cmds/dec  errors %d\n",
+					round, t.name, d, float64(s.calls)/s.elapsed.Seconds(), rnd(s.p50), rnd(s.p99),
+					perCall(s.serverCPU, s.calls), perCall(s.redisCPU, s.calls), float64(s.commands)/float64(max(1, s.calls)), s.failed)
+			}
+		}
+	}
+	printTable(o, targets, samples)
+	failed := 0
+	for _, ss := range samples {
+		for _, s := range ss {
+			failed += s.failed
+		}
+	}
+	if failed > 0 {
+		b, _ := os.ReadFile(logFile.Name())
+		fmt.Printf("\n%d calls failed; ratelimitd logged:\n%s", failed, tail(b, 2000))
+	}
+	return nil
+}
+
+func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rlsv3.RateLimitRequest) (sample, error) {
+	if o.warmup > 0 {
+		load(t.conn, reqs, o.concurrency, o.warmup, o.timeout)
+	}
+	cpu0, err1 := cpuTime(t.proc.pid())
+	rcpu0, err2 := cpuTime(redisProc.pid())
+	stats0, err3 := commandStats(info)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return sample{}, err
+	}
+	res := load(t.conn, reqs, o.concurrency, o.duration, o.timeout)
+	cpu1, err1 := cpuTime(t.proc.pid())
+	rcpu1, err2 := cpuTime(redisProc.pid())
+	stats1, err3 := commandStats(info)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return sample{}, err
+	}
+	s := sample{loadResult: res, serverCPU: cpu1 - cpu0}
+	s.commands, s.script = statDelta(stats0, stats1)
+	if t.redis {
+		s.redisCPU = rcpu1 - rcpu0
+	}
+	return s, nil
+}
+
+func rowKey(name string, d int) string { return fmt.Sprintf("%s/%d", name, d) }
+
+func perCall(d time.Duration, calls int) float64 {
+	if calls == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(calls)
+}
+
+func rnd(d time.Duration) time.Duration {
+	if d > 10*time.Millisecond {
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

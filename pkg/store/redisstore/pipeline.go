@@ -1,0 +1,268 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPipelineWindow is REDIS_PIPELINE_WINDOW's default here (radix's
+// and so envoyproxy/ratelimit's recommended value; envoyproxy itself
+// defaults to 0). It costs a lone caller nothing: a call never waits while
+// no pipeline is in flight (see coalescer).
+const DefaultPipelineWindow = 150 * time.Microsecond
+
+// WithPipeline is REDIS_PIPELINE_WINDOW and REDIS_PIPELINE_LIMIT: concurrent
+// script calls share one pipelined round trip. window bounds how long a call
+// may wait for others (0 disables coalescing); limit caps the calls in one
+// pipeline (0 = no cap). It applies to the clients New builds for SINGLE and
+// SENTINEL; a client from WithClient, and Cluster, are left alone.
+func WithPipeline(window time.Duration, limit int) Option {
+	return func(s *settings) { s.pipelineWindow, s.pipelineLimit = window, limit }
+}
+
+// coalesced says whether a command is one a decision runs; others (PING,
+// SCRIPT LOAD, FUNCTION LOAD, TIME) go straight through.
+func coalesced(name string) bool {
+	switch name {
+	case "evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
+}
+
+// coalescer is a go-redis hook that gathers concurrent script calls into
+// pipelines: one write and one read for many decisions, on the service's
+// side and on Redis's.
+//
+// A call is sent at once when no pipeline is in flight (a lone caller pays
+// nothing). Otherwise it queues; the queue is sent when a pipeline in flight
+// completes, when it holds limit calls, or when its oldest call has waited
+// window, whichever comes first. So window is an upper bound on the added
+// wait, as REDIS_PIPELINE_WINDOW is in envoyproxy/ratelimit, not a fixed
+// delay.
+//
+// A decision is charged at most once: a pipeline is never retried (its
+// commands say NoRetry whatever the client's MaxRetries), a call whose
+// deadline passed before its pipeline was written is dropped from it, and
+// each caller waits only until its own deadline.
+type coalescer struct {
+	window  time.Duration
+	limit   int
+	timeout time.Duration // REDIS_TIMEOUT, for a caller without a deadline
+	pipe    func() redis.Pipeliner
+
+	mu       sync.Mutex
+	queue    []*pendingCall
+	inFlight int
+	timer    *time.Timer
+	armed    bool
+}
+
+// pendingCall is one caller's command, copied so the pipeline never writes
+// to a command its caller may already have given up on.
+type pendingCall struct {
+	ctx  context.Context
+	cmd  *redis.Cmd
+	done chan struct{}
+}
+
+// onceCmd marks a pipelined command as never to be retried: it may have run.
+type onceCmd struct{ *redis.Cmd }
+
+func (onceCmd) NoRetry() bool { return true }
+
+var _ redis.Hook = (*coalescer)(nil)
+
+// coalesce installs a coalescer on c when s asks for one and c is a plain
+// or Sentinel client; nil otherwise.
+func coalesce(c redis.UniversalClient, s settings) *coalescer {
+	rc, ok := c.(*redis.Client)
+	if !ok || s.pipelineWindow <= 0 {
+		return nil
+	}
+	co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.timeout, rc.Pipeline)
+	rc.AddHook(co)
+	return co
+}
+
+func newCoalescer(window time.Duration, limit int, timeout time.Duration, pipe func() redis.Pipeliner) *coalescer {
+	c := &coalescer{window: window, limit: limit, timeout: timeout, pipe: pipe}
+	c.timer = time.AfterFunc(time.Hour, c.windowElapsed)
+	c.timer.Stop()
+	return c
+}
+
+func (c *coalescer) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *coalescer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (c *coalescer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		outer, ok := cmd.(*redis.Cmd)
+		if !ok || !coalesced(cmd.Name()) {
+			return next(ctx, cmd)
+		}
+		return c.call(ctx, outer, next)
+	}
+}
+
+func (c *coalescer) call(ctx context.Context, outer *redis.Cmd, next redis.ProcessHook) error {
+	c.mu.Lock()
+	if c.inFlight == 0 {
+		// Alone: the plain path on the caller's goroutine, as without
+		// coalescing, and nothing to allocate.
+		c.inFlight++
+		c.mu.Unlock()
+		err := next(ctx, outer)
+		if batch := c.completed(); batch != nil {
+			go c.run(batch)
+		}
+		return err
+	}
+	p := &pendingCall{ctx: ctx, cmd: redis.NewCmd(ctx, outer.Args()...), done: make(chan struct{})}
+	c.queue = append(c.queue, p)
+	var batch []*pendingCall
+	if c.limit > 0 && len(c.queue) >= c.limit {
+		batch = c.takeLocked()
+	} else {
+		c.armLocked()
+	}
+	c.mu.Unlock()
+
+	if batch != nil {
+		go c.run(batch)
+	}
+	select {
+	case <-p.done:
+		if err := p.cmd.Err(); err != nil {
+			outer.SetErr(err)
+			return err
+		}
+		outer.SetVal(p.cmd.Val())
+		return nil
+	case <-ctx.Done():
+		err := fmt.Errorf("pipelined %s: %w", outer.Name(), ctx.Err())
+		outer.SetErr(err)
+		return err
+	}
+}
+
+// takeLocked removes up to limit calls from the queue as the next batch and
+// counts it in flight.
+func (c *coalescer) takeLocked() []*pendingCall {
+	n := len(c.queue)
+	if c.limit > 0 && n > c.limit {
+		n = c.limit
+	}
+	batch := make([]*pendingCall, n)
+	copy(batch, c.queue)
+	rest := copy(c.queue, c.queue[n:])
+	clear(c.queue[rest:])
+	c.queue = c.queue[:rest]
+	c.inFlight++
+	if len(c.queue) == 0 && c.armed {
+		c.timer.Stop()
+		c.armed = false
+	}
+	return batch
+}
+
+func (c *coalescer) armLocked() {
+	if !c.armed {
+		c.armed = true
+		c.timer.Reset(c.window)
+	}
+}
+
+func (c *coalescer) windowElapsed() {
+	c.mu.Lock()
+	c.armed = false
+	var batch []*pendingCall
+	if len(c.queue) > 0 {
+		batch = c.takeLocked()
+		if len(c.queue) > 0 {
+			c.armLocked()
+		}
+	}
+	c.mu.Unlock()
+	if batch != nil {
+		c.run(batch)
+	}
+}
+
+// completed ends one pipeline (or lone call) and returns what queued
+// meanwhile, counted in flight, for the caller to send.
+func (c *coalescer) completed() []*pendingCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inFlight--
+	if len(c.queue) == 0 {
+		return nil
+	}
+	batch := c.takeLocked()
+	if len(c.queue) > 0 {
+		c.armLocked()
+	}
+	return batch
+}
+
+// run sends batch, then whatever queued while it was in flight, on this
+// goroutine (whose stack is already grown) until the queue is empty.
+func (c *coalescer) run(batch []*pendingCall) {
+	for batch != nil {
+		c.send(batch)
+		batch = c.completed()
+	}
+}
+
+// send writes one batch as a pipeline, bounded by the latest deadline among
+// its callers (each of them still stops waiting at its own).
+func (c *coalescer) send(batch []*pendingCall) {
+	deadline := time.Now().Add(c.timeout)
+	live := batch[:0:0]
+	var latest time.Time
+	for _, p := range batch {
+		if p.ctx.Err() != nil {
+			// Its caller has answered already: sending would charge a
+			// decision nobody learns about.
+			p.cmd.SetErr(fmt.Errorf("not sent: %w", p.ctx.Err()))
+			close(p.done)
+			continue
+		}
+		live = append(live, p)
+		if d, ok := p.ctx.Deadline(); ok && d.After(latest) {
+			latest = d
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	if !latest.IsZero() && latest.Before(deadline) {
+		deadline = latest
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	pipe := c.pipe()
+	for _, p := range live {
+		_ = pipe.Process(ctx, onceCmd{p.cmd})
+	}
+	// Each command carries its own error; Exec's is only the first of them.
+	_, _ = pipe.Exec(ctx)
+	for _, p := range live {
+		close(p.done)
+	}
+}
+
+// close stops the window timer; calls in flight end by their deadlines.
+func (c *coalescer) close() {
+	c.mu.Lock()
+	c.timer.Stop()
+	c.armed = false
+	c.mu.Unlock()
+}

@@ -1,0 +1,319 @@
+package redisstore_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
+)
+
+// hammer runs callers goroutines, each making calls Takes of one hit (limit
+// lim) with the given per-call deadline, and returns every answer. All calls
+// hit key "shared", or with ownKeys each call its own key (callKey).
+type answer struct {
+	res []store.Result
+	err error
+}
+
+func callKey(caller, i int) string { return "call-" + strconv.Itoa(caller) + "-" + strconv.Itoa(i) }
+
+func hammer(t *testing.T, s *redisstore.Store, callers, calls int, lim uint64, deadline time.Duration, ownKeys bool, during func()) []answer {
+	t.Helper()
+	answers := make([]answer, callers*calls)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				key := "shared"
+				if ownKeys {
+					key = callKey(c, i)
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), deadline)
+				res, err := s.Take(ctx, []store.Request{{Key: key, Limit: window(lim), Hits: 1}})
+				cancel()
+				answers[c*calls+i] = answer{res, err}
+			}
+		}()
+	}
+	if during != nil {
+		during()
+	}
+	wg.Wait()
+	return answers
+}
+
+// remainingSet checks that the allowed answers saw distinct counter values
+// (each decision charged once, none shared) and returns how many there were.
+func remainingSet(t *testing.T, answers []answer) int {
+	t.Helper()
+	seen := map[uint64]bool{}
+	for _, a := range answers {
+		if a.err != nil {
+			continue
+		}
+		if len(a.res) != 1 || !a.res[0].Allowed {
+			t.Fatalf("answer %+v, want one allowed decision", a.res)
+		}
+		if seen[a.res[0].Remaining] {
+			t.Fatalf("two decisions both left remaining %d: a decision was shared or replayed", a.res[0].Remaining)
+		}
+		seen[a.res[0].Remaining] = true
+	}
+	return len(seen)
+}
+
+func infoStat(t *testing.T, c *redis.Client, section, field string) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatalf("INFO %s: %v", section, err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("INFO %s %s=%q: %v", section, field, v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO %s has no %s", section, field)
+	return 0
+}
+
+// charged reads how many hits "shared" holds, with a check that charges none.
+func charged(t *testing.T, s *redisstore.Store, lim uint64) uint64 {
+	t.Helper()
+	res := mustTake(t, s, []store.Request{{Key: "shared", Limit: window(lim), Hits: 0}})
+	return lim - res[0].Remaining
+}
+
+// TestPipelineSharesRoundTrips: concurrent callers' scripts reach Redis in
+// shared reads (INFO stats total_reads_processed, counted by Redis), every
+// decision is still its own, and a lone caller is not delayed by the window.
+func TestPipelineSharesRoundTrips(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	clock := storetest.NewClock(storetest.Epoch())
+	const lim = 1_000_000
+
+	cases := []struct {
+		name          string
+		opts          []redisstore.Option
+		maxReadsRatio float64 // reads per script call, at most
+		minReadsRatio float64 // and at least: no pipeline above the limit
+	}{
+		// Coalescing off: one read per call (and a few for the pool).
+		{name: "window 0 disables", opts: []redisstore.Option{redisstore.WithPipeline(0, 0)}, maxReadsRatio: 1.1},
+		{name: "window 2ms", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 0)}, maxReadsRatio: 0.5},
+		{name: "window 2ms limit 4", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 4)}, maxReadsRatio: 0.5, minReadsRatio: 0.25},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := admin.FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			opts := append([]redisstore.Option{redisstore.WithAddr(srv.Addr), redisstore.WithClock(clock.Now), redisstore.WithPoolSize(4)}, tc.opts...)
+			s := newStore(t, opts...)
+			mustTake(t, s, []store.Request{{Key: "warm", Limit: window(lim), Hits: 1}}) // loads the script
+			reads0 := infoStat(t, admin, "stats", "total_reads_processed")
+			calls0 := commandStats(t, admin)["evalsha"]
+
+			const callers, calls = 32, 25
+			answers := hammer(t, s, callers, calls, lim, 5*time.Second, false, nil)
+			for _, a := range answers {
+				if a.err != nil {
+					t.Fatalf("Take: %v", a.err)
+				}
+			}
+			if n := remainingSet(t, answers); n != callers*calls {
+				t.Fatalf("%d distinct decisions, want %d", n, callers*calls)
+			}
+			scripts := commandStats(t, admin)["evalsha"] - calls0
+			reads := infoStat(t, admin, "stats", "total_reads_processed") - reads0 - 2 // the two INFOs
+			if scripts != callers*calls {
+				t.Errorf("Redis ran %d scripts for %d calls", scripts, callers*calls)
+			}
+			if got := charged(t, s, lim); got != callers*calls {
+				t.Errorf("counter holds %d hits after %d calls", got, callers*calls)
+			}
+			ratio := float64(reads) / float64(scripts)
+			t.Logf("%d script calls in %d reads (%.2f reads per call)", scripts, reads, ratio)
+			if ratio > tc.maxReadsRatio || ratio < tc.minReadsRatio {
+				t.Errorf("%.2f reads per script call, want %.2f to %.2f", ratio, tc.minReadsRatio, tc.maxReadsRatio)
+			}
+		})
+	}
+
+	// A lone caller never waits for the window: with a window far longer
+	// than a loopback round trip, sequential calls still take round trips.
+	s := newStore(t, redisstore.WithAddr(srv.Addr), redisstore.WithClock(clock.Now), redisstore.WithPipeline(time.Second, 0))
+	mustTake(t, s, batch(1, window(lim), 1))
+	start := time.Now()
+	for range 20 {
+		mustTake(t, s, batch(1, window(lim), 1))
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Errorf("20 lone calls with a 1s window took %s: a lone call waited for the window", took)
+	}
+}
+
+// TestPipelineNeverChargesTwice cuts Redis's connections (CLIENT KILL) while
+// pipelines are in flight and then kills Redis itself: callers get errors
+// or decisions, within their deadlines, and no pipeline is ever replayed:
+// every call has its own key, which afterwards holds at most one hit (and
+// exactly one when the call was answered).
+func TestPipelineNeverChargesTwice(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	clock := storetest.NewClock(storetest.Epoch())
+	const lim = 1_000_000
+	s := newStore(t, redisstore.WithAddr(srv.Addr), redisstore.WithClock(clock.Now), redisstore.WithPoolSize(4),
+		redisstore.WithPipeline(time.Millisecond, 0), redisstore.WithTimeout(time.Second))
+	mustTake(t, s, []store.Request{{Key: "warm", Limit: window(lim), Hits: 0}})
+
+	const callers, calls = 16, 40
+	kills := 0
+	answers := hammer(t, s, callers, calls, lim, 200*time.Millisecond, true, func() {
+		for range 15 {
+			time.Sleep(3 * time.Millisecond)
+			n, err := admin.ClientKillByFilter(t.Context(), "TYPE", "normal", "SKIPME", "yes").Result()
+			if err != nil {
+				t.Errorf("CLIENT KILL: %v", err)
+				return
+			}
+			kills += int(n)
+		}
+	})
+	var ok, failed, ranAnyway int
+	for c := range callers {
+		check := make([]store.Request, calls)
+		for i := range check {
+			check[i] = store.Request{Key: callKey(c, i), Limit: window(lim), Hits: 0}
+		}
+		res := mustTake(t, s, check)
+		for i, r := range res {
+			a := answers[c*calls+i]
+			hits := lim - r.Remaining
+			switch {
+			case hits > 1:
+				t.Errorf("call %s was charged %d times", callKey(c, i), hits)
+			case a.err == nil && (hits != 1 || !a.res[0].Allowed || a.res[0].Remaining != lim-1):
+				t.Errorf("call %s answered %+v but its key holds %d hits", callKey(c, i), a.res, hits)
+			case a.err == nil:
+				ok++
+			default:
+				failed++
+				ranAnyway += int(hits)
+			}
+		}
+	}
+	t.Logf("%d connections killed; %d decisions, %d errors (%d of them ran before the connection died)", kills, ok, failed, ranAnyway)
+	if failed == 0 {
+		t.Error("no call failed: the connections were not cut mid-flight")
+	}
+	if kills == 0 {
+		t.Error("no connection was killed: the test did not test anything")
+	}
+
+	// Redis dies with pipelines in flight: every call ends, with an error
+	// or a decision, by its deadline plus slack.
+	var wg sync.WaitGroup
+	slow := make(chan time.Duration, callers*5)
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+				start := time.Now()
+				_, _ = s.Take(ctx, []store.Request{{Key: "shared", Limit: window(lim), Hits: 1}})
+				if took := time.Since(start); took > 100*time.Millisecond+150*time.Millisecond {
+					slow <- took
+				}
+				cancel()
+			}
+		}()
+	}
+	time.Sleep(2 * time.Millisecond)
+	srv.Stop()
+	wg.Wait()
+	close(slow)
+	for took := range slow {
+		t.Errorf("a call with a 100ms deadline took %s while Redis died", took)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.Take(ctx, batch(1, window(lim), 1)); err == nil {
+		t.Error("Take succeeded with Redis dead")
+	}
+}
+
+// TestPipelineCallerDeadlines: behind a pipeline stuck on a server that
+// never answers, queued callers still fail by their own deadlines, not the
+// pipeline's (REDIS_TIMEOUT, 2 s here, or a later caller's).
+func TestPipelineCallerDeadlines(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	s := newStore(t, redisstore.WithAddr(ln.Addr().String()), redisstore.WithTimeout(2*time.Second),
+		redisstore.WithPipeline(time.Millisecond, 0), redisstore.WithPoolSize(2))
+
+	deadlines := []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 500 * time.Millisecond}
+	var wg sync.WaitGroup
+	for i := range 24 {
+		d := deadlines[i%len(deadlines)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(t.Context(), d)
+			defer cancel()
+			start := time.Now()
+			res, err := s.Take(ctx, batch(1, window(5), 1))
+			took := time.Since(start)
+			if err == nil {
+				t.Errorf("Take against a hung server = %v, want an error", res)
+			}
+			if took > d+150*time.Millisecond {
+				t.Errorf("a call with a %s deadline took %s", d, took)
+			}
+		}()
+	}
+	wg.Wait()
+}
