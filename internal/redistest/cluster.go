@@ -19,7 +19,7 @@ func StartCluster(t testing.TB, n int) []*Server {
 // StartClusterWithReplicas runs masters masters with replicas replicas each
 // (`--cluster-replicas`), with cluster-node-timeout nodeTimeout (a failover
 // takes about twice that), and waits until every node reports
-// cluster_state:ok and every master has its replicas. The first masters
+// cluster_state:ok and every replica has synced with its master. The first masters
 // nodes are the masters, in slot order, as redis-cli assigns them.
 func StartClusterWithReplicas(t testing.TB, masters, replicas int, nodeTimeout time.Duration) []*Server {
 	t.Helper()
@@ -32,7 +32,10 @@ func StartClusterWithReplicas(t testing.TB, masters, replicas int, nodeTimeout t
 	addrs := make([]string, n)
 	timeout := strconv.FormatInt(nodeTimeout.Milliseconds(), 10)
 	for i := range nodes {
-		nodes[i] = Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", timeout)
+		// No diskless-sync delay: a replica must hold its master's data
+		// (and so be eligible for promotion) as soon as the cluster is up.
+		nodes[i] = Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", timeout,
+			"--repl-diskless-sync-delay", "0")
 		addrs[i] = nodes[i].Addr
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
@@ -45,7 +48,9 @@ func StartClusterWithReplicas(t testing.TB, masters, replicas int, nodeTimeout t
 		for {
 			info, err1 := Cli(node.Addr, "cluster", "info")
 			topo, err2 := Cli(node.Addr, "cluster", "nodes")
-			if err1 == nil && err2 == nil && strings.Contains(info, "cluster_state:ok") &&
+			repl, err3 := Cli(node.Addr, "info", "replication")
+			synced := strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")
+			if err1 == nil && err2 == nil && err3 == nil && synced && strings.Contains(info, "cluster_state:ok") &&
 				strings.Count(topo, "slave") == masters*replicas && strings.Count(topo, "master") == masters {
 				break
 			}
