@@ -368,3 +368,86 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 		t.Errorf("%d hits charged for %d admitted calls", charged, admitted.Load())
 	}
 }
+
+// Three replicas of the binary x 100 clients sending requests whose three
+// counters live on three masters: at most the limit is admitted (each
+// denied request's charges are undone), and once the racing stops, exactly
+// the limit: no undo leaks a hit, none leaves extra room.
+func TestClusterCrossSlotConcurrency(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3)
+	var masters []*redis.Client
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		masters = append(masters, c)
+	}
+	root, _ := newConfigRoot(t, map[string]string{"scale.yaml": scaleConfig})
+	env := []string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(nodes), "REDIS_TIMEOUT=2s"}
+	svcs := []*service{startService(t, root, env...), startService(t, root, env...), startService(t, root, env...)}
+	const limit = 40
+	for _, tt := range []struct{ key, alg string }{{"fw", "fixed_window"}, {"tb", "token_bucket"}} {
+		t.Run(tt.alg, func(t *testing.T) {
+			vals := []string{valueOn(t, masters, 0, tt.key, tt.alg, "x"), valueOn(t, masters, 1, tt.key, tt.alg, "y"), valueOn(t, masters, 2, tt.key, tt.alg, "z")}
+			req := request("scale", desc(tt.key, vals[0]), desc(tt.key, vals[1]), desc(tt.key, vals[2]))
+			var admitted, denied, failed atomic.Int64
+			var wg sync.WaitGroup
+			for c := range 300 {
+				svc := svcs[c%3]
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 2 {
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						resp, err := svc.client.ShouldRateLimit(ctx, req)
+						cancel()
+						switch {
+						case err != nil:
+							failed.Add(1)
+						case resp.GetOverallCode() == ok:
+							admitted.Add(1)
+						default:
+							denied.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			charged := func() []int64 {
+				var out []int64
+				for _, v := range vals {
+					out = append(out, limit-int64(remaining(t, svcs[0], tt.key, v)))
+				}
+				return out
+			}
+			racing := charged()
+			t.Logf("%s: 600 racing requests from 3 binaries x 100 clients: %d admitted, %d denied, %d failed; counters charged %v",
+				tt.alg, admitted.Load(), denied.Load(), failed.Load(), racing)
+			if failed.Load() > 0 {
+				t.Errorf("%d calls failed", failed.Load())
+			}
+			if admitted.Load() > limit {
+				t.Fatalf("%d admitted over a limit of %d", admitted.Load(), limit)
+			}
+			for i, n := range racing {
+				if n != admitted.Load() {
+					t.Errorf("counter %d charged %d for %d admitted requests", i, n, admitted.Load())
+				}
+			}
+			// Alone, the remaining room is exactly what the race left.
+			more := int64(0)
+			for {
+				resp, err := svcs[1].call(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.GetOverallCode() != ok {
+					break
+				}
+				more++
+			}
+			if total := admitted.Load() + more; total != limit {
+				t.Errorf("%d admitted racing + %d alone = %d, want exactly %d", admitted.Load(), more, total, limit)
+			}
+		})
+	}
+}
