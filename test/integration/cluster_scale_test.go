@@ -117,7 +117,7 @@ func TestClusterScaleOut(t *testing.T) {
 	svc := startService(t, root, "REDIS_TYPE=CLUSTER", "REDIS_URL="+redistest.Addrs(nodes), "REDIS_TIMEOUT=1s")
 
 	t.Run("spread", func(t *testing.T) {
-		for i := range 300 {
+		for i := range 1000 {
 			if resp, err := svc.call(request("scale", desc("user", "u"+strconv.Itoa(i)))); err != nil || resp.GetOverallCode() != ok {
 				t.Fatalf("user %d: %v %v", i, resp, err)
 			}
@@ -130,10 +130,10 @@ func TestClusterScaleOut(t *testing.T) {
 			}
 			sizes = append(sizes, n)
 		}
-		t.Logf("300 counters of one rule, DBSIZE per master: %v", sizes)
+		t.Logf("1000 counters of one rule, DBSIZE per master: %v", sizes)
 		for i, n := range sizes {
-			if n < 80 || n > 120 {
-				t.Errorf("master %d holds %d of 300 counters, want 100 +-20%%", i, n)
+			if n < 267 || n > 400 {
+				t.Errorf("master %d holds %d of 1000 counters, want 333 +-20%%", i, n)
 			}
 		}
 	})

@@ -16,7 +16,7 @@ import (
 // order; it returns nil when every key shares one slot (always on Single and
 // Sentinel), which is one script as before.
 func (s *Store) slotGroups(reqs []store.Request) [][]int {
-	if !s.spread {
+	if !s.spread || len(reqs) == 1 {
 		return nil
 	}
 	first := Slot(reqs[0].Key)
