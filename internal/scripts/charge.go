@@ -16,6 +16,13 @@ type Charge struct {
 	algorithms.Charged
 }
 
+// WithCharges makes the take whose ARGV Encode built reply its charges too
+// (DecodeCharges): one trailing argument. Without it the reply stays 4
+// values per op, so a take nobody will undo costs nothing more.
+func WithCharges(args []any) []any {
+	return append(args, 1)
+}
+
 // chargeFields is the fixed part of a charge in the take reply: the op
 // index (1-based), hits, a, b, c, e and the number of log entries added.
 const chargeFields = 7

@@ -18,8 +18,10 @@ import (
 // The differential test: for every algorithm, sequences of random ops (time
 // steps from 0 to beyond the period and a few backwards, hits from 0 to far
 // beyond the capacity, limit changes, multi-op batches with repeated keys and
-// mixed algorithms) must give the same decisions and leave the same state in Lua on a real
-// redis-server as algorithms.TakeAll does in Go.
+// mixed algorithms, and states corrupted out of every algorithm's range) must
+// give the same decisions and leave the same state in Lua on a real
+// redis-server as algorithms.TakeAll does in Go, and no TTL may exceed twice
+// the horizon of the rules that wrote it.
 const (
 	diffSequences = 100
 	diffSteps     = 100 // diffSequences*diffSteps = 10^4 steps per algorithm
@@ -208,6 +210,9 @@ func differential(t *testing.T, rdb *redis.Client, hash string, alg algorithms.A
 		for i, s := range seqs {
 			s.now += randomStep(rng, s.lim.Period, s.now)
 			ops := s.nextOps(rng)
+			if rng.IntN(40) == 0 {
+				s.note("corrupted %s: %s", s.keys[0], corrupt(ctx, pipe, goState, s.keys[0], s.now, rng))
+			}
 			keys, args, err := scripts.Encode(ops, time.UnixMicro(s.now))
 			if err != nil {
 				t.Fatal(err)
@@ -266,6 +271,9 @@ func differential(t *testing.T, rdb *redis.Client, hash string, alg algorithms.A
 					if err := checkTTL(key, pttl[key], st, s.now); err != nil {
 						fail("%v", err)
 					}
+					if bound := ttlBound(p.ops, key); pttl[key]*1000 > bound {
+						fail("key %s TTL %dms is beyond twice its rules' horizon %dµs", key, pttl[key], bound)
+					}
 				}
 			}
 		}
@@ -274,4 +282,40 @@ func differential(t *testing.T, rdb *redis.Client, hash string, alg algorithms.A
 	if allowed < diffSteps || denied < diffSteps {
 		t.Errorf("the random ops barely explore both outcomes: %d allowed, %d denied", allowed, denied)
 	}
+}
+
+// corrupt overwrites key's state alike in the Go model and in Redis with
+// values a manual edit, another tool or a bad deploy could leave: counts
+// far out of range or negative, times years ahead, integers Lua cannot hold
+// exactly, and the TTL removed. It returns what it wrote.
+func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now int64, rng *rand.Rand) string {
+	const year = 365 * 24 * 3600 * 1_000_000
+	pick := func(vals ...int64) int64 { return vals[rng.IntN(len(vals))] }
+	expires := pick(now+10*year, now+1, now+1000, 1<<60)
+	pipe.Del(ctx, key)
+	if rng.IntN(3) == 0 {
+		hits := pick(1<<41, 5, 1<<60, 1)
+		m[key] = algorithms.State{Log: []algorithms.LogEntry{{At: now, Seq: 1, Hits: hits}}, ExpiresAt: expires}
+		pipe.ZAdd(ctx, key,
+			redis.Z{Score: float64(now), Member: fmt.Sprintf("%d:1:%d", now, hits)},
+			redis.Z{Score: float64(expires), Member: fmt.Sprintf("~%d", hits)})
+		return fmt.Sprintf("%+v", m[key])
+	}
+	vals := []int64{-1, 0, 3, -1 << 41, 1 << 41, now, now + 10*year, 1 << 60, -(1 << 60)}
+	st := algorithms.State{A: pick(vals...), B: pick(vals...), C: pick(vals...), ExpiresAt: expires}
+	m[key] = st
+	pipe.HSet(ctx, key, "a", st.A, "b", st.B, "c", st.C, "e", st.ExpiresAt)
+	return fmt.Sprintf("%+v", st)
+}
+
+// ttlBound is twice the longest horizon of the ops on key, in µs, plus the
+// rounding of a TTL up to whole ms.
+func ttlBound(ops []algorithms.Op, key string) int64 {
+	var h time.Duration
+	for _, op := range ops {
+		if op.Key == key {
+			h = max(h, op.Limit.Horizon())
+		}
+	}
+	return 2*h.Microseconds() + 1000
 }

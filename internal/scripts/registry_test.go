@@ -15,14 +15,14 @@ import (
 // function and its row with its state kind, and nothing else is dispatched.
 func TestDispatchMatchesRegistry(t *testing.T) {
 	src := scripts.Source()
-	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (HASH|LOG), take = (\w+), undo = (\w+) \},$`).FindAllStringSubmatch(src, -1)
+	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (HASH|LOG), take = (\w+), undo = (\w+), valid = (\w+) \},$`).FindAllStringSubmatch(src, -1)
 	if len(rows) != len(algorithms.All()) {
 		t.Fatalf("ALGS has %d rows, the registry %d algorithms", len(rows), len(algorithms.All()))
 	}
 	for i, a := range algorithms.All() {
 		n, _ := strconv.Atoi(rows[i][1])
 		kind := map[algorithms.Family]string{algorithms.Registers: "HASH", algorithms.Log: "LOG"}[a.Family()]
-		if algorithms.Algorithm(n) != a || rows[i][2] != kind || rows[i][3] != a.String() || rows[i][4] != a.String()+"_undo" {
+		if algorithms.Algorithm(n) != a || rows[i][2] != kind || rows[i][3] != a.String() || rows[i][4] != a.String()+"_undo" || rows[i][5] != a.String()+"_valid" {
 			t.Errorf("ALGS row %d is %q, want [%d] kind %s take %s", i, rows[i][0], a, kind, a)
 		}
 		body, err := os.ReadFile("lua/" + a.String() + ".lua")
@@ -30,7 +30,7 @@ func TestDispatchMatchesRegistry(t *testing.T) {
 			t.Errorf("%s: %v", a, err)
 			continue
 		}
-		for _, fn := range []string{a.String(), a.String() + "_undo"} {
+		for _, fn := range []string{a.String(), a.String() + "_undo", a.String() + "_valid"} {
 			if !regexp.MustCompile(`(?m)^local function ` + fn + `\(lim, `).Match(body) {
 				t.Errorf("lua/%s.lua does not define local function %s(lim, ...)", a, fn)
 			}

@@ -21,8 +21,9 @@ import (
 
 // Scripter is the subset of go-redis the runner needs; *redis.Client,
 // *redis.ClusterClient, *redis.Ring and redis.UniversalClient satisfy it.
-// (To pipeline several takes, queue EvalSha(Hash(), Encode(...)) yourself and
-// Decode each reply.)
+// Runner calls are one script each; a caller that pipelines EvalSha(Hash(),
+// Encode(...)) itself must load Source() first and handle NOSCRIPT (after a
+// restart or SCRIPT FLUSH) by loading it again, which Runner does for you.
 type Scripter = redis.Scripter
 
 // Runner runs the take and undo scripts. It is safe for concurrent use.
@@ -36,8 +37,9 @@ func NewRunner() *Runner {
 	return &Runner{script: redis.NewScript(source), undo: redis.NewScript(undoSource)}
 }
 
-// Hash is the SHA1 of the script, for EVALSHA in a pipeline. On a cluster
-// every op's key must map to one slot (use a hash tag), as for any script.
+// Hash is the SHA1 of the take script, for EVALSHA in a pipeline (see
+// Scripter). On a cluster every op's key must map to one slot, as for any
+// script.
 func (r *Runner) Hash() string { return r.script.Hash() }
 
 // Source is the assembled Lua script.
@@ -48,7 +50,7 @@ func Source() string { return source }
 // production setting; tests pass an explicit now. The decisions are exactly
 // those of algorithms.TakeAll over the keys' stored states.
 func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, error) {
-	reply, err := r.run(ctx, rdb, ops, now)
+	reply, err := r.run(ctx, rdb, ops, now, false)
 	if err != nil || reply == nil {
 		return []algorithms.Decision{}, err
 	}
@@ -60,7 +62,7 @@ func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, no
 // caller that must deny the request after all (another Cluster slot group
 // denied it) passes them to Undo.
 func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, []Charge, error) {
-	reply, err := r.run(ctx, rdb, ops, now)
+	reply, err := r.run(ctx, rdb, ops, now, true)
 	if err != nil || reply == nil {
 		return []algorithms.Decision{}, nil, err
 	}
@@ -76,11 +78,14 @@ func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms
 }
 
 // run is one take; a nil reply means there were no ops.
-func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) (any, error) {
+func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time, charges bool) (any, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
 	keys, args, err := Encode(ops, now)
+	if charges {
+		args = WithCharges(args)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -138,6 +138,7 @@ func (u *undoRun) take(m model, ops []algorithms.Op, now int64) ([]algorithms.De
 	if err != nil {
 		u.t.Fatal(err)
 	}
+	args = scripts.WithCharges(args)
 	reply, err := u.rdb.EvalSha(context.Background(), u.takeSHA, keys, args...).Result()
 	if err != nil {
 		u.t.Fatal(err)

@@ -39,3 +39,16 @@ func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 func micros(us int64) time.Duration {
 	return time.Duration(us) * time.Microsecond
 }
+
+func fixedWindowHorizon(l Limit) int64 { return l.Period.Microseconds() }
+
+func fixedWindowValid(_ Limit, st State, _, _ int64) bool {
+	return between(st.B, 0, MaxCount)
+}
+
+func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
+	if st.A == ch.After.A {
+		st.B = max(st.B-int64(ch.Hits), 0)
+	}
+	return st
+}

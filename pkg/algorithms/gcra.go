@@ -66,3 +66,37 @@ func ceilDiv(a, b, c, d int64) int64 {
 	q, _ := mad(a, b, c+d-1, d)
 	return q
 }
+
+func gcraHorizon(l Limit) int64 {
+	q, _ := mad(int64(l.Capacity()), l.Period.Microseconds(), 0, int64(l.Requests))
+	return q + 1
+}
+
+// A TAT up to one horizon beyond the clamp is a lowered rule's (gcra clamps
+// it); further ahead it is not from any rule of this size.
+func gcraValid(_ Limit, st State, now, h int64) bool {
+	return between(st.B, 0, MaxCount) && st.A <= now+2*h
+}
+
+// gcraUndo moves the TAT back by min(hits*T, how far the charged TAT was
+// still ahead of now): a TAT the clock overtook forgot the charge, and
+// another request after that started from the clock, not from the charge.
+func gcraUndo(lim Limit, st State, ch Charged, now int64) State {
+	p, r := lim.Period.Microseconds(), int64(lim.Requests)
+	back, backFrac := mad(int64(ch.Hits), p, 0, r)
+	ahead, aheadFrac := ch.After.A-now, clamp(ch.After.B, 0, r-1)
+	if ahead < 0 {
+		ahead, aheadFrac = 0, 0
+	}
+	if ahead < back || (ahead == back && aheadFrac < backFrac) {
+		back, backFrac = ahead, aheadFrac
+	}
+	tat, frac := st.A-back, clamp(st.B, 0, r-1)-backFrac
+	if frac < 0 {
+		tat, frac = tat-1, frac+r
+	}
+	if tat < now {
+		tat, frac = now, 0
+	}
+	return State{A: tat, B: frac, ExpiresAt: st.ExpiresAt}
+}

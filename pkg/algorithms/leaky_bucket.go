@@ -70,3 +70,32 @@ func leakyBucketAt(lim Limit, st State, now int64) (level, frac, anchor int64) {
 	}
 	return level, frac, anchor
 }
+
+func leakyBucketHorizon(l Limit) int64 {
+	return refillTime(int64(l.Capacity()), 0, l.Period.Microseconds(), int64(l.Requests))
+}
+
+func leakyBucketValid(_ Limit, st State, now, h int64) bool {
+	return between(st.B, 0, MaxCount) && between(st.C, 0, maxPeriodMicros) && st.A <= now+h
+}
+
+// leakyBucketUndo drains min(hits, the charged meter's level at now had
+// nothing else happened) from the level: draining paid back the rest.
+func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
+	p := lim.Period.Microseconds()
+	level, frac, anchor := leakyBucketAt(lim, st, now)
+	projected, pfrac, _ := leakyBucketAt(lim, ch.After, now)
+	if h := int64(ch.Hits); h < projected {
+		level -= h
+	} else {
+		// level - frac/p - (projected - pfrac/p)
+		level, frac = level-projected, frac-pfrac
+		if frac < 0 {
+			level, frac = level+1, frac+p
+		}
+	}
+	if level <= 0 {
+		level, frac = 0, 0
+	}
+	return State{A: anchor, B: level, C: frac, ExpiresAt: st.ExpiresAt}
+}

@@ -26,6 +26,9 @@ type spec struct {
 	bucket bool
 	take   func(Limit, State, uint64, int64) (Decision, State)
 	undo   func(Limit, State, Charged, int64) State
+	// horizon and valid: see Limit.Horizon and inRange.
+	horizon func(Limit) int64
+	valid   func(lim Limit, st State, now, horizon int64) bool
 }
 
 // registry is the one table of algorithms, indexed by Algorithm-1. A new
@@ -33,12 +36,18 @@ type spec struct {
 // docs section, a schema enum value and a storetest step table; tests fail
 // until all of them exist.
 var registry = [...]spec{
-	FixedWindow - 1:   {name: "fixed_window", family: Registers, take: fixedWindow, undo: fixedWindowUndo},
-	SlidingLog - 1:    {name: "sliding_log", family: Log, take: slidingLog, undo: slidingLogUndo},
-	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow, undo: slidingWindowUndo},
-	TokenBucket - 1:   {name: "token_bucket", family: Registers, bucket: true, take: tokenBucket, undo: tokenBucketUndo},
-	LeakyBucket - 1:   {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket, undo: leakyBucketUndo},
-	GCRA - 1:          {name: "gcra", family: Registers, bucket: true, take: gcra, undo: gcraUndo},
+	FixedWindow - 1: {name: "fixed_window", family: Registers, take: fixedWindow, undo: fixedWindowUndo,
+		horizon: fixedWindowHorizon, valid: fixedWindowValid},
+	SlidingLog - 1: {name: "sliding_log", family: Log, take: slidingLog, undo: slidingLogUndo,
+		horizon: slidingLogHorizon, valid: slidingLogValid},
+	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow, undo: slidingWindowUndo,
+		horizon: slidingWindowHorizon, valid: slidingWindowValid},
+	TokenBucket - 1: {name: "token_bucket", family: Registers, bucket: true, take: tokenBucket, undo: tokenBucketUndo,
+		horizon: tokenBucketHorizon, valid: tokenBucketValid},
+	LeakyBucket - 1: {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket, undo: leakyBucketUndo,
+		horizon: leakyBucketHorizon, valid: leakyBucketValid},
+	GCRA - 1: {name: "gcra", family: Registers, bucket: true, take: gcra, undo: gcraUndo,
+		horizon: gcraHorizon, valid: gcraValid},
 }
 
 // lookup returns a's row; ok is false for zero and unknown values.

@@ -9,9 +9,11 @@ import "slices"
 // State: Log, one entry per admitted request with hits > 0, sorted by At then
 // Seq; Seq is 1 + the highest Seq already logged at that same µs (an Undo
 // may have removed one below it), so an entry is unique (entries with one At
-// always leave the window together). The log
-// never holds more than Requests entries. In Redis it is a ZSET (score At,
-// member "At:Seq:Hits") plus one member "~<sum of hits>" scored ExpiresAt.
+// always leave the window together). Each entry holds at least one hit, so
+// the entries of the last Period number at most the largest Requests the
+// rule had meanwhile; older ones linger until an admission prunes them. In
+// Redis it is a ZSET (score At, member "At:Seq:Hits") plus one member
+// "~<sum of hits>" scored ExpiresAt.
 // TTL: when the newest entry leaves the window (its At + Period).
 // Remaining: Requests minus the hits in the window.
 // ResetAfter: until the newest entry leaves (the window is empty).
@@ -82,4 +84,24 @@ func logRoomAt(log []LogEntry, excess int64) int64 {
 		}
 	}
 	return log[len(log)-1].At
+}
+
+func slidingLogHorizon(l Limit) int64 { return l.Period.Microseconds() }
+
+func slidingLogValid(_ Limit, st State, now, h int64) bool {
+	var sum int64
+	for _, e := range st.Log {
+		sum += e.Hits
+	}
+	return between(sum, 1, MaxCount) && st.ExpiresAt <= now+2*h && st.Log[len(st.Log)-1].At <= now+h
+}
+
+func slidingLogUndo(lim Limit, st State, ch Charged, _ int64) State {
+	log := slices.DeleteFunc(slices.Clone(st.Log), func(e LogEntry) bool {
+		return slices.Contains(ch.After.Log, e)
+	})
+	if len(log) == 0 {
+		return State{ExpiresAt: 1} // as slidingLog leaves an empty log
+	}
+	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}
 }

@@ -80,3 +80,20 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 		ResetAfter: micros(next.ExpiresAt - now),
 	}, next
 }
+
+func slidingWindowHorizon(l Limit) int64 { return 2 * l.Period.Microseconds() }
+
+// A window start one period ahead is a clock that went back a window.
+func slidingWindowValid(lim Limit, st State, now, _ int64) bool {
+	return between(st.B, 0, MaxCount) && between(st.C, 0, MaxCount) && st.A <= now+lim.Period.Microseconds()
+}
+
+func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
+	switch h := int64(ch.Hits); st.A {
+	case ch.After.A:
+		st.B = max(st.B-h, 0)
+	case ch.After.A + lim.Period.Microseconds():
+		st.C = max(st.C-h, 0)
+	}
+	return st
+}

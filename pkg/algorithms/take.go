@@ -35,7 +35,8 @@ type LogEntry struct {
 // A limit that fails Validate denies everything with RetryAfter Never. A
 // state written by the other family (sliding_log's log versus the registers
 // of every other algorithm) reads as a fresh one, so changing a rule's
-// algorithm never misreads old state. now is clamped to 0..MaxUnixMicro.
+// algorithm never misreads old state; so does a state out of its
+// algorithm's range (see valid.go). now is clamped to 0..MaxUnixMicro.
 func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	if st.ExpiresAt != 0 && us >= st.ExpiresAt {
@@ -45,7 +46,7 @@ func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 		return Decision{RetryAfter: Never}, st
 	}
 	alg, _ := lim.Algorithm.lookup() // Validate rejected unknown algorithms
-	if (alg.family == Log) != (len(st.Log) > 0) {
+	if (alg.family == Log) != (len(st.Log) > 0) || (st.ExpiresAt != 0 && !inRange(alg, lim, st, us)) {
 		st = State{}
 	}
 	return alg.take(lim, st, hits, us)

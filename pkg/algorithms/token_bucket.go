@@ -87,3 +87,37 @@ func tokenBucketAt(lim Limit, st State, now int64) (tokens, frac, anchor int64) 
 	}
 	return tokens, frac, anchor
 }
+
+func tokenBucketHorizon(l Limit) int64 {
+	step := max(l.RefillInterval.Microseconds(), 1)
+	return ceilTo(refillTime(int64(l.Capacity()+l.MaxDebt), 0, l.Period.Microseconds(), int64(l.Requests)), step) + step
+}
+
+func tokenBucketValid(_ Limit, st State, now, h int64) bool {
+	return between(st.B, -MaxCount, MaxCount) && between(st.C, 0, maxPeriodMicros) && st.A <= now+h
+}
+
+// tokenBucketUndo returns min(hits, what the charged bucket would still
+// lack at now had nothing else happened): a deficit refill repays in order,
+// so that part of the charge is the most the key can owe back.
+func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
+	p, capacity := lim.Period.Microseconds(), int64(lim.Capacity())
+	tokens, frac, anchor := tokenBucketAt(lim, st, now)
+	projected, pfrac, _ := tokenBucketAt(lim, ch.After, now)
+	// lack = capacity - (projected + pfrac/p), as whole + fraction/p.
+	lack, lackFrac := capacity-projected, int64(0)
+	if pfrac > 0 {
+		lack, lackFrac = lack-1, p-pfrac
+	}
+	if h := int64(ch.Hits); h < lack || (h == lack && lackFrac > 0) {
+		lack, lackFrac = h, 0
+	}
+	tokens, frac = tokens+lack, frac+lackFrac
+	if frac >= p {
+		tokens, frac = tokens+1, frac-p
+	}
+	if tokens >= capacity {
+		tokens, frac = capacity, 0
+	}
+	return State{A: anchor, B: tokens, C: frac, ExpiresAt: st.ExpiresAt}
+}

@@ -28,3 +28,8 @@ local function fixed_window_undo(lim, st, ch, now)
   end
   return st
 end
+
+-- fixed_window_valid mirrors algorithms.fixedWindowValid.
+local function fixed_window_valid(lim, st, now)
+  return st.b >= 0 and st.b <= MAX_COUNT
+end

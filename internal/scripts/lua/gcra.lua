@@ -57,3 +57,9 @@ local function gcra_undo(lim, st, ch, now)
   if tat < now then tat, frac = now, 0 end
   return { a = tat, b = frac, c = 0, e = st.e }
 end
+
+-- gcra_valid mirrors algorithms.gcraValid (and its horizon).
+local function gcra_valid(lim, st, now)
+  local q = mad(lim.capacity, lim.period, 0, lim.req)
+  return st.b >= 0 and st.b <= MAX_COUNT and st.a <= now + 2 * (q + 1)
+end

@@ -11,14 +11,15 @@ local function hash_fresh()
 end
 
 -- hash_load returns the stored state (or a fresh one) and whether the key is
--- a hash or absent; any other type is treated as absent and replaced.
+-- a hash or absent; any other type, and a hash whose fields are not exact
+-- integers, is treated as absent and replaced.
 local function hash_load(key)
   local v = redis.pcall('HMGET', key, 'a', 'b', 'c', 'e')
   if type(v) ~= 'table' or v.err then
     return hash_fresh(), false
   end
   local a, b, c, e = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4])
-  if a and b and c and e then
+  if exact(a) and exact(b) and exact(c) and exact(e) then
     return { a = a, b = b, c = c, e = e }, true
   end
   return hash_fresh(), true

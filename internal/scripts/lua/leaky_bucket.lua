@@ -65,3 +65,9 @@ local function leaky_bucket_undo(lim, st, ch, now)
   if level <= 0 then level, frac = 0, 0 end
   return { a = anchor, b = level, c = frac, e = st.e }
 end
+
+-- leaky_bucket_valid mirrors algorithms.leakyBucketValid (and its horizon).
+local function leaky_bucket_valid(lim, st, now)
+  local h = refill_time(lim.capacity, 0, lim.period, lim.req)
+  return st.b >= 0 and st.b <= MAX_COUNT and st.c >= 0 and st.c <= MAX_PERIOD and st.a <= now + h
+end

@@ -7,6 +7,12 @@
 
 local TWO53 = 9007199254740992
 
+-- exact reports whether x is an integer Lua holds exactly (|x| <= 2^53),
+-- which every stored value must be before an algorithm trusts it.
+local function exact(x)
+  return x ~= nil and x == math.floor(x) and x >= -TWO53 and x <= TWO53
+end
+
 -- divmod(a, d) = floor(a/d), a mod d for integers 0 <= a < 2^53, 1 <= d.
 -- The correction steps make it independent of how a/d was rounded.
 local function divmod(a, d)

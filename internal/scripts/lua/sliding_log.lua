@@ -114,6 +114,11 @@ local function sliding_log(lim, view, h, now)
   local ssum = log_sum_above(view, cut)
   local room = r - ssum - view.psum
   local newest = log_newest_above(view, cut)
+  if not view.fresh and newest ~= nil and newest > now + p then
+    -- Out of range (algorithms.slidingLogValid), checked here where the
+    -- newest entry is at hand: read the key as absent.
+    return sliding_log(lim, log_fresh(view.key), h, now)
+  end
   if view.psum > 0 and (newest == nil or newest < now) then newest = now end
   local reset = 0
   if newest ~= nil then reset = newest + p - now end
@@ -197,4 +202,15 @@ local function sliding_log_undo(lim, key, ch, now)
   redis.call('ZREM', key, view.meta)
   redis.call('ZADD', key, int(newest + lim.period), '~' .. int(sum))
   return true
+end
+
+-- sliding_log_valid mirrors algorithms.slidingLogValid on the view: the sum
+-- of its stored (meta member) and pending entries, its ExpiresAt and its
+-- newest stored entry.
+local function sliding_log_valid(lim, view, now)
+  local sum = view.psum
+  if not view.fresh then sum = sum + view.ssum end
+  if view.fresh and sum == 0 then return true end
+  -- The newest entry's bound is checked in sliding_log, which reads it anyway.
+  return sum >= 1 and sum <= MAX_COUNT and exact(view.exp) and view.exp <= now + 2 * lim.period
 end

@@ -64,3 +64,8 @@ local function sliding_window_undo(lim, st, ch, now)
   end
   return st
 end
+
+-- sliding_window_valid mirrors algorithms.slidingWindowValid.
+local function sliding_window_valid(lim, st, now)
+  return st.b >= 0 and st.b <= MAX_COUNT and st.c >= 0 and st.c <= MAX_COUNT and st.a <= now + lim.period
+end

@@ -7,8 +7,9 @@
 --   period µs, burst, refill interval µs, max debt (limit.lua), hits, mode
 --   (algorithms.Mode: 0/ENFORCE, SHADOW, QUOTA).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
---   (-1 = never); then, if the batch was admitted, one charge per key it
---   wrote (see charge_of): 7 integers, plus 2 per sliding_log entry added.
+--   (-1 = never); then, if the batch was admitted and a trailing ARGV asked
+--   for them (scripts.TakeCharged), one charge per key it wrote (see
+--   charge_of): 7 integers, plus 2 per sliding_log entry added.
 --
 -- Phase 1 reads and computes every op without writing; phase 2 writes the
 -- final state of each key that an allowed op charged, only if the batch is
@@ -48,6 +49,15 @@ local function current(rec, kind, now)
 end
 
 local FIELDS = 8
+
+-- decide mirrors algorithms.Take past the generic expiry: a live state out
+-- of the algorithm's range (see algorithms/valid.go) reads as absent.
+local function decide(alg, lim, key, st, h, now)
+  if lim.req > 0 and not alg.valid(lim, st, now) then
+    st = KINDS[alg.kind].fresh(key)
+  end
+  return alg.take(lim, st, h, now)
+end
 
 -- charge_of appends what the batch charged rec's key, for an exact undo
 -- (scripts.Charge): the last op that charged it, the hits charged, and the
@@ -92,10 +102,12 @@ local function take_main()
     ops[i] = op
     if alg == nil then
       op.ok, op.rem, op.reset, op.retry = false, 0, 0, NEVER
+      -- algorithms.Take still drops an expired pending state.
+      if rec.kind ~= nil then rec.cur = KINDS[rec.kind].expire(rec.cur, now) end
     else
       local st = current(rec, alg.kind, now)
       local nst
-      op.ok, op.rem, op.reset, op.retry, nst = alg.take(op.lim, st, h, now)
+      op.ok, op.rem, op.reset, op.retry, nst = decide(alg, op.lim, rec.key, st, h, now)
       rec.cur = nst
       if h > 0 and op.ok then
         rec.hit, rec.hits, rec.last = true, (rec.hits or 0) + h, i
@@ -121,7 +133,7 @@ local function take_main()
       if op.ok then
         local kind = op.alg.kind
         local st = KINDS[kind].expire(original(op.rec, kind, now), now)
-        op.ok, op.rem, op.reset, op.retry = op.alg.take(op.lim, st, 0, now)
+        op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, st, 0, now)
       end
     end
   end
@@ -133,7 +145,7 @@ local function take_main()
     out[k + 3] = op.reset
     out[k + 4] = op.retry
   end
-  if admitted then
+  if admitted and #ARGV > 1 + FIELDS * #KEYS then
     for _, rec in ipairs(order) do
       if rec.hit then charge_of(out, rec, now) end
     end

@@ -70,3 +70,10 @@ local function token_bucket_undo(lim, st, ch, now)
   if tokens >= capacity then tokens, frac = capacity, 0 end
   return { a = anchor, b = tokens, c = frac, e = st.e }
 end
+
+-- token_bucket_valid mirrors algorithms.tokenBucketValid (and its horizon).
+local function token_bucket_valid(lim, st, now)
+  local step = math.max(lim.refill, 1)
+  local h = ceil_to(refill_time(lim.capacity + lim.debt, 0, lim.period, lim.req), step) + step
+  return st.b >= -MAX_COUNT and st.b <= MAX_COUNT and st.c >= 0 and st.c <= MAX_PERIOD and st.a <= now + h
+end

@@ -40,8 +40,10 @@ type Store struct {
 	closeErr  error
 }
 
-// New builds a Store. It does not contact Redis: a replica must start (and
-// report not ready through Ping) while Redis is still coming up.
+// New builds a Store. It does not contact Redis, so a replica starts while
+// Redis is still coming up; until Redis answers, Take fails (the service
+// answers UNAVAILABLE). Ping tells whether Redis answers now; nothing in
+// ratelimitd calls it yet (readiness does not depend on the backend).
 func New(opts ...Option) (*Store, error) {
 	s := defaults()
 	for _, opt := range opts {
@@ -110,7 +112,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	return results, nil
 }
 
-// Ping reports whether Redis answers, for readiness checks.
+// Ping reports whether Redis answers.
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

@@ -1,0 +1,69 @@
+package scripts_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// TestCorruptedStateHeals: whatever a hand edit leaves in a counter's key
+// (text, fractions, infinities, absurd or negative numbers, times years
+// ahead, no TTL), a take answers as for an absent key, without error, and
+// overwrites it with a TTL within twice the rule's horizon.
+func TestCorruptedStateHeals(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	r := scripts.NewRunner()
+	now := time.UnixMicro(1_700_000_000_000_000)
+	year := int64(365 * 24 * time.Hour / time.Microsecond)
+	hashes := []map[string]any{
+		{"a": "x", "b": "1", "c": "0", "e": "9999999999999999"},
+		{"a": "1.5", "b": "2.5", "c": "0", "e": now.UnixMicro() + 1000},
+		{"a": "inf", "b": "-inf", "c": "nan", "e": "inf"},
+		{"a": "1e300", "b": "1e300", "c": "1e300", "e": "1e300"},
+		{"a": now.UnixMicro() + 10*year, "b": 1, "c": 0, "e": now.UnixMicro() + 10*year},
+		{"a": -1 << 50, "b": 1 << 50, "c": -5, "e": now.UnixMicro() + 10*year},
+		{"b": 3},
+	}
+	for _, alg := range algorithms.All() {
+		lim := algorithms.Limit{Algorithm: alg, Requests: 10, Period: time.Minute}
+		want, _ := algorithms.Take(lim, algorithms.State{}, 1, now)
+		corrupt := make([]func(key string) error, 0, len(hashes)+2)
+		for _, h := range hashes {
+			corrupt = append(corrupt, func(key string) error { return rdb.HSet(ctx, key, h).Err() })
+		}
+		corrupt = append(corrupt,
+			func(key string) error {
+				return rdb.ZAdd(ctx, key, redisZ(now.UnixMicro(), "garbage"), redisZ(float64(now.UnixMicro()+10*year), "~3")).Err()
+			},
+			func(key string) error {
+				return rdb.ZAdd(ctx, key, redisZ(now.UnixMicro(), fmt.Sprintf("%d:1:1", now.UnixMicro())), redisZ(1e300, "~1")).Err()
+			})
+		for i, c := range corrupt {
+			key := fmt.Sprintf("corrupt:%s:%d", alg, i)
+			if err := c(key); err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Take(ctx, rdb, []algorithms.Op{{Key: key, Limit: lim, Hits: 1}}, now)
+			if err != nil {
+				t.Fatalf("%s corruption %d: %v", alg, i, err)
+			}
+			if got[0] != want {
+				t.Errorf("%s corruption %d: %s, want %s as for an absent key", alg, i, fmtDecision(got[0]), fmtDecision(want))
+			}
+			if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > 2*lim.Horizon()+time.Millisecond {
+				t.Errorf("%s corruption %d: TTL %s after the take, want 1ms..%s", alg, i, ttl, 2*lim.Horizon())
+			}
+		}
+	}
+}
+
+func redisZ[T int64 | float64](score T, member string) redis.Z {
+	return redis.Z{Score: float64(score), Member: member}
+}

@@ -1,0 +1,78 @@
+package algorithms_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// Take is a pure function: the caller keeps the state and the clock.
+func ExampleTake() {
+	lim := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 10, Period: time.Second, Burst: 2}
+	now := time.Unix(1_700_000_000, 0)
+	var st algorithms.State
+	for i := range 3 {
+		d, next := algorithms.Take(lim, st, 1, now)
+		if d.Allowed {
+			st = next // persist only what an admitted take returns
+		}
+		fmt.Printf("hit %d: allowed=%v remaining=%d retry_after=%s\n", i+1, d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// hit 1: allowed=true remaining=1 retry_after=0s
+	// hit 2: allowed=true remaining=0 retry_after=0s
+	// hit 3: allowed=false remaining=0 retry_after=100ms
+}
+
+// TakeAll decides a request's descriptors as one all-or-nothing batch: the
+// per-minute rule is spent, so the per-second one is not charged either.
+func ExampleTakeAll() {
+	perSecond := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Second}
+	perMinute := algorithms.Limit{Algorithm: algorithms.SlidingWindow, Requests: 1, Period: time.Minute}
+	states := map[string]algorithms.State{}
+	load := func(key string) algorithms.State { return states[key] }
+	now := time.Unix(1_700_000_000, 0)
+	for i := range 2 {
+		ops := []algorithms.Op{
+			{Key: "second", Limit: perSecond, Hits: 1},
+			{Key: "minute", Limit: perMinute, Hits: 1},
+		}
+		ds, writes := algorithms.TakeAll(ops, load, now)
+		for k, st := range writes {
+			states[k] = st
+		}
+		fmt.Printf("request %d: denied=%v second.remaining=%d\n", i+1, algorithms.VerdictOf(ops, ds).Denied(), ds[0].Remaining)
+	}
+	// Output:
+	// request 1: denied=false second.remaining=4
+	// request 2: denied=true second.remaining=4
+}
+
+// Parse maps a config name to an algorithm; unknown names are errors.
+func ExampleParse() {
+	a, err := algorithms.Parse("GCRA")
+	fmt.Println(a, err, a.Bucket())
+	_, err = algorithms.Parse("leaky")
+	fmt.Println(err)
+	// Output:
+	// gcra <nil> true
+	// unknown algorithm "leaky" (want one of fixed_window, sliding_log, sliding_window, token_bucket, leaky_bucket, gcra)
+}
+
+// Undo takes back a charge exactly while nothing else happened, and never
+// gives back what refill has already repaid.
+func ExampleUndo() {
+	lim := algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 10, Period: time.Second}
+	now := time.Unix(1_700_000_000, 0)
+	_, charged := algorithms.Take(lim, algorithms.State{}, 4, now)
+	ch := algorithms.Charged{Hits: 4, After: charged}
+	for _, later := range []time.Duration{0, 300 * time.Millisecond} {
+		undone := algorithms.Undo(lim, charged, ch, now.Add(later))
+		d, _ := algorithms.Take(lim, undone, 0, now.Add(later))
+		fmt.Printf("undo after %s: remaining=%d\n", later, d.Remaining)
+	}
+	// Output:
+	// undo after 0s: remaining=10
+	// undo after 300ms: remaining=10
+}
