@@ -77,7 +77,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	} else {
 		m.ConfigLoad(errors.New("no valid initial config"))
 	}
-	st, err := newStore(set, m)
+	st, err := newStore(set, m, log)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
@@ -13,8 +14,8 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
-func newStore(set settings, m *metrics.Metrics) (store.Store, error) {
-	st, err := newBackend(set, m)
+func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, error) {
+	st, err := newBackend(set, m, log)
 	if err != nil || set.LocalCacheBytes == 0 {
 		return st, err
 	}
@@ -23,7 +24,7 @@ func newStore(set settings, m *metrics.Metrics) (store.Store, error) {
 	return cache, nil
 }
 
-func newBackend(set settings, m *metrics.Metrics) (store.Store, error) {
+func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, error) {
 	if set.Backend != backendRedis {
 		st := memstore.New(memstore.WithMaxKeys(set.MemoryMaxKeys))
 		m.Registry().MustRegister(memstoreCollectors(st)...)
@@ -38,6 +39,11 @@ func newBackend(set settings, m *metrics.Metrics) (store.Store, error) {
 		redisstore.WithTimeout(set.RedisTimeout),
 		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
 		redisstore.WithRoundTripObserver(m.RoundTrip),
+		redisstore.WithUndoFailure(func(charges int, err error) {
+			m.UndoFailed()
+			log.Warn("cross-slot undo failed; the denied request's hits stay charged until their window passes",
+				zap.Int("counters", charges), zap.String("error", redactSecrets(err.Error(), set)))
+		}),
 	}
 	if set.RedisTLS {
 		cfg, err := redisTLS(set)

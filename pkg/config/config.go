@@ -119,6 +119,7 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			r.Metadata = d.metadata
 			r.Source = source
 			r.path = n.path
+			r.key = newKeyParts(r)
 			n.rule = r
 		}
 		parent.add(d.key, d.value, n)

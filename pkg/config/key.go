@@ -10,36 +10,61 @@ import (
 //
 // Layout, readable in redis-cli:
 //
-//	Prefix{domain}:algorithm:period:len:key:len:value[:len:key:len:value...]
+//	Prefix{domain:len:key:len:value[:len:key:len:value...]}:algorithm:period
 //
-// e.g. rl:{example}:fixed_window:60s:7:user_id:5:alice. The Redis Cluster
-// hash tag is the domain alone, so every key of one request lands in one slot
-// and one EVALSHA can decide them all. '{', '}' and '%' in Prefix and domain
-// are percent-escaped so that nothing can move the tag. Every key and value
-// is length-prefixed, so distinct descriptors never share a counter (unlike
-// envoyproxy's key_value joins); a wildcard's pattern shared through
-// share_threshold is written as *len:pattern so it never equals a literal
-// value. The algorithm and period are part of the key so that changing
-// either starts from fresh state instead of misreading the old one.
+// e.g. rl:{example:7:user_id:5:alice}:fixed_window:60s. The Redis Cluster
+// hash tag (the text between the braces) is the domain plus the descriptor
+// entries the counter counts, so a domain's counters spread over every slot
+// of a Cluster instead of sharing the one slot of {domain}; a request whose
+// counters land in several slots is decided per slot group (see
+// pkg/store/redisstore). '{', '}' and '%' anywhere, and ':' in the domain,
+// are percent-escaped, so nothing a request sends can close the tag early or
+// move its counter into another counter's key. Every key and value is
+// length-prefixed (by its unescaped length), so distinct descriptors never
+// share a counter (unlike envoyproxy's key_value joins); a wildcard's
+// pattern shared through share_threshold is written as *len:pattern so it
+// never equals a literal value. The algorithm and period are part of the key
+// so that changing either starts from fresh state instead of misreading the
+// old one.
 type KeyBuilder struct {
 	Prefix string
 }
 
+// keyParts are the constant parts of a rule's keys, computed once at config
+// load so the hot path only copies them.
+type keyParts struct {
+	domain string // escaped domain
+	suffix string // "}:algorithm:period"
+}
+
+func newKeyParts(r *Rule) keyParts {
+	var sb strings.Builder
+	writeEscaped(&sb, r.Domain, true)
+	domain := sb.String()
+	sb.Reset()
+	sb.WriteString("}:")
+	sb.WriteString(r.Limit.Algorithm.String())
+	sb.WriteByte(':')
+	writePeriod(&sb, r.Limit.Period)
+	return keyParts{domain: domain, suffix: sb.String()}
+}
+
 // Key returns the key of rule's counter for the request entries it matched.
 func (b KeyBuilder) Key(rule *Rule, entries []Entry) string {
-	size := escapedLen(b.Prefix) + escapedLen(rule.Domain) + 48
+	parts := rule.key
+	if parts.suffix == "" {
+		// A Rule not built by Parse or OverrideRule (tests).
+		parts = newKeyParts(rule)
+	}
+	size := escapedLen(b.Prefix, false) + 1 + len(parts.domain) + len(parts.suffix)
 	for _, e := range entries {
-		size += len(e.Key) + len(e.Value) + 2*20 + 4
+		size += escapedLen(e.Key, false) + escapedLen(e.Value, false) + 2*20 + 5
 	}
 	var sb strings.Builder
 	sb.Grow(size)
-	writeEscaped(&sb, b.Prefix)
+	writeEscaped(&sb, b.Prefix, false)
 	sb.WriteByte('{')
-	writeEscaped(&sb, rule.Domain)
-	sb.WriteString("}:")
-	sb.WriteString(rule.Limit.Algorithm.String())
-	sb.WriteByte(':')
-	writePeriod(&sb, rule.Limit.Period)
+	sb.WriteString(parts.domain)
 	var num [20]byte
 	for i, e := range entries {
 		sb.WriteByte(':')
@@ -52,13 +77,14 @@ func (b KeyBuilder) Key(rule *Rule, entries []Entry) string {
 		}
 		writeField(&sb, num[:0], e.Value)
 	}
+	sb.WriteString(parts.suffix)
 	return sb.String()
 }
 
 func writeField(sb *strings.Builder, num []byte, s string) {
 	sb.Write(strconv.AppendInt(num, int64(len(s)), 10))
 	sb.WriteByte(':')
-	sb.WriteString(s)
+	writeEscaped(sb, s, false)
 }
 
 // writePeriod writes whole seconds as "60s" and any other period in
@@ -74,25 +100,28 @@ func writePeriod(sb *strings.Builder, p time.Duration) {
 	sb.WriteString("us")
 }
 
-func escapedLen(s string) int {
+func escapedLen(s string, colon bool) int {
 	n := len(s)
 	for i := 0; i < len(s); i++ {
-		if needsEscape(s[i]) {
+		if needsEscape(s[i], colon) {
 			n += 2
 		}
 	}
 	return n
 }
 
-func needsEscape(c byte) bool {
-	return c == '{' || c == '}' || c == '%'
+// needsEscape: braces would move the Cluster hash tag, '%' is the escape
+// itself, and the domain (not length-prefixed) must not contain the ':'
+// that ends it.
+func needsEscape(c byte, colon bool) bool {
+	return c == '{' || c == '}' || c == '%' || (colon && c == ':')
 }
 
-func writeEscaped(sb *strings.Builder, s string) {
+func writeEscaped(sb *strings.Builder, s string, colon bool) {
 	const hex = "0123456789ABCDEF"
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !needsEscape(c) {
+		if !needsEscape(c, colon) {
 			sb.WriteByte(c)
 			continue
 		}

@@ -12,7 +12,9 @@ import (
 )
 
 func ruleFor(domain string, a algorithms.Algorithm, period time.Duration) *Rule {
-	return &Rule{Domain: domain, Limit: algorithms.Limit{Algorithm: a, Requests: 1, Period: period}}
+	r := &Rule{Domain: domain, Limit: algorithms.Limit{Algorithm: a, Requests: 1, Period: period}}
+	r.key = newKeyParts(r)
+	return r
 }
 
 func TestKeyLayout(t *testing.T) {
@@ -24,13 +26,14 @@ func TestKeyLayout(t *testing.T) {
 		want    string
 	}{
 		{"readable", "rl:", ruleFor("example", algorithms.FixedWindow, time.Minute),
-			[]Entry{{"user_id", "alice"}}, "rl:{example}:fixed_window:60s:7:user_id:5:alice"},
+			[]Entry{{"user_id", "alice"}}, "rl:{example:7:user_id:5:alice}:fixed_window:60s"},
 		{"two levels, empty value", "", ruleFor("d", algorithms.GCRA, 24*time.Hour),
-			[]Entry{{"a", ""}, {"b", "c"}}, "{d}:gcra:86400s:1:a:0::1:b:1:c"},
+			[]Entry{{"a", ""}, {"b", "c"}}, "{d:1:a:0::1:b:1:c}:gcra:86400s"},
 		{"sub-second period", "", ruleFor("d", algorithms.TokenBucket, 1500*time.Millisecond),
-			[]Entry{{"k", "v"}}, "{d}:token_bucket:1500000us:1:k:1:v"},
-		{"braces and percent escaped in prefix and domain", "p{x}%", ruleFor("a{b}%", algorithms.FixedWindow, time.Second),
-			[]Entry{{"k{", "}v"}}, "p%7Bx%7D%25{a%7Bb%7D%25}:fixed_window:1s:2:k{:2:}v"},
+			[]Entry{{"k", "v"}}, "{d:1:k:1:v}:token_bucket:1500000us"},
+		{"no entries", "", ruleFor("d", algorithms.FixedWindow, time.Second), nil, "{d}:fixed_window:1s"},
+		{"braces and percent escaped everywhere, colon in the domain", "p{x}%:", ruleFor("a{b}%:", algorithms.FixedWindow, time.Second),
+			[]Entry{{"k{", "}v%"}}, "p%7Bx%7D%25:{a%7Bb%7D%25%3A:2:k%7B:3:%7Dv%25}:fixed_window:1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +56,7 @@ func TestKeyDistinct(t *testing.T) {
 		{"one entry vs two", []Entry{{"a", "b:1:c:1:d"}}, []Entry{{"a", "b"}, {"c", "d"}}},
 		{"empty value vs no entry", []Entry{{"a", ""}}, []Entry{{"a", ""}, {"", ""}}},
 		{"length digits in value", []Entry{{"a", "1:x"}}, []Entry{{"a", "1"}, {"x", ""}}},
+		{"escape-looking value", []Entry{{"a", "%7D"}}, []Entry{{"a", "}"}}},
 	}
 	for _, p := range pairs {
 		if ka, kb := b.Key(r, p.a), b.Key(r, p.b); ka == kb {
@@ -62,6 +66,7 @@ func TestKeyDistinct(t *testing.T) {
 	e := []Entry{{"k", "v"}}
 	base := b.Key(r, e)
 	for _, other := range []*Rule{
+		ruleFor("d:1:k:1:v", algorithms.FixedWindow, time.Minute),
 		ruleFor("d", algorithms.SlidingWindow, time.Minute),
 		ruleFor("d", algorithms.FixedWindow, time.Hour),
 		ruleFor("d2", algorithms.FixedWindow, time.Minute),
@@ -101,8 +106,8 @@ descriptors:
 		}
 		return b.Key(r, entries)
 	}
-	if k1, k2 := key(Entry{"path", "/files/a.pdf"}), key(Entry{"path", "/files/b.csv"}); k1 != k2 || k1 != "{d}:fixed_window:3600s:4:path:*8:/files/*" {
-		t.Errorf("shared wildcard: %q and %q, want both {d}:fixed_window:3600s:4:path:*8:/files/*", k1, k2)
+	if k1, k2 := key(Entry{"path", "/files/a.pdf"}), key(Entry{"path", "/files/b.csv"}); k1 != k2 || k1 != "{d:4:path:*8:/files/*}:fixed_window:3600s" {
+		t.Errorf("shared wildcard: %q and %q, want both {d:4:path:*8:/files/*}:fixed_window:3600s", k1, k2)
 	}
 	if k1, k2 := key(Entry{"path", "/own/a"}), key(Entry{"path", "/own/b"}); k1 == k2 {
 		t.Errorf("unshared wildcard shares a counter: %q", k1)
@@ -175,15 +180,20 @@ func decodeKey(t *testing.T, prefixLen int, key string) (domain, alg, period str
 		t.Fatalf("key %q: no tag after the prefix", key)
 	}
 	end := strings.IndexByte(rest, '}')
-	domain, err := unescapePercent(rest[1:end])
-	if err != nil {
-		t.Fatalf("key %q: tag: %v", key, err)
+	tag := rest[1:end]
+	fields := strings.SplitN(rest[end+2:], ":", 2)
+	if len(fields) != 2 {
+		t.Fatalf("key %q: no algorithm:period after the tag", key)
 	}
-	fields := strings.SplitN(rest[end+2:], ":", 3)
 	alg, period = fields[0], fields[1]
-	rest = ""
-	if len(fields) == 3 {
-		rest = fields[2]
+	escDomain, entries, _ := strings.Cut(tag, ":")
+	domain, err := unescapePercent(escDomain)
+	if err != nil {
+		t.Fatalf("key %q: domain: %v", key, err)
+	}
+	rest, err = unescapePercent(entries)
+	if err != nil {
+		t.Fatalf("key %q: entries: %v", key, err)
 	}
 	for rest != "" {
 		var p keyPart
@@ -249,17 +259,18 @@ func FuzzKey(f *testing.F) {
 		b := KeyBuilder{Prefix: prefix}
 		key := b.Key(rule, entries)
 
-		// One slot per domain: the tag never depends on the entries.
+		// The whole tag is the counter's: it runs from the first '{' to
+		// the last '}', so no entry can cut it short.
 		tag, ok := clusterTag(key)
 		if !ok {
 			t.Fatalf("key %q has no usable hash tag", key)
 		}
-		if want, _ := clusterTag(b.Key(rule, nil)); tag != want {
-			t.Fatalf("tag %q of %q differs from the domain's tag %q", tag, key, want)
+		if want := key[strings.IndexByte(key, '{')+1 : strings.LastIndexByte(key, '}')]; tag != want {
+			t.Fatalf("tag %q of %q is not the whole braced part %q", tag, key, want)
 		}
 		// The prefix escapes to a fixed length, so the rest decodes.
 		var sb strings.Builder
-		writeEscaped(&sb, prefix)
+		writeEscaped(&sb, prefix, false)
 		gotDomain, alg, period, parts := decodeKey(t, sb.Len(), key)
 		if gotDomain != domain || alg != "sliding_log" || period != "90s" {
 			t.Fatalf("key %q decodes to %q %q %q", key, gotDomain, alg, period)

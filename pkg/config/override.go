@@ -31,7 +31,7 @@ func OverrideRule(domain string, entries []Entry, unit rlsv3.RateLimitResponse_R
 			sb.WriteString(e.Value)
 		}
 	}
-	return &Rule{
+	r := &Rule{
 		Domain:          domain,
 		StatKey:         sb.String(),
 		Unit:            unit,
@@ -41,5 +41,7 @@ func OverrideRule(domain string, entries []Entry, unit rlsv3.RateLimitResponse_R
 			Requests:  uint64(requestsPerUnit),
 			Period:    period,
 		},
-	}, nil
+	}
+	r.key = newKeyParts(r)
+	return r, nil
 }

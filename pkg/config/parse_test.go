@@ -26,6 +26,7 @@ func parseOne(t *testing.T, yaml string, opts ...Option) *Config {
 func withoutPath(r *Rule) Rule {
 	c := *r
 	c.path = nil
+	c.key = keyParts{} // derived from Domain and Limit, compared there
 	c.Source = ""
 	return c
 }

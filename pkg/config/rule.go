@@ -50,6 +50,8 @@ type Rule struct {
 	// It is nil for rules not built by Parse (e.g. request overrides), which
 	// then count per value at every level.
 	path []level
+	// key is the constant part of the rule's store keys (KeyBuilder).
+	key keyParts
 }
 
 // levelKind is how a request entry reached a node.

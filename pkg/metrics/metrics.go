@@ -34,6 +34,7 @@ type Metrics struct {
 	backendErrors *prometheus.CounterVec
 	requests      *prometheus.HistogramVec
 	roundTrips    *prometheus.HistogramVec
+	undoFailures  prometheus.Counter
 
 	nearRatio   float64
 	maxDetailed int64
@@ -82,6 +83,9 @@ func New(opts ...Option) *Metrics {
 		Help: "ShouldRateLimit latency by gRPC code.", Buckets: latencyBuckets()}, []string{"code"})
 	m.roundTrips = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ratelimitd", Name: "redis_round_trip_seconds",
 		Help: "One Redis script call (all descriptors of a request), by result.", Buckets: latencyBuckets()}, []string{"result"})
+	m.undoFailures = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "redis_undo_failures_total",
+		Help: "Denied cross-slot Redis Cluster requests whose undo failed: their hits stay charged until the window passes or the bucket refills."})
+	m.reg.MustRegister(m.undoFailures)
 	m.reg.MustRegister(m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode, m.overLimitLocalCache,
 		m.configLoads, m.backendErrors, m.requests, m.roundTrips,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -193,3 +197,6 @@ func (m *Metrics) RoundTrip(d time.Duration, err error) {
 	}
 	m.roundTrips.WithLabelValues(result).Observe(d.Seconds())
 }
+
+// UndoFailed counts a denied cross-slot request whose undo failed.
+func (m *Metrics) UndoFailed() { m.undoFailures.Inc() }

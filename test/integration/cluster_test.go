@@ -12,9 +12,9 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 )
 
-// Three masters, several domains: each domain's keys share one slot (the
-// {domain} hash tag), so every request is still one atomic script, and the
-// domains spread over the shards.
+// Three masters, several domains: each counter has its own hash tag, so a
+// request's counters may span masters (one script per slot group, all or
+// nothing), and every domain's counters spread over the shards.
 func TestRedisClusterOfThreeMasters(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
 	var cfg strings.Builder
@@ -48,7 +48,7 @@ func TestRedisClusterOfThreeMasters(t *testing.T) {
 		}
 	}
 	if used < 2 {
-		t.Fatalf("all six domains landed on %d master(s); the hash tag should spread domains", used)
+		t.Fatalf("the counters landed on %d master(s); per-counter hash tags should spread them", used)
 	}
 }
 

@@ -60,6 +60,10 @@ func universal(s settings) *redis.UniversalOptions {
 		// A retried EVALSHA whose reply was lost would charge twice, and
 		// retries multiply the wait on a dead Redis: never retry.
 		MaxRetries: -1,
+		// Cluster: go-redis would follow MOVED/ASK but also re-send after an
+		// EOF; redirects are retried by Store.do, which knows which errors
+		// certainly ran nothing.
+		MaxRedirects: -1,
 		// One dial per attempt; the pool redials in the background once
 		// every connection has failed.
 		DialerRetries:         1,

@@ -68,7 +68,22 @@ type settings struct {
 	// REDIS_PIPELINE_WINDOW and REDIS_PIPELINE_LIMIT (pipeline.go).
 	pipelineWindow time.Duration
 	pipelineLimit  int
+	undoFailed     func(charges int, err error)
+
+	refreshInterval time.Duration
 }
+
+// WithUndoFailure is told when the undo of a denied cross-slot request
+// failed (a shard died mid-request): the charged counters stay charged until
+// their window passes or their bucket refills. The request is still
+// answered as decided (OVER_LIMIT). For logging and a metric.
+func WithUndoFailure(fn func(charges int, err error)) Option {
+	return func(s *settings) { s.undoFailed = fn }
+}
+
+// DefaultRefreshInterval is the least time between two topology refreshes
+// (Cluster slot map reloads) that failing calls trigger.
+const DefaultRefreshInterval = 100 * time.Millisecond
 
 // WithRoundTripObserver is told how long each script call took and whether
 // it failed (the metrics' Redis round-trip histogram).
@@ -78,7 +93,7 @@ func WithRoundTripObserver(fn func(took time.Duration, err error)) Option {
 
 func defaults() settings {
 	return settings{typ: Single, socketType: "tcp", poolSize: DefaultPoolSize, timeout: DefaultTimeout,
-		pipelineWindow: DefaultPipelineWindow}
+		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval}
 }
 
 // WithClient uses c instead of building a client from the other options,

@@ -1,6 +1,8 @@
 // Package redisstore is the store.Store shared by every replica: each Take
 // is one EVALSHA of internal/scripts' Lua, so a batch is decided atomically in
-// Redis, on Redis's clock, in one round trip.
+// Redis, on Redis's clock, in one round trip. On Redis Cluster a batch whose
+// keys span slots is one EVALSHA per slot group, run concurrently, with an
+// exact undo of what the other groups charged when the batch is denied.
 package redisstore
 
 import (
@@ -8,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -27,6 +31,11 @@ type Store struct {
 	now        func() time.Time
 	observe    func(time.Duration, error)
 	coalescer  *coalescer
+	undoFailed func(charges int, err error)
+	// spread: keys may live in several Cluster slots (a cluster client).
+	spread  bool
+	refresh *refresher
+	closed  atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -44,7 +53,7 @@ func New(opts ...Option) (*Store, error) {
 	if s.timeout <= 0 {
 		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.timeout)
 	}
-	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.timeout, now: s.now, observe: s.observe}
+	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
 	if st.client == nil {
 		c, err := newClient(s)
 		if err != nil {
@@ -53,11 +62,16 @@ func New(opts ...Option) (*Store, error) {
 		st.client, st.ownsClient = c, true
 		st.coalescer = coalesce(c, s)
 	}
+	_, st.spread = st.client.(*redis.ClusterClient)
+	st.refresh = newRefresher(st.client, s.refreshInterval)
 	return st, nil
 }
 
-// Take decides reqs atomically with one EVALSHA. An error means Redis could
-// not decide (unreachable, timed out, script error); it is never "over limit".
+// Take decides reqs all-or-nothing: one EVALSHA when their keys share a
+// Cluster slot (always on Single and Sentinel), else one per slot group plus
+// an undo when denied. An error means Redis could not decide (unreachable,
+// timed out, script error); it is never "over limit". Errors that certainly
+// ran nothing are retried within ctx; see retry.go.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
@@ -73,7 +87,17 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 		now = s.now()
 	}
 	start := time.Now()
-	decisions, err := s.runner.Take(ctx, s.client, reqs, now)
+	var decisions []algorithms.Decision
+	var err error
+	if groups := s.slotGroups(reqs); groups != nil {
+		decisions, err = s.takeSpread(ctx, reqs, groups, now)
+	} else {
+		err = s.do(ctx, func(ctx context.Context) error {
+			var err error
+			decisions, err = s.runner.Take(ctx, s.client, reqs, now)
+			return err
+		})
+	}
 	if s.observe != nil {
 		s.observe(time.Since(start), err)
 	}
@@ -107,6 +131,7 @@ func (s *Store) Close() error {
 		if s.coalescer != nil {
 			s.coalescer.close()
 		}
+		s.closed.Store(true)
 		if s.ownsClient {
 			if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 				s.closeErr = fmt.Errorf("redisstore: close: %w", err)

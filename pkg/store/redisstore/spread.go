@@ -1,0 +1,144 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+)
+
+// slotGroups splits reqs by Cluster slot, keeping each group in request
+// order; it returns nil when every key shares one slot (always on Single and
+// Sentinel), which is one script as before.
+func (s *Store) slotGroups(reqs []store.Request) [][]int {
+	if !s.spread || len(reqs) == 1 {
+		return nil
+	}
+	first := Slot(reqs[0].Key)
+	i := 1
+	for i < len(reqs) && Slot(reqs[i].Key) == first {
+		i++
+	}
+	if i == len(reqs) {
+		return nil
+	}
+	var groups [][]int
+	bySlot := make(map[int]int, 4)
+	for j, r := range reqs {
+		slot := Slot(r.Key)
+		g, ok := bySlot[slot]
+		if !ok {
+			g = len(groups)
+			bySlot[slot] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], j)
+	}
+	return groups
+}
+
+// groupRun is one slot group's take.
+type groupRun struct {
+	ops       []algorithms.Op
+	decisions []algorithms.Decision
+	charges   []scripts.Charge
+	err       error
+}
+
+// takeSpread decides a request whose counters span Cluster slots: one take
+// script per slot group, concurrently, then the all-or-nothing verdict over
+// every group; when it denies, the groups that charged are undone so a denied
+// request leaves every counter as it found it (see "Redis Cluster" in
+// README.md for what an undo that fails costs).
+func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time) ([]algorithms.Decision, error) {
+	// A group's script applies the all-or-nothing rule to its own ops only.
+	// Quota ops spread over several groups are decided together here, so
+	// each script must charge its allowed ops whatever its own quota ops
+	// got: they run as shadow ops (decided, never denying the group).
+	quotaGroups := 0
+	for _, g := range groups {
+		for _, j := range g {
+			if reqs[j].Mode == algorithms.Quota {
+				quotaGroups++
+				break
+			}
+		}
+	}
+	runs := make([]groupRun, len(groups))
+	var wg sync.WaitGroup
+	for gi, g := range groups {
+		run := &runs[gi]
+		run.ops = make([]algorithms.Op, len(g))
+		for k, j := range g {
+			run.ops[k] = reqs[j]
+			if quotaGroups > 1 && run.ops[k].Mode == algorithms.Quota {
+				run.ops[k].Mode = algorithms.Shadow
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run.err = s.do(ctx, func(ctx context.Context) error {
+				var err error
+				run.decisions, run.charges, err = s.runner.TakeCharged(ctx, s.client, run.ops, now)
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+
+	decisions := make([]algorithms.Decision, len(reqs))
+	var errs []error
+	for gi, g := range groups {
+		run := runs[gi]
+		if run.err == nil && len(run.decisions) != len(g) {
+			run.err = fmt.Errorf("script returned %d decisions for %d keys", len(run.decisions), len(g))
+		}
+		if run.err != nil {
+			errs = append(errs, run.err)
+			continue
+		}
+		for k, j := range g {
+			decisions[j] = run.decisions[k]
+		}
+	}
+	if len(errs) > 0 {
+		// The request gets no answer from Redis, so nothing it charged
+		// elsewhere may stay charged.
+		s.undo(ctx, runs, now)
+		return nil, errors.Join(errs...)
+	}
+	if algorithms.VerdictOf(reqs, decisions).Denied() {
+		s.undo(ctx, runs, now)
+	}
+	return decisions, nil
+}
+
+// undo takes back every group's charges, concurrently, within ctx. A
+// failure leaves those hits charged (the request is still answered
+// OVER_LIMIT as decided) and is reported once to the undo-failure observer.
+func (s *Store) undo(ctx context.Context, runs []groupRun, now time.Time) {
+	var wg sync.WaitGroup
+	for gi := range runs {
+		charges := runs[gi].charges
+		if runs[gi].err != nil || len(charges) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.do(ctx, func(ctx context.Context) error {
+				return s.runner.Undo(ctx, s.client, charges, now)
+			})
+			if err != nil && s.undoFailed != nil {
+				s.undoFailed(len(charges), fmt.Errorf("redisstore: %w", err))
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,266 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+// Slot must agree with the server's CLUSTER KEYSLOT, hash-tag corner cases
+// included.
+func TestSlotMatchesClusterKeyslot(t *testing.T) {
+	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	keys := []string{"", "a", "123456789", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}",
+		"{}", "}{", "{a", "a}", "rl:{edge:7:user_id:5:alice}:fixed_window:60s", "{d%7B:1:k:1:v}:gcra:1s", "\xff\x00{\x80}"}
+	for i := range 200 {
+		keys = append(keys, fmt.Sprintf("{edge:4:user:%d:u%d}:token_bucket:1s", len(fmt.Sprint(i))+1, i))
+	}
+	for _, k := range keys {
+		want, err := admin.ClusterKeySlot(t.Context(), k).Result()
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %q: %v", k, err)
+		}
+		if got := redisstore.Slot(k); int64(got) != want {
+			t.Errorf("Slot(%q) = %d, CLUSTER KEYSLOT says %d", k, got, want)
+		}
+	}
+}
+
+// Which errors may be retried: only those that certainly ran nothing.
+func TestRetryClassification(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	read := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	tests := []struct {
+		err   error
+		retry bool
+	}{
+		{dial, true},
+		{fmt.Errorf("take script: %w", dial), true},
+		{redis.ErrClosed, true},
+		{redis.ErrPoolTimeout, true},
+		{read, false},
+		{io.EOF, false},
+		{io.ErrUnexpectedEOF, false},
+		{context.DeadlineExceeded, false},
+		{&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}, false},
+		{errors.New("some unknown failure"), false},
+	}
+	for _, tt := range tests {
+		if got := redisstore.Retryable(tt.err); got != tt.retry {
+			t.Errorf("Retryable(%v) = %v, want %v", tt.err, got, tt.retry)
+		}
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string { return "i/o timeout" }
+func (timeoutErr) Timeout() bool { return true }
+
+// The server's own replies: redirects and cluster states ran nothing; a
+// script error ran and is not retried either.
+func TestRetryClassificationOfServerReplies(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	tests := []struct {
+		reply string
+		retry bool
+	}{
+		{"MOVED 3999 127.0.0.1:6381", true},
+		{"ASK 3999 127.0.0.1:6381", true},
+		{"TRYAGAIN Multiple keys request during rehashing of slot", true},
+		{"CLUSTERDOWN The cluster is down", true},
+		{"LOADING Redis is loading the dataset in memory", true},
+		{"READONLY You can't write against a read only replica.", true},
+		{"NOSCRIPT No matching script.", true},
+		{"ERR user_script:1: Script attempted to access nonexistent global variable", false},
+		{"CROSSSLOT Keys in request don't hash to the same slot", false},
+	}
+	for _, tt := range tests {
+		// A real error reply parsed by go-redis, as Take would see it.
+		err := c.Eval(t.Context(), "return redis.error_reply(ARGV[1])", nil, tt.reply).Err()
+		if err == nil {
+			t.Fatalf("no error for %q", tt.reply)
+		}
+		if got := redisstore.Retryable(err); got != tt.retry {
+			t.Errorf("Retryable(%q) = %v, want %v", err, got, tt.retry)
+		}
+	}
+}
+
+func startCluster(t *testing.T) (nodes []*redistest.Server, admins []*redis.Client) {
+	t.Helper()
+	nodes = redistest.StartCluster(t, 3)
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		admins = append(admins, c)
+	}
+	return nodes, admins
+}
+
+// keysOnMasters returns one key per master, with distinct slots.
+func keysOnMasters(t *testing.T, admins []*redis.Client, prefix string) []string {
+	t.Helper()
+	var keys []string
+	for _, a := range admins {
+		for i := 0; ; i++ {
+			k := fmt.Sprintf("{%s%d}", prefix, i)
+			// The node answers MOVED for a slot it does not serve.
+			if err := a.Get(t.Context(), k).Err(); err != nil && !errors.Is(err, redis.Nil) {
+				continue
+			}
+			keys = append(keys, k)
+			break
+		}
+	}
+	return keys
+}
+
+// A denied cross-slot batch leaves every counter as it found it, for every
+// algorithm, and costs one script per slot group plus one undo per group
+// that charged; a one-slot batch stays one script.
+func TestCrossSlotAllOrNothing(t *testing.T) {
+	nodes, admins := startCluster(t)
+	now := time.Unix(1_700_000_000, 0)
+	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)),
+		redisstore.WithClock(func() time.Time { return now }))
+	scriptCalls := func() int {
+		n := 0
+		for _, a := range admins {
+			st := commandStats(t, a)
+			n += st["evalsha"] + st["eval"]
+		}
+		return n
+	}
+	resetStats := func() {
+		for _, a := range admins {
+			if err := a.ConfigResetStat(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, alg := range algorithms.All() {
+		t.Run(alg.String(), func(t *testing.T) {
+			lim := algorithms.Limit{Algorithm: alg, Requests: 3, Period: time.Minute}
+			if alg.Bucket() {
+				lim.Burst = 3
+			}
+			keys := keysOnMasters(t, admins, alg.String())
+			req := func(hits ...uint64) []store.Request {
+				var reqs []store.Request
+				for i, k := range keys {
+					reqs = append(reqs, store.Request{Key: k, Limit: lim, Hits: hits[i]})
+				}
+				return reqs
+			}
+			peek := func() []uint64 {
+				res := mustTake(t, s, req(0, 0, 0))
+				out := make([]uint64, len(res))
+				for i, r := range res {
+					out[i] = r.Remaining
+				}
+				return out
+			}
+			// Load the scripts on every node so NOSCRIPT does not count.
+			for _, a := range admins {
+				for _, src := range []string{scripts.Source(), scripts.UndoSource()} {
+					if err := a.ScriptLoad(t.Context(), src).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			mustTake(t, s, req(1, 1, 0))
+			before := peek()
+			if want := []uint64{2, 2, 3}; fmt.Sprint(before) != fmt.Sprint(want) {
+				t.Fatalf("after one hit on two keys: remaining %v, want %v", before, want)
+			}
+			resetStats()
+			one := mustTake(t, s, []store.Request{{Key: keys[0], Limit: lim, Hits: 1}})
+			if got := scriptCalls(); got != 1 || !one[0].Allowed {
+				t.Errorf("one-descriptor request: %d scripts (want 1), %+v", got, one[0].Decision)
+			}
+			before = peek()
+			resetStats()
+			// keys[0] has 1 left: asking 2 denies the whole batch.
+			res := mustTake(t, s, req(2, 1, 1))
+			if res[0].Allowed {
+				t.Fatalf("exhausted counter allowed: %+v", res[0].Decision)
+			}
+			if got := scriptCalls(); got != 3+2 {
+				t.Errorf("denied 3-slot request ran %d scripts, want 3 takes + 2 undos", got)
+			}
+			if after := peek(); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("denied cross-slot request changed counters: %v -> %v", before, after)
+			}
+			resetStats()
+			res = mustTake(t, s, req(1, 1, 1))
+			for i, r := range res {
+				if !r.Allowed {
+					t.Errorf("op %d denied in an admissible batch: %+v", i, r.Decision)
+				}
+			}
+			if got := scriptCalls(); got != 3 {
+				t.Errorf("admitted 3-slot request ran %d scripts, want 3", got)
+			}
+			if after := peek(); fmt.Sprint(after) != fmt.Sprint([]uint64{before[0] - 1, before[1] - 1, before[2] - 1}) {
+				t.Errorf("admitted request: remaining %v -> %v, want one less each", before, after)
+			}
+		})
+	}
+}
+
+// Quota descriptors spread over slots are decided together: the request is
+// denied only when every quota counter is, wherever they live.
+func TestCrossSlotQuota(t *testing.T) {
+	nodes, admins := startCluster(t)
+	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)))
+	keys := keysOnMasters(t, admins, "quota")
+	lim := window(2)
+	remaining := func(k string) uint64 {
+		return mustTake(t, s, []store.Request{{Key: k, Limit: lim}})[0].Remaining
+	}
+	exhaust := func(k string) {
+		mustTake(t, s, []store.Request{{Key: k, Limit: lim, Hits: remaining(k)}})
+		if n := remaining(k); n != 0 {
+			t.Fatalf("%s: %d left after exhausting it", k, n)
+		}
+	}
+	reqs := []store.Request{
+		{Key: keys[0], Limit: lim, Hits: 1, Mode: algorithms.Quota},
+		{Key: keys[1], Limit: lim, Hits: 1, Mode: algorithms.Quota},
+		{Key: keys[2], Limit: lim, Hits: 1},
+	}
+	exhaust(keys[0])
+	res := mustTake(t, s, reqs)
+	if res[0].Allowed || !res[1].Allowed || !res[2].Allowed {
+		t.Fatalf("one quota counter left: %+v", res)
+	}
+	if remaining(keys[1]) != 1 || remaining(keys[2]) != 1 {
+		t.Errorf("admitted by the other quota: remaining %d, %d, want 1, 1", remaining(keys[1]), remaining(keys[2]))
+	}
+	exhaust(keys[1])
+	res = mustTake(t, s, reqs)
+	if store.Verdict(reqs, res).Denied() != true {
+		t.Fatalf("every quota counter exhausted but admitted: %+v", res)
+	}
+	if remaining(keys[2]) != 1 {
+		t.Errorf("denied request left the enforced counter at %d, want 1", remaining(keys[2]))
+	}
+}

@@ -1,0 +1,135 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+// faultHook fails the first n script calls whose SHA is sha with err,
+// before they reach Redis: the command never runs, whatever err says.
+type faultHook struct {
+	sha   string
+	err   error
+	n     atomic.Int64
+	calls atomic.Int64
+}
+
+func (h *faultHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == h.sha {
+			h.calls.Add(1)
+			if h.n.Add(-1) >= 0 {
+				cmd.SetErr(h.err)
+				return h.err
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func sha(src string) string {
+	sum := sha1.Sum([]byte(src))
+	return hex.EncodeToString(sum[:])
+}
+
+// What a failing undo costs: a certainly-not-run failure is retried and the
+// counters end as they were; an outcome-unknown one is not retried, is
+// reported once, leaves the hits charged, and the request is still denied.
+func TestUndoFailure(t *testing.T) {
+	nodes, admins := startCluster(t)
+	dialRefused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	tests := []struct {
+		name      string
+		err       error
+		failures  int64
+		wantCalls int64 // undo EVALSHAs seen by the hook
+		leaked    bool
+	}{
+		{"dial refused twice, then retried", dialRefused, 2, 2 + 2, false},
+		{"EOF: outcome unknown, not retried", io.EOF, 2, 2, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hook := &faultHook{sha: sha(scripts.UndoSource()), err: tt.err}
+			hook.n.Store(tt.failures)
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr}, MaxRetries: -1, MaxRedirects: -1})
+			t.Cleanup(func() { _ = c.Close() })
+			c.AddHook(hook)
+			var mu sync.Mutex
+			var reported []error
+			s := newStore(t, redisstore.WithClient(c), redisstore.WithTimeout(2*time.Second),
+				redisstore.WithUndoFailure(func(charges int, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					reported = append(reported, fmt.Errorf("%d charges: %w", charges, err))
+				}))
+			keys := keysOnMasters(t, admins, fmt.Sprintf("undo%d-", i))
+			lim := window(3)
+			mustTake(t, s, []store.Request{{Key: keys[0], Limit: lim, Hits: 3}})
+			res := mustTake(t, s, []store.Request{{Key: keys[0], Limit: lim, Hits: 1}, {Key: keys[1], Limit: lim, Hits: 1}, {Key: keys[2], Limit: lim, Hits: 1}})
+			if res[0].Allowed {
+				t.Fatalf("exhausted counter admitted: %+v", res)
+			}
+			if got := hook.calls.Load(); got != tt.wantCalls {
+				t.Errorf("undo EVALSHA sent %d times, want %d", got, tt.wantCalls)
+			}
+			want := uint64(3)
+			if tt.leaked {
+				want = 2
+			}
+			for _, k := range keys[1:] {
+				if got := mustTake(t, s, []store.Request{{Key: k, Limit: lim}})[0].Remaining; got != want {
+					t.Errorf("%s: remaining %d after the denied request, want %d", k, got, want)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			// One report per failed undo (one per master that charged).
+			if tt.leaked && len(reported) != 2 || !tt.leaked && len(reported) != 0 {
+				t.Errorf("undo failures reported: %v", reported)
+			}
+		})
+	}
+}
+
+// A script that certainly never runs is retried only within the deadline.
+func TestRetryStaysWithinDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	hook := &faultHook{sha: sha(scripts.Source()), err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	hook.n.Store(1 << 30)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	c.AddHook(hook)
+	s := newStore(t, redisstore.WithClient(c))
+	for _, d := range []time.Duration{20 * time.Millisecond, 150 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		start := time.Now()
+		_, err := s.Take(ctx, batch(1, window(5), 1))
+		took := time.Since(start)
+		cancel()
+		if err == nil || took > d+80*time.Millisecond { // slack for a loaded CI machine
+			t.Errorf("deadline %s: err %v after %s", d, err, took)
+		}
+		t.Logf("deadline %s: %d attempts in %s", d, hook.calls.Swap(0), took)
+	}
+}

@@ -1,0 +1,453 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+const scaleConfig = `domain: scale
+descriptors:
+  - key: user
+    rate_limit: {unit: day, requests_per_unit: 1000000}
+  - key: small
+    rate_limit: {unit: day, requests_per_unit: 3}
+  - key: fw
+    rate_limit: {unit: day, requests_per_unit: 40}
+  - key: tb
+    rate_limit: {unit: day, requests_per_unit: 40, algorithm: token_bucket}
+`
+
+// scaleKey is the store key of a one-entry descriptor of domain scale (see
+// config.KeyBuilder: the hash tag is the domain and the entries).
+func scaleKey(key, value, alg string) string {
+	return fmt.Sprintf("{scale:%d:%s:%d:%s}:%s:86400s", len(key), key, len(value), value, alg)
+}
+
+// masterIndex is the index in masters of the node serving key's slot.
+func masterIndex(t *testing.T, masters []*redis.Client, key string) int {
+	t.Helper()
+	for i, m := range masters {
+		if err := m.Exists(context.Background(), key).Err(); err == nil {
+			return i
+		}
+	}
+	var errs []string
+	for _, m := range masters {
+		errs = append(errs, fmt.Sprint(m.Get(context.Background(), key).Err()))
+	}
+	t.Fatalf("no master serves %q: %v", key, errs)
+	return -1
+}
+
+// valueOn finds a value of descriptor key whose counter lives on master i.
+func valueOn(t *testing.T, masters []*redis.Client, i int, key, alg, prefix string) string {
+	t.Helper()
+	for n := 0; ; n++ {
+		v := prefix + strconv.Itoa(n)
+		if masterIndex(t, masters, scaleKey(key, v, alg)) == i {
+			return v
+		}
+	}
+}
+
+func clusterScriptCalls(t *testing.T, masters []*redis.Client) int {
+	t.Helper()
+	n := 0
+	for _, m := range masters {
+		info, err := m.Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+					calls, _ := strings.CutPrefix(strings.Split(rest, ",")[0], "calls=")
+					c, _ := strconv.Atoi(calls)
+					n += c
+				}
+			}
+		}
+	}
+	return n
+}
+
+func remaining(t *testing.T, svc *service, key, value string) uint64 {
+	t.Helper()
+	resp, err := svc.call(request("scale", withHits(desc(key, value), 0)))
+	if err != nil {
+		t.Fatalf("peek %s=%s: %v", key, value, err)
+	}
+	return uint64(resp.GetStatuses()[0].GetLimitRemaining())
+}
+
+// One Cluster of 3 masters + 3 replicas: a domain's counters spread over
+// every master, a request across 3 masters is all-or-nothing at one script
+// per master, and killing the hot master under load costs errors only until
+// its replica is promoted (+1 s), never a call past its deadline nor a hit
+// charged twice.
+func TestClusterScaleOut(t *testing.T) {
+	nodes := redistest.StartClusterWithReplicas(t, 3, 1, time.Second)
+	var masters []*redis.Client
+	var masterNodes []*redistest.Server
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		if role, _ := c.Do(context.Background(), "ROLE").Slice(); len(role) > 0 && role[0] == "master" {
+			masters = append(masters, c)
+			masterNodes = append(masterNodes, n)
+		}
+	}
+	if len(masters) != 3 {
+		t.Fatalf("%d masters, want 3", len(masters))
+	}
+	root, _ := newConfigRoot(t, map[string]string{"scale.yaml": scaleConfig})
+	svc := startService(t, root, "REDIS_TYPE=CLUSTER", "REDIS_URL="+redistest.Addrs(nodes), "REDIS_TIMEOUT=1s")
+
+	t.Run("spread", func(t *testing.T) {
+		for i := range 1000 {
+			if resp, err := svc.call(request("scale", desc("user", "u"+strconv.Itoa(i)))); err != nil || resp.GetOverallCode() != ok {
+				t.Fatalf("user %d: %v %v", i, resp, err)
+			}
+		}
+		var sizes []int64
+		for _, m := range masters {
+			n, err := m.DBSize(context.Background()).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, n)
+		}
+		t.Logf("1000 counters of one rule, DBSIZE per master: %v", sizes)
+		for i, n := range sizes {
+			if n < 267 || n > 400 {
+				t.Errorf("master %d holds %d of 1000 counters, want 333 +-20%%", i, n)
+			}
+		}
+	})
+
+	t.Run("cross-slot all-or-nothing and round trips", func(t *testing.T) {
+		vals := []string{valueOn(t, masters, 0, "small", "fixed_window", "a"), valueOn(t, masters, 1, "small", "fixed_window", "b"), valueOn(t, masters, 2, "small", "fixed_window", "c")}
+		three := func(hits ...uint64) *rlsv3.RateLimitRequest {
+			return request("scale", withHits(desc("small", vals[0]), hits[0]), withHits(desc("small", vals[1]), hits[1]), withHits(desc("small", vals[2]), hits[2]))
+		}
+		// Warm the take and undo scripts on every master (an exhausted
+		// counter beside two others denies and undoes on their masters).
+		for i := range vals {
+			hits := []uint64{1, 1, 1}
+			hits[i] = 4
+			svc.call(three(hits...))
+		}
+		for _, m := range masters {
+			m.FlushAll(context.Background())
+			m.ConfigResetStat(context.Background())
+		}
+		if resp, err := svc.call(request("scale", desc("small", vals[0]))); err != nil || resp.GetOverallCode() != ok {
+			t.Fatalf("one descriptor: %v %v", resp, err)
+		}
+		oneRT := clusterScriptCalls(t, masters)
+		for _, m := range masters {
+			m.ConfigResetStat(context.Background())
+		}
+		if resp, err := svc.call(three(1, 1, 1)); err != nil || resp.GetOverallCode() != ok {
+			t.Fatalf("three descriptors on three masters: %v %v", resp, err)
+		}
+		threeRT := clusterScriptCalls(t, masters)
+		t.Logf("Redis scripts (EVALSHA+EVAL over all masters, INFO commandstats) per request: 1 descriptor = %d, 3 descriptors on 3 masters = %d", oneRT, threeRT)
+		if oneRT != 1 || threeRT != 3 {
+			t.Errorf("scripts per request: %d and %d, want 1 and 3", oneRT, threeRT)
+		}
+		// vals[0] now has 1 left; asking 2 of it denies the whole request.
+		before := []uint64{remaining(t, svc, "small", vals[0]), remaining(t, svc, "small", vals[1]), remaining(t, svc, "small", vals[2])}
+		for _, m := range masters {
+			m.ConfigResetStat(context.Background())
+		}
+		resp, err := svc.call(three(2, 1, 1))
+		if err != nil || resp.GetOverallCode() != over {
+			t.Fatalf("one exhausted counter: %v %v, want OVER_LIMIT", resp, err)
+		}
+		deniedRT := clusterScriptCalls(t, masters)
+		after := []uint64{remaining(t, svc, "small", vals[0]), remaining(t, svc, "small", vals[1]), remaining(t, svc, "small", vals[2])}
+		t.Logf("denied 3-master request: %d scripts (3 takes + 2 undos); remaining before %v, after %v", deniedRT, before, after)
+		if deniedRT != 5 {
+			t.Errorf("denied 3-master request ran %d scripts, want 5", deniedRT)
+		}
+		if fmt.Sprint(before) != fmt.Sprint(after) {
+			t.Errorf("denied request changed counters: %v -> %v", before, after)
+		}
+	})
+
+	t.Run("master kill under load", func(t *testing.T) {
+		hot := valueOn(t, masters, 0, "user", "fixed_window", "hot")
+		hotKey := scaleKey("user", hot, "fixed_window")
+		victim := masterNodes[0]
+		var replica *redis.Client
+		for _, n := range nodes {
+			c := redis.NewClient(&redis.Options{Addr: n.Addr})
+			t.Cleanup(func() { _ = c.Close() })
+			if role, _ := c.Do(context.Background(), "ROLE").Slice(); len(role) > 2 && role[0] == "slave" && fmt.Sprint(role[2]) == portOf(victim.Addr) {
+				replica = c
+			}
+		}
+		if replica == nil {
+			t.Fatalf("no replica of %s", victim.Addr)
+		}
+		const deadline = 500 * time.Millisecond
+		type result struct {
+			at, took time.Duration
+			err      error
+		}
+		var (
+			mu       sync.Mutex
+			results  []result
+			admitted atomic.Int64
+			stop     atomic.Bool
+			wg       sync.WaitGroup
+		)
+		start := time.Now()
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					t0 := time.Now()
+					resp, err := svc.client.ShouldRateLimit(ctx, request("scale", desc("user", hot)))
+					cancel()
+					took := time.Since(t0)
+					if err == nil && resp.GetOverallCode() == ok {
+						admitted.Add(1)
+					}
+					mu.Lock()
+					results = append(results, result{at: t0.Sub(start), took: took, err: err})
+					mu.Unlock()
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+		}
+		time.Sleep(500 * time.Millisecond)
+		killAt := time.Since(start)
+		victim.Stop()
+		var promoted time.Duration
+		for promoted == 0 && time.Since(start) < killAt+15*time.Second {
+			if role, _ := replica.Do(context.Background(), "ROLE").Slice(); len(role) > 0 && role[0] == "master" {
+				promoted = time.Since(start)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if promoted == 0 {
+			stop.Store(true)
+			wg.Wait()
+			topo, _ := replica.ClusterNodes(context.Background()).Result()
+			t.Fatalf("the replica was not promoted within 15 s:\n%s", topo)
+		}
+		time.Sleep(2500 * time.Millisecond)
+		stop.Store(true)
+		wg.Wait()
+
+		var firstOK time.Duration
+		failed, late, lateFail, afterKill := 0, 0, 0, 0
+		for _, r := range results {
+			if r.took > deadline+100*time.Millisecond {
+				late++
+			}
+			if r.at < killAt {
+				continue
+			}
+			afterKill++
+			if r.err != nil {
+				failed++
+				if r.at > promoted+time.Second {
+					lateFail++
+				}
+			} else if firstOK == 0 || r.at < firstOK {
+				firstOK = r.at + r.took
+			}
+		}
+		t.Logf("master kill: promotion %s after the kill, first OK %s after the kill, %d calls failed (of %d after the kill), %d failed later than promotion+1s, %d took longer than the %s deadline",
+			promoted-killAt, firstOK-killAt, failed, afterKill, lateFail, late, deadline)
+		if lateFail > 0 {
+			t.Errorf("%d calls failed more than 1 s after the promotion", lateFail)
+		}
+		if late > 0 {
+			t.Errorf("%d calls took longer than their deadline", late)
+		}
+		// The counter can only lose hits (async replication), never count one twice.
+		charged := 1_000_000 - int64(remaining(t, svc, "user", hot))
+		t.Logf("hot counter: %d charged, %d admitted (%s)", charged, admitted.Load(), hotKey)
+		if charged > admitted.Load() {
+			t.Errorf("%d hits charged for %d admitted calls: a retry charged twice", charged, admitted.Load())
+		}
+	})
+}
+
+// Moving the hot slot to another master under load: no error answered, no
+// hit lost or charged twice.
+func TestClusterReshardUnderLoad(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3)
+	var masters []*redis.Client
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		masters = append(masters, c)
+	}
+	// A hot value in one of the first 10 slots, which reshard moves first.
+	hot := ""
+	for i := 0; hot == ""; i++ {
+		if v := "h" + strconv.Itoa(i); redisstore.Slot(scaleKey("user", v, "fixed_window")) < 10 {
+			hot = v
+		}
+	}
+	hotKey := scaleKey("user", hot, "fixed_window")
+	src := masterIndex(t, masters, hotKey)
+	dst := (src + 1) % 3
+	id := func(c *redis.Client) string {
+		s, err := c.Do(context.Background(), "CLUSTER", "MYID").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	root, _ := newConfigRoot(t, map[string]string{"scale.yaml": scaleConfig})
+	svc := startService(t, root, "REDIS_TYPE=CLUSTER", "REDIS_URL="+redistest.Addrs(nodes), "REDIS_TIMEOUT=1s")
+
+	var (
+		admitted, failed atomic.Int64
+		firstErr         atomic.Value
+		stop             atomic.Bool
+		wg               sync.WaitGroup
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				resp, err := svc.client.ShouldRateLimit(ctx, request("scale", desc("user", hot)))
+				cancel()
+				switch {
+				case err != nil:
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				case resp.GetOverallCode() == ok:
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	out, err := exec.Command("redis-cli", "--cluster", "reshard", nodes[0].Addr, "--cluster-from", id(masters[src]),
+		"--cluster-to", id(masters[dst]), "--cluster-slots", "10", "--cluster-yes").CombinedOutput()
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("reshard: %v\n%s", err, out)
+	}
+	if now := masterIndex(t, masters, hotKey); now != dst {
+		t.Fatalf("the hot slot is on master %d after the reshard, want %d", now, dst)
+	}
+	charged := 1_000_000 - int64(remaining(t, svc, "user", hot))
+	t.Logf("reshard of the hot slot under load: %d admitted, %d failed, %d charged", admitted.Load(), failed.Load(), charged)
+	if failed.Load() > 0 {
+		t.Errorf("%d calls failed during the reshard, first: %v", failed.Load(), firstErr.Load())
+	}
+	if charged != admitted.Load() {
+		t.Errorf("%d hits charged for %d admitted calls", charged, admitted.Load())
+	}
+}
+
+// Three replicas of the binary x 100 clients sending requests whose three
+// counters live on three masters: at most the limit is admitted (each
+// denied request's charges are undone), and once the racing stops, exactly
+// the limit: no undo leaks a hit, none leaves extra room.
+func TestClusterCrossSlotConcurrency(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3)
+	var masters []*redis.Client
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		masters = append(masters, c)
+	}
+	root, _ := newConfigRoot(t, map[string]string{"scale.yaml": scaleConfig})
+	env := []string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(nodes), "REDIS_TIMEOUT=2s"}
+	svcs := []*service{startService(t, root, env...), startService(t, root, env...), startService(t, root, env...)}
+	const limit = 40
+	for _, tt := range []struct{ key, alg string }{{"fw", "fixed_window"}, {"tb", "token_bucket"}} {
+		t.Run(tt.alg, func(t *testing.T) {
+			vals := []string{valueOn(t, masters, 0, tt.key, tt.alg, "x"), valueOn(t, masters, 1, tt.key, tt.alg, "y"), valueOn(t, masters, 2, tt.key, tt.alg, "z")}
+			req := request("scale", desc(tt.key, vals[0]), desc(tt.key, vals[1]), desc(tt.key, vals[2]))
+			var admitted, denied, failed atomic.Int64
+			var wg sync.WaitGroup
+			for c := range 300 {
+				svc := svcs[c%3]
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 2 {
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						resp, err := svc.client.ShouldRateLimit(ctx, req)
+						cancel()
+						switch {
+						case err != nil:
+							failed.Add(1)
+						case resp.GetOverallCode() == ok:
+							admitted.Add(1)
+						default:
+							denied.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			charged := func() []int64 {
+				var out []int64
+				for _, v := range vals {
+					out = append(out, limit-int64(remaining(t, svcs[0], tt.key, v)))
+				}
+				return out
+			}
+			racing := charged()
+			t.Logf("%s: 600 racing requests from 3 binaries x 100 clients: %d admitted, %d denied, %d failed; counters charged %v",
+				tt.alg, admitted.Load(), denied.Load(), failed.Load(), racing)
+			if failed.Load() > 0 {
+				t.Errorf("%d calls failed", failed.Load())
+			}
+			if admitted.Load() > limit {
+				t.Fatalf("%d admitted over a limit of %d", admitted.Load(), limit)
+			}
+			for i, n := range racing {
+				if n != admitted.Load() {
+					t.Errorf("counter %d charged %d for %d admitted requests", i, n, admitted.Load())
+				}
+			}
+			// Alone, the remaining room is exactly what the race left.
+			more := int64(0)
+			for {
+				resp, err := svcs[1].call(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.GetOverallCode() != ok {
+					break
+				}
+				more++
+			}
+			if total := admitted.Load() + more; total != limit {
+				t.Errorf("%d admitted racing + %d alone = %d, want exactly %d", admitted.Load(), more, total, limit)
+			}
+		})
+	}
+}
