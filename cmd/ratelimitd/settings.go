@@ -105,6 +105,8 @@ type settings struct {
 	MaxEntries      int
 	MaxValueLen     int
 
+	Queue queueSettings
+
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
 	Warnings []string
@@ -189,6 +191,8 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.MaxDescriptors = env.integer("MAX_DESCRIPTORS", service.DefaultMaxDescriptors, 1, 1<<16)
 	s.MaxEntries = env.integer("MAX_DESCRIPTOR_ENTRIES", service.DefaultMaxEntries, 1, 1<<16)
 	s.MaxValueLen = env.integer("MAX_VALUE_LENGTH", service.DefaultMaxValueLen, 1, 1<<20)
+
+	s.Queue = readQueueSettings(env)
 
 	for _, name := range ignoredSettings() {
 		if v, ok := env.raw(name); ok {

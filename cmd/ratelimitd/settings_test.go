@@ -42,6 +42,7 @@ func defaultSettings() settings {
 		MaxValueLen:               service.DefaultMaxValueLen,
 		NearLimitRatio:            0.8,
 		MaxDetailedSeries:         metrics.DefaultDetailedSeries,
+		Queue:                     queueSettings{Enabled: true, MetricQueues: 100, KeyPrefix: "ratelimitd:queue:"},
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
 		},

@@ -20,6 +20,9 @@ type Broker struct {
 
 	mu     sync.Mutex
 	queues map[string]*waitQueue
+
+	stopOnce sync.Once
+	stopped  chan struct{}
 }
 
 type waitQueue struct {
@@ -38,7 +41,7 @@ func WithMetrics(m *Metrics) BrokerOption { return func(b *Broker) { b.metrics =
 
 // NewBroker serves st; it registers for st's notifications.
 func NewBroker(st Store, opts ...BrokerOption) *Broker {
-	b := &Broker{store: st, queues: map[string]*waitQueue{}}
+	b := &Broker{store: st, queues: map[string]*waitQueue{}, stopped: make(chan struct{})}
 	for _, o := range opts {
 		o(b)
 	}
@@ -97,10 +100,20 @@ func (b *Broker) Claim(ctx context.Context, req ClaimRequest) ([]Message, error)
 		case <-w.kick:
 		case <-expired.C:
 			return nil, nil
+		case <-b.stopped:
+			// Shutting down: answer like an expired wait so that a graceful
+			// stop does not wait out every long poll.
+			return nil, nil
 		case <-ctx.Done():
 			return nil, fmt.Errorf("queue: claim: %w", ctx.Err())
 		}
 	}
+}
+
+// Shutdown makes every current and future long poll return at once with no
+// messages; the store stays usable (claims without wait still work).
+func (b *Broker) Shutdown() {
+	b.stopOnce.Do(func() { close(b.stopped) })
 }
 
 // claim runs one store claim and schedules what it learnt: another waiter
