@@ -29,6 +29,18 @@ type waitQueue struct {
 	waiters []*waiter
 	timer   *time.Timer
 	wakeAt  time.Time
+	// gen counts wake-ups; idleAt is the gen at which a claim found nothing
+	// due. While gen == idleAt (no notification, timer or hand-over since)
+	// the queue is known to have nothing due before the timer, so a caller
+	// joining the wait need not ask the store: an idle queue costs one
+	// claim per replica, not one per long poll.
+	gen, idleAt uint64
+	idle        bool
+	// claiming counts waiters' claims in flight, the latest begun at
+	// claimGen: a caller joining meanwhile learns the same from its result
+	// (nothing due, or a hand-over when more is due) and need not claim too.
+	claiming int
+	claimGen uint64
 }
 
 type waiter struct{ kick chan struct{} }
@@ -84,18 +96,23 @@ func (b *Broker) Claim(ctx context.Context, req ClaimRequest) ([]Message, error)
 		return res.Messages, err
 	}
 	w := &waiter{kick: make(chan struct{}, 1)}
-	b.register(req.Queue, w)
+	known := b.register(req.Queue, w)
 	defer b.unregister(req.Queue, w)
 	expired := time.NewTimer(req.Wait)
 	defer expired.Stop()
 	for {
-		res, err := b.claim(ctx, req)
-		if err != nil {
-			return nil, err
+		if !known {
+			gen := b.beginClaim(req.Queue)
+			res, err := b.claim(ctx, req)
+			b.endClaim(req.Queue, gen, err == nil && len(res.Messages) == 0, err != nil)
+			if err != nil {
+				return nil, err
+			}
+			if len(res.Messages) > 0 {
+				return res.Messages, nil
+			}
 		}
-		if len(res.Messages) > 0 {
-			return res.Messages, nil
-		}
+		known = false
 		select {
 		case <-w.kick:
 		case <-expired.C:
@@ -130,7 +147,9 @@ func (b *Broker) claim(ctx context.Context, req ClaimRequest) (ClaimResult, erro
 	return res, nil
 }
 
-func (b *Broker) register(name string, w *waiter) {
+// register adds w to name's waiters and reports whether the queue is known
+// to have nothing due (see waitQueue.idle).
+func (b *Broker) register(name string, w *waiter) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q := b.queues[name]
@@ -139,6 +158,33 @@ func (b *Broker) register(name string, w *waiter) {
 		b.queues[name] = q
 	}
 	q.waiters = append(q.waiters, w)
+	return (q.idle && q.idleAt == q.gen) || (q.claiming > 0 && q.claimGen == q.gen)
+}
+
+// beginClaim records a waiter's claim in flight and returns the generation.
+func (b *Broker) beginClaim(name string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[name]
+	q.claiming++
+	q.claimGen = q.gen
+	return q.gen
+}
+
+// endClaim records that a claim begun at generation gen found nothing due
+// (empty) unless something woke the queue meanwhile; a failed claim hands
+// over to another waiter, which may have joined relying on it.
+func (b *Broker) endClaim(name string, gen uint64, empty, failed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[name]
+	q.claiming--
+	switch {
+	case failed:
+		q.kickOne()
+	case empty && q.gen == gen:
+		q.idle, q.idleAt = true, gen
+	}
 }
 
 // unregister removes w, handing a wake-up it did not use to another waiter.
@@ -170,6 +216,8 @@ func (b *Broker) unregister(name string, w *waiter) {
 
 // kickOne wakes the longest-waiting waiter not already woken.
 func (q *waitQueue) kickOne() {
+	q.gen++
+	q.idle = false
 	for _, w := range q.waiters {
 		select {
 		case w.kick <- struct{}{}:

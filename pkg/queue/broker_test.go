@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,5 +86,66 @@ ratelimitd_queue_redeliveries_total{queue="a"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"ratelimitd_queue_depth", "ratelimitd_queue_in_flight", "ratelimitd_queue_oldest_due_lag_seconds", "ratelimitd_queue_redeliveries_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// countingStore counts the claims that reach the store.
+type countingStore struct {
+	queue.Store
+	mu     sync.Mutex
+	claims int
+}
+
+func (c *countingStore) Claim(ctx context.Context, req queue.ClaimRequest) (queue.ClaimResult, error) {
+	c.mu.Lock()
+	c.claims++
+	c.mu.Unlock()
+	return c.Store.Claim(ctx, req)
+}
+
+func (c *countingStore) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.claims
+}
+
+// TestIdleLongPollsShareOneClaim: long polls joining a queue already known
+// to be empty wait without asking the store; an enqueue wakes one of them.
+func TestIdleLongPollsShareOneClaim(t *testing.T) {
+	st := &countingStore{Store: memqueue.New()}
+	b := queue.NewBroker(st)
+	got := make(chan []queue.Message, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	poll := func() {
+		msgs, _ := b.Claim(ctx, queue.ClaimRequest{Queue: "q", Max: 1, Wait: 10 * time.Second})
+		got <- msgs
+	}
+	go poll()
+	deadline := time.Now().Add(5 * time.Second)
+	for st.count() < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // let the first poll record the queue as idle
+	for range 9 {
+		go poll()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := st.count(); n != 1 {
+		t.Fatalf("10 long polls on an idle queue made %d store claims, want 1", n)
+	}
+	if _, err := b.Enqueue(ctx, queue.EnqueueRequest{Queue: "q", ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msgs := <-got:
+		if len(msgs) != 1 || msgs[0].ID != "x" {
+			t.Fatalf("woken poll got %+v", msgs)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no long poll woke on enqueue")
+	}
+	if n := st.count(); n > 3 {
+		t.Fatalf("one enqueue cost %d store claims", n-1)
 	}
 }

@@ -10,8 +10,22 @@ if now == 0 then
 end
 local max = tonumber(ARGV[2])
 local deadline = now + tonumber(ARGV[3])
-local w = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
-local f = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
+-- Heads first: an idle queue costs two ZRANGEs, no range scans.
+local function head(k)
+  local h = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+  if h[2] then
+    return tonumber(h[2])
+  end
+  return -1
+end
+local function due(k, h)
+  if h < 0 or h > now then
+    return {}
+  end
+  return redis.call('ZRANGEBYSCORE', k, '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
+end
+local hw, hf = head(KEYS[1]), head(KEYS[2])
+local w, f = due(KEYS[1], hw), due(KEYS[2], hf)
 -- Merge both by (score, id), the order of one sorted set.
 local picked = {}
 local i, j = 1, 1
@@ -54,11 +68,11 @@ if #out > 0 then
     redis.call('PEXPIRE', KEYS[k], ARGV[5])
   end
 end
-local nextDue = -1
-for _, k in ipairs({KEYS[1], KEYS[2]}) do
-  local h = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-  if h[2] and (nextDue < 0 or tonumber(h[2]) < nextDue) then
-    nextDue = tonumber(h[2])
-  end
+if #picked > 0 then
+  hw, hf = head(KEYS[1]), head(KEYS[2])
+end
+local nextDue = hw
+if hf >= 0 and (nextDue < 0 or hf < nextDue) then
+  nextDue = hf
 end
 return {now, deadline, nextDue, out}
