@@ -11,6 +11,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,13 +126,17 @@ func (s *Store) run(ctx context.Context, what string, sc *redis.Script, keys []s
 	return v, nil
 }
 
+// ms reads a script's integer reply or a sorted-set score (a string).
 func ms(v any) int64 {
 	switch x := v.(type) {
 	case int64:
 		return x
 	case string:
-		var n int64
-		_, _ = fmt.Sscan(x, &n)
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			f, _ := strconv.ParseFloat(x, 64)
+			return int64(f)
+		}
 		return n
 	}
 	return 0
