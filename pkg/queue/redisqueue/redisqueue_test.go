@@ -153,3 +153,53 @@ func TestRedisDown(t *testing.T) {
 		t.Fatalf("took %s", took)
 	}
 }
+
+// TestRedisRestart: after Redis restarts (empty), the subscription comes
+// back and a long poll waiting through the restart still wakes on an
+// enqueue from another replica.
+func TestRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	a := queue.NewBroker(newStore(t, srv.Addr))
+	b := queue.NewBroker(newStore(t, srv.Addr))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := a.Claim(ctx, queue.ClaimRequest{Queue: "q", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Restart(t)
+	type result struct {
+		msgs []queue.Message
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// The first claims may still meet the dead connections.
+		for ctx.Err() == nil {
+			msgs, err := a.Claim(ctx, queue.ClaimRequest{Queue: "q", Max: 1, Wait: 15 * time.Second})
+			if err == nil {
+				ch <- result{msgs, err}
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	// Enqueue once the other replica reaches the new server; the waiting
+	// claim must be woken by the notification, well before its wait ends.
+	var enqueued time.Time
+	for ctx.Err() == nil {
+		time.Sleep(500 * time.Millisecond)
+		if _, err := b.Enqueue(ctx, queue.EnqueueRequest{Queue: "q", ID: "x"}); err == nil {
+			enqueued = time.Now()
+			break
+		}
+	}
+	select {
+	case r := <-ch:
+		if len(r.msgs) != 1 {
+			t.Fatalf("claim after restart: %+v", r.msgs)
+		}
+		t.Logf("woken %s after the enqueue", time.Since(enqueued))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll did not wake after a Redis restart")
+	}
+}
