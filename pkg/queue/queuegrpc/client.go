@@ -36,6 +36,8 @@ func fromStatus(err error) error {
 	}
 }
 
+// dur leaves zero unset, as a caller of the API would; negative values are
+// sent as they are, for the server to refuse.
 func dur(d time.Duration) *durationpb.Duration {
 	if d == 0 {
 		return nil
@@ -46,9 +48,6 @@ func dur(d time.Duration) *durationpb.Duration {
 // Enqueue implements queue.Queue.
 func (c *Client) Enqueue(ctx context.Context, req queue.EnqueueRequest) (queue.EnqueueResult, error) {
 	r := &queuev1.EnqueueRequest{Queue: req.Queue, Id: req.ID, Payload: req.Payload, Delay: dur(req.Delay)}
-	if req.Delay < 0 {
-		r.Delay = durationpb.New(req.Delay)
-	}
 	if !req.DeliverAt.IsZero() {
 		r.DeliverAt = timestamppb.New(req.DeliverAt)
 	}
