@@ -43,6 +43,7 @@ type app struct {
 	grpc    *grpc.Server
 	http    *http.Server
 	debug   *http.Server
+	queue   *delayQueue
 
 	grpcLn, httpLn, debugLn net.Listener
 }
@@ -121,6 +122,10 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	}
 	a.grpc = grpc.NewServer(grpcOpts...)
 	a.svc.RegisterGRPC(a.grpc)
+	if a.queue, err = newDelayQueue(set, m, a.grpc); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	a.health = health.NewServer()
 	healthpb.RegisterHealthServer(a.grpc, a.health)
 	a.syncHealth()
@@ -197,7 +202,7 @@ func (a *app) abort(cause error) error {
 			_ = ln.Close()
 		}
 	}
-	if err := a.store.Close(); err != nil {
+	if err := errors.Join(a.queue.close(), a.store.Close()); err != nil {
 		return errors.Join(cause, fmt.Errorf("closing store: %w", err))
 	}
 	return cause
@@ -240,6 +245,7 @@ loop:
 	a.log.Info("shutting down", zap.Duration("timeout", a.set.ShutdownTimeout))
 	a.svc.SetServing(false)
 	a.health.Shutdown()
+	a.queue.shutdown()
 	a.shutdownServers()
 	stopWatch()
 	if watchDone != nil {
@@ -248,6 +254,7 @@ loop:
 	if err := a.store.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("closing store: %w", err))
 	}
+	runErr = errors.Join(runErr, a.queue.close())
 	return runErr
 }
 

@@ -111,6 +111,7 @@ type settings struct {
 	// and REDIS_PIPELINE_LIMIT: concurrent decisions share round trips.
 	RedisPipelineWindow time.Duration
 	RedisPipelineLimit  int
+	Queue               queueSettings
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -149,6 +150,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.readResponses(env)
 	s.readWarnings(env)
 	s.readHardening(env)
+	s.Queue = readQueueSettings(env)
 	if err := env.err(); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)
 	}

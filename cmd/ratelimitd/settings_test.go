@@ -47,6 +47,7 @@ func defaultSettings() settings {
 		MemoryMaxKeys:             memstore.DefaultMaxKeys,
 		GRPCMaxStreams:            defaultGRPCMaxStreams,
 		MaxDecodingBytes:          service.DefaultDecodeBudget,
+		Queue:                     queueSettings{Enabled: true, MetricQueues: 100, KeyPrefix: "ratelimitd:queue:"},
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
 		},

@@ -93,3 +93,78 @@ func TestReadmeExamples(t *testing.T) {
 		}
 	}
 }
+
+// readmeScripts returns README.md's bash blocks that mention needle: shell
+// scripts whose commands depend on each other (a receipt from a claim).
+func readmeScripts(t *testing.T, needle string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	var cur []string
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		switch {
+		case strings.HasPrefix(line, "```bash"):
+			in, cur = true, nil
+		case in && strings.HasPrefix(line, "```"):
+			in = false
+			if b := strings.Join(cur, "\n"); strings.Contains(b, needle) {
+				blocks = append(blocks, b)
+			}
+		case in:
+			cur = append(cur, line)
+		}
+	}
+	return blocks
+}
+
+// TestReadmeQueueExamples runs the delay queue's README examples verbatim,
+// as one script, on the embedded store as `make run` serves it.
+func TestReadmeQueueExamples(t *testing.T) {
+	if grpcurlPath == "" {
+		redistest.Missing(t, "grpcurl could not be installed")
+	}
+	scripts := readmeScripts(t, "ratelimitd.queue.v1.DelayQueue/")
+	if len(scripts) != 1 {
+		t.Fatalf("found %d delay queue example blocks in README.md, want 1", len(scripts))
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "ratelimit", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join("..", "..", "api", "examples", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "config.yaml"), string(example))
+	svc := startService(t, root, "BACKEND_TYPE=memory", "REDIS_URL=")
+
+	list, err := exec.Command(grpcurlPath, "-plaintext", svc.grpcAddr, "list").CombinedOutput()
+	if err != nil || !strings.Contains(string(list), "ratelimitd.queue.v1.DelayQueue") {
+		t.Fatalf("reflection does not list the delay queue: %v\n%s", err, list)
+	}
+	script := strings.ReplaceAll(scripts[0], "localhost:8081", svc.grpcAddr)
+	script = strings.ReplaceAll(script, "grpcurl ", grpcurlPath+" ")
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+script)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README delay queue examples failed: %v\n%s", err, out)
+	}
+	// Enqueue's answer, the claim (first attempt, with a receipt), and
+	// Ack's empty answer.
+	for _, want := range []string{`"id": "welcome-42"`, `"deliverAt"`, `"payload": "aGVsbG8="`, `"attempt": 1`, `"receipt": "`, "\n{}\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("README delay queue examples' output lacks %q:\n%s", want, out)
+		}
+	}
+	// The ack really deleted it: nothing left to claim.
+	left, err := exec.Command(grpcurlPath, "-plaintext", "-d", `{"queue":"emails","max_messages":10}`, svc.grpcAddr, "ratelimitd.queue.v1.DelayQueue/Claim").CombinedOutput()
+	if err != nil || strings.Contains(string(left), "welcome-42") {
+		t.Fatalf("after the README's ack: %v\n%s", err, left)
+	}
+}
