@@ -25,8 +25,10 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// configWatcher is what serve needs of *config.Watcher.
+// configWatcher is what serve needs of *config.Watcher or, with
+// CONFIG_TYPE=GRPC_XDS_SOTW, *xdsconfig.Source.
 type configWatcher interface {
+	Current() *config.Config
 	Run(ctx context.Context) error
 	Reload() error
 }
@@ -44,24 +46,37 @@ type app struct {
 	debug   *http.Server
 
 	grpcLn, httpLn, debugLn net.Listener
+
+	// stopWatch and watchDone are set once the watcher runs (startWatch).
+	stopWatch context.CancelFunc
+	watchDone chan error
 }
 
 func newApp(set settings, log *zap.Logger) (*app, error) {
 	a := &app{set: set, log: log}
 	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries))
-	w, err := config.NewWatcher(set.ConfigDir,
-		config.WithWatchPath(set.WatchPath),
-		config.WithLoadOptions(
-			config.WithMergeDomains(set.MergeDomains),
-			config.WithIgnoreDotfiles(set.IgnoreDotfiles),
-		),
-		config.WithLogger(log),
-		config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
-		config.WithOnReload(func(_ *config.Config, err error) {
-			m.ConfigLoad(err)
-			a.syncHealth()
-		}),
+	onReload := func(_ *config.Config, err error) {
+		m.ConfigLoad(err)
+		a.syncHealth()
+	}
+	var (
+		w   configWatcher
+		err error
 	)
+	if set.XDS.Enabled {
+		w, err = newXDSSource(set, log, onReload)
+	} else {
+		w, err = config.NewWatcher(set.ConfigDir,
+			config.WithWatchPath(set.WatchPath),
+			config.WithLoadOptions(
+				config.WithMergeDomains(set.MergeDomains),
+				config.WithIgnoreDotfiles(set.IgnoreDotfiles),
+			),
+			config.WithLogger(log),
+			config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
+			config.WithOnReload(onReload),
+		)
+	}
 	if err != nil {
 		m.ConfigLoad(err)
 		return nil, fmt.Errorf("loading rate limit config from %s: %w", set.ConfigDir, err)
@@ -166,7 +181,7 @@ func (a *app) announce(log *zap.Logger) {
 		zap.String("http", a.httpLn.Addr().String()+" (/healthcheck, /json)"),
 		zap.String("debug", a.debugLn.Addr().String()+" (/metrics, /rlconfig, /debug/pprof/)"),
 		zap.Stringer("backend", a.set.Backend),
-		zap.String("config", a.set.ConfigDir),
+		zap.String("config", a.configDescription()),
 	}
 	if a.set.Backend == backendRedis {
 		fields = append(fields, zap.String("redis", a.set.RedisType.String()+" "+a.set.RedisSocketType+" "+redactURL(a.set.RedisURL)))
@@ -174,8 +189,22 @@ func (a *app) announce(log *zap.Logger) {
 	log.Info("ratelimitd listening", fields...)
 }
 
+// startWatch runs the watcher once, whether awaitConfig or serve asks first.
+func (a *app) startWatch() {
+	if a.watchDone != nil {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	a.stopWatch, a.watchDone = stop, make(chan error, 1)
+	go func() { a.watchDone <- a.watcher.Run(ctx) }()
+}
+
 // abort releases what newApp and a failed listen acquired.
 func (a *app) abort(cause error) error {
+	if a.watchDone != nil {
+		a.stopWatch()
+		<-a.watchDone
+	}
 	for _, ln := range []net.Listener{a.grpcLn, a.httpLn, a.debugLn} {
 		if ln != nil {
 			_ = ln.Close()
@@ -195,10 +224,9 @@ func (a *app) serve(ctx context.Context, hup <-chan os.Signal) error {
 	go func() { errc <- serveErr("HTTP", a.http.Serve(a.httpLn)) }()
 	go func() { errc <- serveErr("debug", a.debug.Serve(a.debugLn)) }()
 
-	watchCtx, stopWatch := context.WithCancel(context.Background())
+	a.startWatch()
+	stopWatch, watchDone := a.stopWatch, a.watchDone
 	defer stopWatch()
-	watchDone := make(chan error, 1)
-	go func() { watchDone <- a.watcher.Run(watchCtx) }()
 
 	var runErr error
 loop:

@@ -105,6 +105,9 @@ type settings struct {
 	MaxEntries      int
 	MaxValueLen     int
 
+	// XDS is CONFIG_TYPE=GRPC_XDS_SOTW and its settings (settings_xds.go).
+	XDS xdsSettings
+
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
 	Warnings []string
@@ -127,6 +130,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	var s settings
 
 	s.readConfigSource(env)
+	s.readXDS(env)
 
 	s.HTTPAddr = hostPort(env, "HOST", "PORT", 8080)
 	s.GRPCAddr = hostPort(env, "GRPC_HOST", "GRPC_PORT", 8081)
