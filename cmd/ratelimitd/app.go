@@ -44,6 +44,9 @@ type app struct {
 	grpc    *grpc.Server
 	http    *http.Server
 	debug   *http.Server
+	// prom serves /metrics on PROMETHEUS_ADDR; nil unless USE_PROMETHEUS.
+	prom   *http.Server
+	promLn net.Listener
 
 	grpcLn, httpLn, debugLn net.Listener
 
@@ -129,6 +132,10 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	a.svc.RegisterHTTP(mux)
 	a.http = newHTTPServer(mux)
 	a.debug = newHTTPServer(debugMux(w, m.Handler()))
+	if a.prom, err = promServer(set, m.Handler(), log); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -171,6 +178,11 @@ func (a *app) listen() error {
 	if a.debugLn, err = net.Listen("tcp", a.set.DebugAddr); err != nil {
 		return fmt.Errorf("debug listener: %w", err)
 	}
+	if a.prom != nil {
+		if a.promLn, err = net.Listen("tcp", a.set.Prometheus.Addr); err != nil {
+			return fmt.Errorf("PROMETHEUS_ADDR listener: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -182,6 +194,9 @@ func (a *app) announce(log *zap.Logger) {
 		zap.String("debug", a.debugLn.Addr().String()+" (/metrics, /rlconfig, /debug/pprof/)"),
 		zap.Stringer("backend", a.set.Backend),
 		zap.String("config", a.configDescription()),
+	}
+	if a.promLn != nil {
+		fields = append(fields, zap.String("prometheus", a.promLn.Addr().String()+" ("+a.set.Prometheus.Path+")"))
 	}
 	if a.set.Backend == backendRedis {
 		fields = append(fields, zap.String("redis", a.set.RedisType.String()+" "+a.set.RedisSocketType+" "+redactURL(a.set.RedisURL)))
@@ -205,7 +220,7 @@ func (a *app) abort(cause error) error {
 		a.stopWatch()
 		<-a.watchDone
 	}
-	for _, ln := range []net.Listener{a.grpcLn, a.httpLn, a.debugLn} {
+	for _, ln := range []net.Listener{a.grpcLn, a.httpLn, a.debugLn, a.promLn} {
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -219,10 +234,13 @@ func (a *app) abort(cause error) error {
 // serve runs until ctx ends or a server fails, reloading the config on each
 // hup, then shuts down gracefully within the shutdown timeout.
 func (a *app) serve(ctx context.Context, hup <-chan os.Signal) error {
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- serveErr("gRPC", a.grpc.Serve(a.grpcLn)) }()
 	go func() { errc <- serveErr("HTTP", a.http.Serve(a.httpLn)) }()
 	go func() { errc <- serveErr("debug", a.debug.Serve(a.debugLn)) }()
+	if a.prom != nil {
+		go func() { errc <- serveErr("prometheus", a.prom.Serve(a.promLn)) }()
+	}
 
 	a.startWatch()
 	stopWatch, watchDone := a.stopWatch, a.watchDone
@@ -282,7 +300,10 @@ func (a *app) shutdownServers() {
 			<-done
 		}
 	})
-	for _, srv := range []*http.Server{a.http, a.debug} {
+	for _, srv := range []*http.Server{a.http, a.debug, a.prom} {
+		if srv == nil {
+			continue
+		}
 		wg.Go(func() {
 			if err := srv.Shutdown(ctx); err != nil {
 				_ = srv.Close()

@@ -107,6 +107,8 @@ type settings struct {
 
 	// XDS is CONFIG_TYPE=GRPC_XDS_SOTW and its settings (settings_xds.go).
 	XDS xdsSettings
+	// Prometheus is USE_PROMETHEUS and its settings (settings_prometheus.go).
+	Prometheus promSettings
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -118,7 +120,7 @@ type settings struct {
 func ignoredSettings() []string {
 	return []string{
 		"REDIS_PERSECOND",
-		"USE_PROMETHEUS", "USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
+		"USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
 }
 
@@ -131,6 +133,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 
 	s.readConfigSource(env)
 	s.readXDS(env)
+	s.readPrometheus(env)
 
 	s.HTTPAddr = hostPort(env, "HOST", "PORT", 8080)
 	s.GRPCAddr = hostPort(env, "GRPC_HOST", "GRPC_PORT", 8081)
