@@ -23,6 +23,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/tracing"
 )
 
 // configWatcher is what serve needs of *config.Watcher or, with
@@ -47,6 +48,8 @@ type app struct {
 	// prom serves /metrics on PROMETHEUS_ADDR; nil unless USE_PROMETHEUS.
 	prom   *http.Server
 	promLn net.Listener
+	// tracing exports spans; nil unless TRACING_ENABLED.
+	tracing *tracing.Provider
 
 	grpcLn, httpLn, debugLn net.Listener
 
@@ -93,6 +96,11 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	st, tracingOpts, err := a.startTracing(st)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	a.watcher, a.store = w, st
 	a.svc = service.New(w, st,
 		service.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
@@ -113,6 +121,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,
 		}),
 	}
+	grpcOpts = append(grpcOpts, tracingOpts...)
 	if set.GRPCTLS {
 		tlsCfg, err := grpcServerTLS(set, log)
 		if err != nil {
@@ -226,7 +235,10 @@ func (a *app) abort(cause error) error {
 		}
 	}
 	if err := a.store.Close(); err != nil {
-		return errors.Join(cause, fmt.Errorf("closing store: %w", err))
+		cause = errors.Join(cause, fmt.Errorf("closing store: %w", err))
+	}
+	if err := a.stopTracing(); err != nil {
+		cause = errors.Join(cause, err)
 	}
 	return cause
 }
@@ -277,6 +289,9 @@ loop:
 	}
 	if err := a.store.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("closing store: %w", err))
+	}
+	if err := a.stopTracing(); err != nil {
+		runErr = errors.Join(runErr, err)
 	}
 	return runErr
 }

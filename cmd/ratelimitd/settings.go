@@ -109,6 +109,8 @@ type settings struct {
 	XDS xdsSettings
 	// Prometheus is USE_PROMETHEUS and its settings (settings_prometheus.go).
 	Prometheus promSettings
+	// Tracing is TRACING_ENABLED and its settings (settings_tracing.go).
+	Tracing tracingSettings
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -120,7 +122,7 @@ type settings struct {
 func ignoredSettings() []string {
 	return []string{
 		"REDIS_PERSECOND",
-		"USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
+		"USE_DOG_STATSD", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
 }
 
@@ -134,6 +136,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.readConfigSource(env)
 	s.readXDS(env)
 	s.readPrometheus(env)
+	s.readTracing(env)
 
 	s.HTTPAddr = hostPort(env, "HOST", "PORT", 8080)
 	s.GRPCAddr = hostPort(env, "GRPC_HOST", "GRPC_PORT", 8081)
