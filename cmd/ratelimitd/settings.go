@@ -200,6 +200,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.MaxEntries = env.integer("MAX_DESCRIPTOR_ENTRIES", service.DefaultMaxEntries, 1, 1<<16)
 	s.MaxValueLen = env.integer("MAX_VALUE_LENGTH", service.DefaultMaxValueLen, 1, 1<<20)
 
+	s.readGatewayCompat(env)
 	for _, name := range ignoredSettings() {
 		if v, ok := env.raw(name); ok {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%s is not supported and has no effect", name, v))

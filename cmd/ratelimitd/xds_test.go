@@ -201,3 +201,28 @@ func TestXDSSettings(t *testing.T) {
 		})
 	}
 }
+
+// Envoy Gateway's GRPC_SERVER_TLS_CA_CERT is read by neither envoyproxy nor
+// ratelimitd: a warning says so unless GRPC_CLIENT_TLS_CACERT is set.
+func TestGatewayCACertWarning(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		warn bool
+	}{
+		{map[string]string{"GRPC_SERVER_TLS_CA_CERT": "/certs/ca.crt"}, true},
+		{map[string]string{"GRPC_SERVER_TLS_CA_CERT": "/certs/ca.crt", "GRPC_CLIENT_TLS_CACERT": "/certs/ca.crt"}, false},
+		{nil, false},
+	} {
+		s, err := parseSettings(nil, envOf(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := false
+		for _, w := range s.Warnings {
+			warned = warned || strings.Contains(w, "GRPC_SERVER_TLS_CA_CERT")
+		}
+		if warned != tc.warn {
+			t.Errorf("%v: warned %v, want %v (%q)", tc.env, warned, tc.warn, s.Warnings)
+		}
+	}
+}
