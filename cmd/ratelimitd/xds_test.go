@@ -226,3 +226,36 @@ func TestGatewayCACertWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvoyGatewayContract parses exactly what Envoy Gateway sets: every
+// variable is read, and the only warning is about the one envoyproxy does
+// not read either.
+func TestEnvoyGatewayContract(t *testing.T) {
+	env := map[string]string{
+		"RUNTIME_ROOT": "/data", "RUNTIME_SUBDIRECTORY": "ratelimit", "RUNTIME_IGNOREDOTFILES": "true", "RUNTIME_WATCH_ROOT": "false",
+		"LOG_LEVEL": "info", "USE_STATSD": "false", "CONFIG_TYPE": "GRPC_XDS_SOTW",
+		"CONFIG_GRPC_XDS_SERVER_URL": "envoy-gateway:18001", "CONFIG_GRPC_XDS_NODE_ID": "envoy-ratelimit",
+		"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/certs/tls.crt", "GRPC_SERVER_TLS_KEY": "/certs/tls.key",
+		"GRPC_SERVER_TLS_CA_CERT": "/certs/ca.crt", "CONFIG_GRPC_XDS_SERVER_USE_TLS": "true",
+		"CONFIG_GRPC_XDS_CLIENT_TLS_CERT": "/certs/tls.crt", "CONFIG_GRPC_XDS_CLIENT_TLS_KEY": "/certs/tls.key",
+		"CONFIG_GRPC_XDS_SERVER_TLS_CACERT": "/certs/ca.crt", "FORCE_START_WITHOUT_INITIAL_CONFIG": "true",
+		"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "redis.redis-system:6379",
+		"REDIS_TLS": "true", "REDIS_TLS_CLIENT_CERT": "/redis-certs/tls.crt", "REDIS_TLS_CLIENT_KEY": "/redis-certs/tls.key",
+		"USE_PROMETHEUS": "true", "PROMETHEUS_ADDR": ":19001", "PROMETHEUS_MAPPER_YAML": "/etc/statsd-exporter/conf.yaml",
+		"TRACING_ENABLED": "true", "TRACING_SERVICE_NAME": "envoy-ratelimit", "TRACING_SERVICE_NAMESPACE": "envoy-gateway-system",
+		"TRACING_SERVICE_INSTANCE_ID": "envoy-ratelimit-abc", "TRACING_SAMPLING_RATE": "1.0",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318",
+	}
+	s, err := parseSettings(nil, envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.XDS.Enabled || !s.XDS.UseTLS || s.XDS.NodeID != "envoy-ratelimit" || !s.Prometheus.Enabled || s.Prometheus.Addr != ":19001" ||
+		!s.Tracing.Enabled || s.Tracing.Service != "envoy-ratelimit" || !s.ForceStartWithoutConfig || !s.GRPCTLS || !s.RedisTLS ||
+		s.Backend != backendRedis || s.ConfigDir != "/data/ratelimit/config" {
+		t.Fatalf("settings %+v", s)
+	}
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "GRPC_SERVER_TLS_CA_CERT") {
+		t.Fatalf("warnings %q, want only the GRPC_SERVER_TLS_CA_CERT one", s.Warnings)
+	}
+}
