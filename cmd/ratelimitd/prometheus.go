@@ -26,7 +26,7 @@ func promServer(set settings, metrics http.Handler, log *zap.Logger) (*http.Serv
 		// are Prometheus-native, labelled by domain and rule, so the
 		// mapping has nothing to apply to. Say so once instead of
 		// pretending to apply it.
-		log.Warn("PROMETHEUS_MAPPER_YAML is checked but not applied: ratelimitd exports native Prometheus metrics (ratelimitd_*, labelled domain and rule; see docs/platforms.md#metrics)",
+		log.Warn("PROMETHEUS_MAPPER_YAML is checked but not applied: ratelimitd exports native Prometheus metrics (ratelimitd_*, labelled domain and rule; see docs/platforms.md, section Metrics on PROMETHEUS_ADDR)",
 			zap.String("file", f), zap.Int("mappings", n))
 	}
 	mux := http.NewServeMux()
