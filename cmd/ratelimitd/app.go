@@ -87,9 +87,13 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		m.ConfigLoad(err)
 		return nil, fmt.Errorf("loading rate limit config from %s: %w", set.ConfigDir, err)
 	}
-	if w.Current() != nil {
+	// The files were read just now; an xDS source has loaded nothing yet
+	// and counts each response as it comes.
+	switch {
+	case set.XDS.Enabled:
+	case w.Current() != nil:
 		m.ConfigLoad(nil)
-	} else {
+	default:
 		m.ConfigLoad(errors.New("no valid initial config"))
 	}
 	st, err := newStore(set, m)

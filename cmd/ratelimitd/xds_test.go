@@ -110,6 +110,21 @@ func TestXDSForceStart(t *testing.T) {
 			t.Fatalf("call %d: %v, %v; want %v", i, resp.GetOverallCode(), err, want)
 		}
 	}
+	// Starting without a config is not a failed load; the first ACK is a load.
+	_, body := httpGet(t, "http://"+a.debugLn.Addr().String()+"/metrics")
+	if !strings.Contains(body, `ratelimitd_config_load_total{result="success"} 1`) || strings.Contains(body, `result="error"`) {
+		t.Errorf("config load metrics:\n%s", grepLines(body, "config_load"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestXDSAwaitsInitialConfig: without FORCE_START_WITHOUT_INITIAL_CONFIG
