@@ -357,3 +357,37 @@ func TestClientTLSErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNackPacing: a snapshot cache resends a rejected snapshot at once;
+// the client paces its NACKs instead of spinning with the server.
+func TestNackPacing(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", nil)
+	bad := limit("a", "edge", "remote_address", 1)
+	bad.Descriptors[0].RateLimit.Unit = rlsconfv3.RateLimitUnit_UNKNOWN
+	srv.set(t, "1", bad)
+	var ups updates
+	// The pause is the backoff's initial interval: 20ms here.
+	run(t, srv.addr, xdsconfig.WithOnUpdate(ups.record))
+	srv.answer(t, "1")
+	window := 300 * time.Millisecond
+	nacks := 0
+	deadline := time.After(window)
+	for done := false; !done; {
+		select {
+		case r := <-srv.reqs:
+			if r.GetErrorDetail() != nil {
+				nacks++
+			}
+		case <-deadline:
+			done = true
+		}
+	}
+	if max := int(window/(20*time.Millisecond)) + 2; nacks < 2 || nacks > max {
+		t.Errorf("%d NACKs in %s, want 2..%d (paced, still answering)", nacks, window, max)
+	}
+	ups.mu.Lock()
+	defer ups.mu.Unlock()
+	if len(ups.errs) != 1 {
+		t.Errorf("the repeated rejection was reported %d times, want once", len(ups.errs))
+	}
+}
