@@ -6,16 +6,18 @@ package image
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -189,24 +191,30 @@ func TestStaticBinaryRunsAsNobody(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ports := freePorts(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv := exec.CommandContext(ctx, bin)
 	srv.Dir = filepath.Dir(bin)
 	srv.Env = []string{
 		"BACKEND_TYPE=memory", "RUNTIME_ROOT=" + root, "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
-		"HOST=127.0.0.1", "PORT=" + ports[0], "GRPC_HOST=127.0.0.1", "GRPC_PORT=" + ports[1], "DEBUG_HOST=127.0.0.1", "DEBUG_PORT=" + ports[2],
+		// Port 0 everywhere: the start line says where it listens, and no
+		// other test can take a port between picking and binding it.
+		"HOST=127.0.0.1", "PORT=0", "GRPC_HOST=127.0.0.1", "GRPC_PORT=0", "DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0",
+		"LOG_FORMAT=json",
 	}
-	var logs strings.Builder
-	srv.Stdout, srv.Stderr = &logs, &logs
+	logs := &syncBuffer{}
+	srv.Stdout, srv.Stderr = logs, logs
 	asNobody(t, srv)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	healthy := false
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get("http://127.0.0.1:" + ports[0] + "/healthcheck")
+		addr := httpAddr(logs.String())
+		if addr == "" {
+			continue
+		}
+		resp, err := http.Get("http://" + addr + "/healthcheck")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -227,21 +235,36 @@ func TestStaticBinaryRunsAsNobody(t *testing.T) {
 	}
 }
 
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+// httpAddr finds the HTTP address in the start line ("ratelimitd
+// listening", http: "host:port (/healthcheck, /json)").
+func httpAddr(logs string) string {
+	for line := range strings.SplitSeq(logs, "\n") {
+		var entry struct {
+			Msg  string `json:"msg"`
+			HTTP string `json:"http"`
 		}
-		lns = append(lns, ln)
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		out = append(out, port)
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "ratelimitd listening" {
+			addr, _, _ := strings.Cut(entry.HTTP, " ")
+			return addr
+		}
 	}
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-	return out
+	return ""
+}
+
+// syncBuffer collects the child's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
