@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/ratelimitd/ratelimitd/pkg/config"
@@ -57,7 +58,11 @@ func New(target string, opts ...Option) (*Source, error) {
 	if o.tls != nil {
 		creds = credentials.NewTLS(o.tls)
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
+	// Keepalive finds a server that vanished without closing the stream
+	// (a partition, a node lost): without it Recv would wait forever. Five
+	// minutes is the most often a default gRPC server lets a client ping.
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Minute, Timeout: 20 * time.Second}))
 	if err != nil {
 		return nil, fmt.Errorf("xds: server %q: %w", target, err)
 	}
