@@ -36,7 +36,7 @@ func newXDSSource(set settings, log *zap.Logger, onUpdate func(*config.Config, e
 		opts = append(opts, xdsconfig.WithNodeMetadata(md))
 	}
 	if x.UseTLS {
-		cfg, err := xdsconfig.ClientTLS(x.TLS, func(err error) {
+		cfg, err := xdsconfig.ClientTLS(x.TLS, x.ServerURL, func(err error) {
 			log.Warn("rotated CONFIG_GRPC_XDS_CLIENT_TLS_CERT/KEY not loaded; presenting the previous one", zap.Error(err))
 		})
 		if err != nil {

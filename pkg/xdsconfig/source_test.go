@@ -300,7 +300,7 @@ func TestTLS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startServer(t, "127.0.0.1:0", nil, grpc.Creds(credentials.NewTLS(serverTLS)))
 			srv.set(t, "1", limit("a", "edge", "remote_address", 7))
-			cfg, err := xdsconfig.ClientTLS(tc.files, nil)
+			cfg, err := xdsconfig.ClientTLS(tc.files, "127.0.0.1:18000", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -350,7 +350,7 @@ func TestClientTLSErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := xdsconfig.ClientTLS(tc.files, nil)
+			_, err := xdsconfig.ClientTLS(tc.files, "127.0.0.1:18000", nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
@@ -389,5 +389,51 @@ func TestNackPacing(t *testing.T) {
 	defer ups.mu.Unlock()
 	if len(ups.errs) != 1 {
 		t.Errorf("the repeated rejection was reported %d times, want once", len(ups.errs))
+	}
+}
+
+// TestServerCARotation: a rotated CONFIG_GRPC_XDS_SERVER_TLS_CACERT applies
+// to the next connection, without a restart.
+func TestServerCARotation(t *testing.T) {
+	oldCA, newCA := testcerts.NewCA(t, "old"), testcerts.NewCA(t, "new")
+	pair := newCA.Server(t, "envoy-gateway")
+	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "127.0.0.1:0", nil, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	srv.set(t, "1", limit("a", "edge", "remote_address", 3))
+
+	caFile := t.TempDir() + "/ca.crt"
+	if err := os.WriteFile(caFile, oldCA.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := xdsconfig.ClientTLS(xdsconfig.TLSFiles{CAFile: caFile}, srv.addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.WarnLevel)
+	src := run(t, srv.addr, xdsconfig.WithTLS(cfg), xdsconfig.WithLogger(zap.New(core)))
+	deadline := time.Now().Add(10 * time.Second)
+	for logs.FilterMessage("xDS stream failed; reconnecting").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a server from another CA was not refused")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if src.Current() != nil {
+		t.Fatal("config loaded from an untrusted server")
+	}
+	// The rotation, as a Secret update lands: the new CA next to the old.
+	if err := os.WriteFile(caFile+".tmp", append(append([]byte{}, oldCA.CertPEM...), newCA.CertPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(caFile+".tmp", caFile); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := src.WaitReady(ctx); err != nil {
+		t.Fatalf("rotated CA not used: %v", err)
 	}
 }
