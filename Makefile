@@ -1,10 +1,14 @@
 GO      ?= go
 BIN     := bin/ratelimitd
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE   ?= ratelimitd:$(VERSION)
+# docker, else podman; override with ENGINE=...
+ENGINE  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 
-.PHONY: build run test bench bench-go bench-load fmt lint
+.PHONY: build run test bench bench-go bench-load fmt lint image
 
 build:
-	$(GO) build -o $(BIN) ./cmd/ratelimitd
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ratelimitd
 
 # The embedded store, so nothing else needs to run.
 run:
@@ -38,6 +42,17 @@ fmt:
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# The container image (Dockerfile): static binary, distroless, uid 65534.
+image:
+	@if [ -z "$(ENGINE)" ]; then \
+		echo "make image: neither docker nor podman is installed (set ENGINE=/path/to/engine)."; \
+		echo "Without an engine: CGO_ENABLED=0 go build -ldflags '-X main.version=$(VERSION)' ./cmd/ratelimitd gives the same static binary."; \
+		exit 1; \
+	fi
+	@$(ENGINE) info >/dev/null 2>&1 || { echo "make image: $(ENGINE) is installed but its engine is not reachable ($(ENGINE) info fails); start it and retry."; exit 1; }
+	$(ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+	@echo "built $(IMAGE); run: $(ENGINE) run --rm -p 8081:8081 -p 8080:8080 -e BACKEND_TYPE=memory $(IMAGE)"
 
 # Regenerates api/queue/v1's Go code. Needs protoc (Debian protobuf-compiler)
 # and the plugins pinned to go.mod's versions:

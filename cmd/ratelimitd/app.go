@@ -24,10 +24,13 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/tracing"
 )
 
-// configWatcher is what serve needs of *config.Watcher.
+// configWatcher is what serve needs of *config.Watcher or, with
+// CONFIG_TYPE=GRPC_XDS_SOTW, *xdsconfig.Source.
 type configWatcher interface {
+	Current() *config.Config
 	Run(ctx context.Context) error
 	Reload() error
 }
@@ -43,43 +46,70 @@ type app struct {
 	grpc    *grpc.Server
 	http    *http.Server
 	debug   *http.Server
+	// prom serves /metrics on PROMETHEUS_ADDR; nil unless USE_PROMETHEUS.
+	prom   *http.Server
+	promLn net.Listener
+	// tracing exports spans; nil unless TRACING_ENABLED.
+	tracing *tracing.Provider
 	queue   *delayQueue
 
 	grpcLn, httpLn, debugLn net.Listener
+
+	// stopWatch and watchDone are set once the watcher runs (startWatch).
+	stopWatch context.CancelFunc
+	watchDone chan error
 }
 
 func newApp(set settings, log *zap.Logger) (*app, error) {
 	a := &app{set: set, log: log}
 	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries))
 	empty := newEmptyConfigAlarm(m.Registry(), log, set.ConfigDir)
-	w, err := config.NewWatcher(set.ConfigDir,
-		config.WithWatchPath(set.WatchPath),
-		config.WithLoadOptions(
-			config.WithMergeDomains(set.MergeDomains),
-			config.WithIgnoreDotfiles(set.IgnoreDotfiles),
-		),
-		config.WithLogger(log),
-		config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
-		config.WithOnReload(func(cfg *config.Config, err error) {
-			m.ConfigLoad(err)
-			if err == nil {
-				empty.observe(cfg)
-			}
-			a.syncHealth()
-		}),
+	onReload := func(cfg *config.Config, err error) {
+		m.ConfigLoad(err)
+		if err == nil {
+			empty.observe(cfg)
+		}
+		a.syncHealth()
+	}
+	var (
+		w   configWatcher
+		err error
 	)
+	if set.XDS.Enabled {
+		w, err = newXDSSource(set, log, onReload)
+	} else {
+		w, err = config.NewWatcher(set.ConfigDir,
+			config.WithWatchPath(set.WatchPath),
+			config.WithLoadOptions(
+				config.WithMergeDomains(set.MergeDomains),
+				config.WithIgnoreDotfiles(set.IgnoreDotfiles),
+			),
+			config.WithLogger(log),
+			config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
+			config.WithOnReload(onReload),
+		)
+	}
 	if err != nil {
 		m.ConfigLoad(err)
 		return nil, fmt.Errorf("loading rate limit config from %s: %w", set.ConfigDir, err)
 	}
-	if w.Current() != nil {
+	// The files were read just now; an xDS source has loaded nothing yet
+	// and counts each response as it comes.
+	switch {
+	case set.XDS.Enabled:
+	case w.Current() != nil:
 		m.ConfigLoad(nil)
 		empty.observe(w.Current())
-	} else {
+	default:
 		m.ConfigLoad(errors.New("no valid initial config"))
 	}
 	st, err := newStore(set, m, log)
 	if err != nil {
+		return nil, err
+	}
+	st, tracingOpts, err := a.startTracing(st)
+	if err != nil {
+		_ = st.Close()
 		return nil, err
 	}
 	a.watcher, a.store = w, st
@@ -112,6 +142,7 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	// per call re-grew its stack on every call (about a tenth of the CPU
 	// under load, see docs/performance.md).
 	grpcOpts = append(grpcOpts, grpc.NumStreamWorkers(uint32(max(128, 16*runtime.GOMAXPROCS(0)))))
+	grpcOpts = append(grpcOpts, tracingOpts...)
 	if set.GRPCTLS {
 		tlsCfg, err := grpcServerTLS(set, log)
 		if err != nil {
@@ -135,6 +166,10 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	a.svc.RegisterHTTP(mux)
 	a.http = newHTTPServer(mux)
 	a.debug = newHTTPServer(debugMux(w, m.Handler(), set.DebugPprof))
+	if a.prom, err = promServer(set, m.Handler(), log); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -177,6 +212,11 @@ func (a *app) listen() error {
 	if a.debugLn, err = net.Listen("tcp", a.set.DebugAddr); err != nil {
 		return fmt.Errorf("debug listener: %w", err)
 	}
+	if a.prom != nil {
+		if a.promLn, err = net.Listen("tcp", a.set.Prometheus.Addr); err != nil {
+			return fmt.Errorf("PROMETHEUS_ADDR listener: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -187,7 +227,10 @@ func (a *app) announce(log *zap.Logger) {
 		zap.String("http", a.httpLn.Addr().String()+" (/healthcheck, /json)"),
 		zap.String("debug", a.debugLn.Addr().String()+debugEndpoints(a.set.DebugPprof)),
 		zap.Stringer("backend", a.set.Backend),
-		zap.String("config", a.set.ConfigDir),
+		zap.String("config", a.configDescription()),
+	}
+	if a.promLn != nil {
+		fields = append(fields, zap.String("prometheus", a.promLn.Addr().String()+" ("+a.set.Prometheus.Path+")"))
 	}
 	if a.set.Backend == backendRedis {
 		fields = append(fields, zap.String("redis", a.set.RedisType.String()+" "+a.set.RedisSocketType+" "+redactURL(a.set.RedisURL)))
@@ -195,15 +238,32 @@ func (a *app) announce(log *zap.Logger) {
 	log.Info("ratelimitd listening", fields...)
 }
 
+// startWatch runs the watcher once, whether awaitConfig or serve asks first.
+func (a *app) startWatch() {
+	if a.watchDone != nil {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	a.stopWatch, a.watchDone = stop, make(chan error, 1)
+	go func() { a.watchDone <- a.watcher.Run(ctx) }()
+}
+
 // abort releases what newApp and a failed listen acquired.
 func (a *app) abort(cause error) error {
-	for _, ln := range []net.Listener{a.grpcLn, a.httpLn, a.debugLn} {
+	if a.watchDone != nil {
+		a.stopWatch()
+		<-a.watchDone
+	}
+	for _, ln := range []net.Listener{a.grpcLn, a.httpLn, a.debugLn, a.promLn} {
 		if ln != nil {
 			_ = ln.Close()
 		}
 	}
 	if err := errors.Join(a.queue.close(), a.store.Close()); err != nil {
-		return errors.Join(cause, fmt.Errorf("closing store: %w", err))
+		cause = errors.Join(cause, fmt.Errorf("closing store: %w", err))
+	}
+	if err := a.stopTracing(); err != nil {
+		cause = errors.Join(cause, err)
 	}
 	return cause
 }
@@ -211,15 +271,17 @@ func (a *app) abort(cause error) error {
 // serve runs until ctx ends or a server fails, reloading the config on each
 // hup, then shuts down gracefully within the shutdown timeout.
 func (a *app) serve(ctx context.Context, hup <-chan os.Signal) error {
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- serveErr("gRPC", a.grpc.Serve(a.grpcLn)) }()
 	go func() { errc <- serveErr("HTTP", a.http.Serve(a.httpLn)) }()
 	go func() { errc <- serveErr("debug", a.debug.Serve(a.debugLn)) }()
+	if a.prom != nil {
+		go func() { errc <- serveErr("prometheus", a.prom.Serve(a.promLn)) }()
+	}
 
-	watchCtx, stopWatch := context.WithCancel(context.Background())
+	a.startWatch()
+	stopWatch, watchDone := a.stopWatch, a.watchDone
 	defer stopWatch()
-	watchDone := make(chan error, 1)
-	go func() { watchDone <- a.watcher.Run(watchCtx) }()
 
 	var runErr error
 loop:
@@ -254,6 +316,9 @@ loop:
 	if err := a.store.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("closing store: %w", err))
 	}
+	if err := a.stopTracing(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	runErr = errors.Join(runErr, a.queue.close())
 	return runErr
 }
@@ -277,7 +342,10 @@ func (a *app) shutdownServers() {
 			<-done
 		}
 	})
-	for _, srv := range []*http.Server{a.http, a.debug} {
+	for _, srv := range []*http.Server{a.http, a.debug, a.prom} {
+		if srv == nil {
+			continue
+		}
 		wg.Go(func() {
 			if err := srv.Shutdown(ctx); err != nil {
 				_ = srv.Close()

@@ -10,6 +10,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "version") {
+		fmt.Println("ratelimitd", version)
+		return
+	}
 	if err := run(context.Background(), os.Args[1:], os.LookupEnv, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "ratelimitd: %v\n", err)
 		os.Exit(1)

@@ -41,6 +41,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		return err
 	}
+	if err := a.awaitConfig(ctx); err != nil {
+		return a.abort(err)
+	}
 	if err := a.listen(); err != nil {
 		return a.abort(err)
 	}

@@ -111,7 +111,13 @@ type settings struct {
 	// and REDIS_PIPELINE_LIMIT: concurrent decisions share round trips.
 	RedisPipelineWindow time.Duration
 	RedisPipelineLimit  int
-	Queue               queueSettings
+	// XDS is CONFIG_TYPE=GRPC_XDS_SOTW and its settings (settings_xds.go).
+	XDS xdsSettings
+	// Prometheus is USE_PROMETHEUS and its settings (settings_prometheus.go).
+	Prometheus promSettings
+	// Tracing is TRACING_ENABLED and its settings (settings_tracing.go).
+	Tracing tracingSettings
+	Queue   queueSettings
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -131,7 +137,7 @@ type settings struct {
 func ignoredSettings() []string {
 	return []string{
 		"REDIS_PERSECOND",
-		"USE_PROMETHEUS", "USE_DOG_STATSD", "TRACING_ENABLED", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
+		"USE_DOG_STATSD", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
 }
 
@@ -150,6 +156,9 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.readResponses(env)
 	s.readWarnings(env)
 	s.readHardening(env)
+	s.readXDS(env)
+	s.readPrometheus(env)
+	s.readTracing(env)
 	s.Queue = readQueueSettings(env)
 	if err := env.err(); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)
@@ -252,6 +261,7 @@ func (s *settings) readResponses(env *envReader) {
 // readWarnings notes the settings accepted for compatibility that do
 // nothing here.
 func (s *settings) readWarnings(env *envReader) {
+	s.readGatewayCompat(env)
 	for _, name := range ignoredSettings() {
 		if v, ok := env.raw(name); ok {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%s is not supported and has no effect", name, v))

@@ -1,0 +1,210 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+)
+
+// TestEnvoyGatewayContract runs the binary exactly as Envoy Gateway starts
+// envoyproxy/ratelimit: rules over mutual-TLS xDS from go-control-plane's
+// server, force start, gRPC served over TLS, Redis over mutual TLS,
+// Prometheus on PROMETHEUS_ADDR with a statsd mapping file, and OTLP
+// tracing.
+func TestEnvoyGatewayContract(t *testing.T) {
+	ca := testcerts.NewCA(t, "envoy-gateway")
+	xdsServerPair := ca.Server(t, "envoy-gateway")
+	rlServerPair := ca.Server(t, "envoy-ratelimit")
+	rlClientPair := ca.Client(t, "envoy-ratelimit-client")
+	redisPair := ca.Server(t, "redis")
+	rds := redistest.StartMutualTLS(t, redisPair.CertFile, redisPair.KeyFile, ca.File, rlClientPair.CertFile, rlClientPair.KeyFile)
+
+	// Envoy Gateway's xDS server: mutual TLS with certificates from its CA.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM)
+	xdsCert, err := tls.LoadX509KeyPair(xdsServerPair.CertFile, xdsServerPair.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
+	xds := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{xdsCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+	})))
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(xds, serverv3.NewServer(context.Background(), cache, nil))
+	xdsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = xds.Serve(xdsLn) }()
+	t.Cleanup(xds.Stop)
+
+	recv := &otlpCollector{}
+	otlpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otlpSrv := &http.Server{Handler: recv, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = otlpSrv.Serve(otlpLn) }()
+	t.Cleanup(func() { _ = otlpSrv.Close() })
+
+	mapper := filepath.Join(t.TempDir(), "conf.yaml")
+	if err := os.WriteFile(mapper, []byte("mappings:\n  - match: \"ratelimit.service.rate_limit.*.*.over_limit\"\n    name: \"ratelimit_service_rate_limit_over_limit\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	root := t.TempDir() // Envoy Gateway sets RUNTIME_*; with xDS nothing is read there
+	s := spawnService(t, root,
+		"RUNTIME_IGNOREDOTFILES=true", "LOG_LEVEL=info", "USE_STATSD=false",
+		"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL="+xdsLn.Addr().String(), "CONFIG_GRPC_XDS_NODE_ID=envoy-ratelimit",
+		"GRPC_SERVER_USE_TLS=true", "GRPC_SERVER_TLS_CERT="+rlServerPair.CertFile, "GRPC_SERVER_TLS_KEY="+rlServerPair.KeyFile,
+		"GRPC_SERVER_TLS_CA_CERT="+ca.File,
+		"CONFIG_GRPC_XDS_SERVER_USE_TLS=true", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT="+rlClientPair.CertFile,
+		"CONFIG_GRPC_XDS_CLIENT_TLS_KEY="+rlClientPair.KeyFile, "CONFIG_GRPC_XDS_SERVER_TLS_CACERT="+ca.File,
+		"FORCE_START_WITHOUT_INITIAL_CONFIG=true",
+		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+rds.Addr,
+		"REDIS_TLS=true", "REDIS_TLS_CLIENT_CERT="+rlClientPair.CertFile, "REDIS_TLS_CLIENT_KEY="+rlClientPair.KeyFile, "REDIS_TLS_CACERT="+ca.File,
+		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR="+promAddr, "PROMETHEUS_MAPPER_YAML="+mapper,
+		"TRACING_ENABLED=true", "TRACING_SERVICE_NAME=envoy-ratelimit", "TRACING_SERVICE_NAMESPACE=envoy-gateway-system",
+		"TRACING_SERVICE_INSTANCE_ID=envoy-ratelimit-0", "TRACING_SAMPLING_RATE=1.0",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://"+otlpLn.Addr().String()+"/v1/traces",
+	)
+
+	// Up without a config: listening, but not ready.
+	eventually(t, 15*time.Second, "the HTTP port", func() bool {
+		resp, err := http.Get("http://" + s.httpAddr + "/healthcheck")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("ready before any config")
+		}
+		return true
+	})
+
+	// Envoy Gateway pushes the translated policy.
+	cfg := &rlsconfv3.RateLimitConfig{Name: "default/eg/http", Domain: "default/eg/http", Descriptors: []*rlsconfv3.RateLimitDescriptor{{
+		Key: "httproute/default/backend/rule/0/match/0", Value: "httproute/default/backend/rule/0/match/0",
+		Descriptors: []*rlsconfv3.RateLimitDescriptor{{Key: "x-user-id",
+			RateLimit: &rlsconfv3.RateLimitPolicy{Unit: rlsconfv3.RateLimitUnit_HOUR, RequestsPerUnit: 1}}},
+	}}}
+	snap, err := cachev3.NewSnapshot("1", map[resourcev3.Type][]types.Resource{resourcev3.RateLimitConfigType: {cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.SetSnapshot(context.Background(), "envoy-ratelimit", snap); err != nil {
+		t.Fatal(err)
+	}
+	s.waitHealthy(15 * time.Second)
+
+	// Envoy calls over TLS with its trace context.
+	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := rlsv3.NewRateLimitServiceClient(conn)
+	req := &rlsv3.RateLimitRequest{Domain: "default/eg/http", Descriptors: []*ratelimitv3.RateLimitDescriptor{{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{
+		{Key: "httproute/default/backend/rule/0/match/0", Value: "httproute/default/backend/rule/0/match/0"},
+		{Key: "x-user-id", Value: "alice"},
+	}}}}
+	const traceID, envoySpan = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+	for i, want := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx = metadata.AppendToOutgoingContext(ctx, "traceparent", "00-"+traceID+"-"+envoySpan+"-01")
+		resp, err := client.ShouldRateLimit(ctx, req)
+		cancel()
+		if err != nil || resp.GetOverallCode() != want {
+			t.Fatalf("call %d: %v, %v; want %v", i, resp.GetOverallCode(), err, want)
+		}
+	}
+
+	resp, err := http.Get("http://" + promAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `ratelimitd_over_limit_total{domain="default/eg/http"`) {
+		t.Errorf("PROMETHEUS_ADDR /metrics lacks the over-limit series:\n%s", body)
+	}
+
+	s.stop() // flushes the spans
+	logs := s.logs.String()
+	for _, want := range []string{"xDS config loaded (ACK)", "PROMETHEUS_MAPPER_YAML is checked but not applied", "GRPC_SERVER_TLS_CA_CERT"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q", want)
+		}
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	parents := map[string]bool{}
+	for _, sp := range recv.spans {
+		if hex.EncodeToString(sp.traceID) == traceID && sp.name == "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" {
+			parents[hex.EncodeToString(sp.parentID)] = true
+		}
+	}
+	if len(parents) != 1 || !parents[envoySpan] {
+		t.Errorf("ShouldRateLimit spans' parents %v, want Envoy's %s", parents, envoySpan)
+	}
+}
+
+type otlpSpan struct {
+	name              string
+	traceID, parentID []byte
+}
+
+// otlpCollector is an OTLP/HTTP receiver: protobuf bodies at /v1/traces.
+type otlpCollector struct {
+	mu    sync.Mutex
+	spans []otlpSpan
+}
+
+func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	var req coltracepb.ExportTraceServiceRequest
+	if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			for _, sp := range ss.GetSpans() {
+				c.spans = append(c.spans, otlpSpan{name: sp.GetName(), traceID: sp.GetTraceId(), parentID: sp.GetParentSpanId()})
+			}
+		}
+	}
+	c.mu.Unlock()
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
+}
