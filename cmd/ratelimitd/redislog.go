@@ -27,7 +27,7 @@ func newRedisLogger(log *zap.Logger) redisLogger {
 }
 
 // routeRedisLogs installs redisLogger. go-redis keeps one package-level
-// logger, so run calls this once.
+// logger, so run calls this once, and only for the Redis backend.
 func routeRedisLogs(log *zap.Logger) {
 	redis.SetLogger(newRedisLogger(log))
 }

@@ -28,7 +28,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	for _, w := range set.Warnings {
 		log.Warn(w)
 	}
-	routeRedisLogs(log)
+	if set.Backend == backendRedis {
+		routeRedisLogs(log)
+	}
 	tuneGC(set, lookup)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -3,8 +3,9 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
+
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
@@ -20,14 +21,18 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, e
 		return st, err
 	}
 	cache := localcache.New(st, set.LocalCacheBytes)
-	m.Registry().MustRegister(localCacheCollectors(cache)...)
+	if err := m.AddLocalCache(cache); err != nil {
+		return nil, errors.Join(fmt.Errorf("local cache metrics: %w", err), st.Close())
+	}
 	return cache, nil
 }
 
 func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, error) {
 	if set.Backend != backendRedis {
 		st := memstore.New(memstore.WithMaxKeys(set.MemoryMaxKeys))
-		m.Registry().MustRegister(memstoreCollectors(st)...)
+		if err := m.AddMemStore(st); err != nil {
+			return nil, errors.Join(fmt.Errorf("memstore metrics: %w", err), st.Close())
+		}
 		return st, nil
 	}
 	opts := []redisstore.Option{
@@ -98,33 +103,4 @@ func redisTLS(set settings) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
-}
-
-// localCacheCollectors expose the cache's own counters.
-func localCacheCollectors(c *localcache.Store) []prometheus.Collector {
-	stat := func(name, help string, pick func(hits, misses, evictions uint64) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ratelimitd", Subsystem: "local_cache", Name: name, Help: help},
-			func() float64 { return float64(pick(c.Stats())) })
-	}
-	return []prometheus.Collector{
-		stat("hits_total", "Requests answered from the local over-limit cache.", func(h, _, _ uint64) uint64 { return h }),
-		stat("misses_total", "Requests the local cache sent to the backend.", func(_, m, _ uint64) uint64 { return m }),
-		stat("evictions_total", "Entries evicted to keep the cache within LOCAL_CACHE_SIZE_IN_BYTES.", func(_, _, e uint64) uint64 { return e }),
-	}
-}
-
-// memstoreCollectors expose the embedded store's size and what it dropped:
-// evictions mean MEMORY_MAX_KEYS is too small for the traffic.
-func memstoreCollectors(s *memstore.Store) []prometheus.Collector {
-	opts := func(name, help string) prometheus.Opts {
-		return prometheus.Opts{Namespace: "ratelimitd", Subsystem: "memstore", Name: name, Help: help}
-	}
-	return []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("keys", "Keys held by the embedded store, expired ones not yet swept included.")),
-			func() float64 { return float64(s.Len()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts(opts("evictions_total", "Live keys dropped to stay within MEMORY_MAX_KEYS.")),
-			func() float64 { return float64(s.Evictions()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts(opts("expired_total", "Expired keys dropped by the background sweep.")),
-			func() float64 { return float64(s.Expired()) }),
-	}
 }

@@ -51,7 +51,7 @@ func DecodeCharges(reply any, ops []algorithms.Op) ([]Charge, error) {
 		}
 		c := Charge{Key: ops[op-1].Key, Limit: ops[op-1].Limit}
 		c.Hits = uint64(f[1])
-		c.After = algorithms.State{A: f[2], B: f[3], C: f[4], ExpiresAt: f[5]}
+		c.After = algorithms.FromRegisters(f[2], f[3], f[4], f[5])
 		if ops[op-1].Limit.Algorithm.Family() == algorithms.Log {
 			c.After = algorithms.State{ExpiresAt: f[5]}
 			for i := 0; i < len(entries); i += 2 {
@@ -92,11 +92,12 @@ func EncodeUndo(charges []Charge, now time.Time) ([]string, []any, error) {
 	for i, c := range charges {
 		keys[i] = c.Key
 		args = appendLimit(args, c.Limit)
-		a, st := c.After.A, c.After
+		st := c.After
+		a, b, cc := st.Registers()
 		if len(st.Log) > 0 {
 			a = st.Log[0].At
 		}
-		args = append(args, min(c.Hits, maxHits), a, st.B, st.C, st.ExpiresAt, len(st.Log))
+		args = append(args, min(c.Hits, maxHits), a, b, cc, st.ExpiresAt, len(st.Log))
 		for _, e := range st.Log {
 			args = append(args, e.Seq, e.Hits)
 		}

@@ -302,9 +302,10 @@ func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now
 		return fmt.Sprintf("%+v", m[key])
 	}
 	vals := []int64{-1, 0, 3, -1 << 41, 1 << 41, now, now + 10*year, 1 << 60, -(1 << 60)}
-	st := algorithms.State{A: pick(vals...), B: pick(vals...), C: pick(vals...), ExpiresAt: expires}
+	st := algorithms.FromRegisters(pick(vals...), pick(vals...), pick(vals...), expires)
 	m[key] = st
-	pipe.HSet(ctx, key, "a", st.A, "b", st.B, "c", st.C, "e", st.ExpiresAt)
+	a, b, c := st.Registers()
+	pipe.HSet(ctx, key, "a", a, "b", b, "c", c, "e", st.ExpiresAt)
 	return fmt.Sprintf("%+v", st)
 }
 

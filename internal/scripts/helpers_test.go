@@ -56,13 +56,15 @@ type stored struct {
 // parseHash reads an HGETALL reply.
 func parseHash(m map[string]string) stored {
 	s := stored{kind: "hash"}
-	for f, dst := range map[string]*int64{"a": &s.st.A, "b": &s.st.B, "c": &s.st.C, "e": &s.st.ExpiresAt} {
+	var a, b, c, e int64
+	for f, dst := range map[string]*int64{"a": &a, "b": &b, "c": &c, "e": &e} {
 		v, err := strconv.ParseInt(m[f], 10, 64)
 		if err != nil {
 			s.err = fmt.Sprintf("field %s = %q", f, m[f])
 		}
 		*dst = v
 	}
+	s.st = algorithms.FromRegisters(a, b, c, e)
 	if len(m) != 4 {
 		s.err = fmt.Sprintf("hash has fields %v", m)
 	}
@@ -150,10 +152,18 @@ func sameState(want algorithms.State, got stored, now int64) error {
 	if got.kind != "hash" {
 		return fmt.Errorf("go has registers %+v, redis a %s", want, got.kind)
 	}
-	if want.A != got.st.A || want.B != got.st.B || want.C != got.st.C || want.ExpiresAt != got.st.ExpiresAt {
+	if !sameRegisters(want, got.st) {
 		return fmt.Errorf("registers: go %+v, redis %+v", want, got.st)
 	}
 	return nil
+}
+
+// sameRegisters compares two register states field by field as Redis keeps
+// them (a, b, c, e).
+func sameRegisters(x, y algorithms.State) bool {
+	xa, xb, xc := x.Registers()
+	ya, yb, yc := y.Registers()
+	return xa == ya && xb == yb && xc == yc && x.ExpiresAt == y.ExpiresAt
 }
 
 // stateRead holds the pipelined commands that read one key back.

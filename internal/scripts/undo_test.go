@@ -172,8 +172,7 @@ func (u *undoRun) read(key string) stored {
 }
 
 func sameCharged(a, b algorithms.Charged) bool {
-	return a.Hits == b.Hits && a.After.A == b.After.A && a.After.B == b.After.B && a.After.C == b.After.C &&
-		a.After.ExpiresAt == b.After.ExpiresAt && slices.Equal(a.After.Log, b.After.Log)
+	return a.Hits == b.Hits && sameRegisters(a.After, b.After) && slices.Equal(a.After.Log, b.After.Log)
 }
 
 // forward is randomStep without the clock going back: a charge at an

@@ -76,3 +76,15 @@ func ExampleUndo() {
 	// undo after 0s: remaining=10
 	// undo after 300ms: remaining=10
 }
+
+// A state is read through its algorithm's named view: here token_bucket's
+// Bucket after two of three tokens were taken.
+func ExampleState_Bucket() {
+	lim := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 3, Period: time.Second}
+	now := time.Unix(1_700_000_000, 0)
+	_, st := algorithms.Take(lim, algorithms.State{}, 2, now)
+	b := st.Bucket()
+	fmt.Printf("tokens=%d frac=%d last=%s\n", b.Tokens, b.Frac, time.UnixMicro(b.Last).UTC().Format(time.RFC3339))
+	// Output:
+	// tokens=1 frac=0 last=2023-11-14T22:13:20Z
+}

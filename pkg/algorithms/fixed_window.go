@@ -6,7 +6,7 @@ import "time"
 // like envoyproxy/ratelimit, so limit_remaining and duration_until_reset
 // match it.
 //
-// State (window): start (µs) and count, the hits admitted in that window.
+// State (Window): Start (µs) and Count, the hits admitted in that window.
 // TTL: the state expires at the end of its window.
 // Remaining: Requests minus hits admitted in this window (0 when over).
 // ResetAfter: until the window ends.
@@ -17,8 +17,8 @@ func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	period := lim.Period.Microseconds()
 	start := now - now%period
 	count := int64(0)
-	if w := windowOf(st); w.start == start && w.count > 0 {
-		count = w.count
+	if w := st.Window(); w.Start == start && w.Count > 0 {
+		count = w.Count
 	}
 	limit := int64(lim.Requests)
 	reset := start + period - now
@@ -32,7 +32,7 @@ func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	}
 	count += int64(hits)
 	return Decision{Allowed: true, Remaining: uint64(limit - count), ResetAfter: micros(reset)},
-		window{start: start, count: count}.state(start + period)
+		Window{Start: start, Count: count}.State(start + period)
 }
 
 // micros converts µs to a Duration.
@@ -43,13 +43,13 @@ func micros(us int64) time.Duration {
 func fixedWindowHorizon(l Limit) int64 { return l.Period.Microseconds() }
 
 func fixedWindowValid(_ Limit, st State, _, _ int64) bool {
-	return between(windowOf(st).count, 0, MaxCount)
+	return between(st.Window().Count, 0, MaxCount)
 }
 
 func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
-	w := windowOf(st)
-	if w.start == windowOf(ch.After).start {
-		w.count = max(w.count-int64(ch.Hits), 0)
+	w := st.Window()
+	if w.Start == ch.After.Window().Start {
+		w.Count = max(w.Count-int64(ch.Hits), 0)
 	}
-	return w.state(st.ExpiresAt)
+	return w.State(st.ExpiresAt)
 }

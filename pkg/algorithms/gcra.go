@@ -6,8 +6,8 @@ package algorithms
 // stays within Capacity()*T. It admits exactly what a continuous token
 // bucket of Capacity() tokens would, with the smallest state.
 //
-// State (arrival): tat in whole µs and frac, its fraction of a µs in
-// 1/Requests units (0 <= frac < Requests), since T is rarely a whole number
+// State (Arrival): TAT in whole µs and Frac, its fraction of a µs in
+// 1/Requests units (0 <= Frac < Requests), since T is rarely a whole number
 // of µs.
 // TTL: at the TAT, when the key is as good as fresh.
 // Remaining: hits admissible now, Capacity() - ceil((TAT-now)/T).
@@ -23,8 +23,8 @@ func gcra(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	q, rem := mad(capacity, p, 0, r)
 	tat, frac := now, int64(0)
 	if st.ExpiresAt != 0 {
-		a := arrivalOf(st)
-		tat, frac = a.tat, clamp(a.frac, 0, r-1)
+		a := st.Arrival()
+		tat, frac = a.TAT, clamp(a.Frac, 0, r-1)
 		if tat > now+q || (tat == now+q && frac > rem) {
 			tat, frac = now+q, rem
 		}
@@ -60,7 +60,7 @@ func gcra(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 			Remaining:  uint64(capacity - ceilDiv(next-now, r, nextFrac, p)),
 			ResetAfter: micros(expires - now),
 		},
-		arrival{tat: next, frac: nextFrac}.state(expires)
+		Arrival{TAT: next, Frac: nextFrac}.State(expires)
 }
 
 // ceilDiv is ceil((a*b + c) / d).
@@ -77,8 +77,8 @@ func gcraHorizon(l Limit) int64 {
 // A TAT up to one horizon beyond the clamp is a lowered rule's (gcra clamps
 // it); further ahead it is not from any rule of this size.
 func gcraValid(_ Limit, st State, now, h int64) bool {
-	a := arrivalOf(st)
-	return between(a.frac, 0, MaxCount) && a.tat <= now+2*h
+	a := st.Arrival()
+	return between(a.Frac, 0, MaxCount) && a.TAT <= now+2*h
 }
 
 // gcraUndo moves the TAT back by min(hits*T, how far the charged TAT was
@@ -87,20 +87,20 @@ func gcraValid(_ Limit, st State, now, h int64) bool {
 func gcraUndo(lim Limit, st State, ch Charged, now int64) State {
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	back, backFrac := mad(int64(ch.Hits), p, 0, r)
-	charged, cur := arrivalOf(ch.After), arrivalOf(st)
-	ahead, aheadFrac := charged.tat-now, clamp(charged.frac, 0, r-1)
+	charged, cur := ch.After.Arrival(), st.Arrival()
+	ahead, aheadFrac := charged.TAT-now, clamp(charged.Frac, 0, r-1)
 	if ahead < 0 {
 		ahead, aheadFrac = 0, 0
 	}
 	if ahead < back || (ahead == back && aheadFrac < backFrac) {
 		back, backFrac = ahead, aheadFrac
 	}
-	tat, frac := cur.tat-back, clamp(cur.frac, 0, r-1)-backFrac
+	tat, frac := cur.TAT-back, clamp(cur.Frac, 0, r-1)-backFrac
 	if frac < 0 {
 		tat, frac = tat-1, frac+r
 	}
 	if tat < now {
 		tat, frac = now, 0
 	}
-	return arrival{tat: tat, frac: frac}.state(st.ExpiresAt)
+	return Arrival{TAT: tat, Frac: frac}.State(st.ExpiresAt)
 }

@@ -3,10 +3,10 @@ package algorithms
 // leakyBucket is a meter: each admitted hit adds one to a level that drains
 // at Requests per Period; hits are admitted while level+hits <= Capacity().
 //
-// State (bucket): anchor (µs; draining is accounted up to it), units = the
-// level (whole units, rounded up) and frac, the fraction of a unit already
-// drained in 1/Period units (0 <= frac < Period µs), so the exact level is
-// units - frac/Period.
+// State (Meter): Last (µs; draining is accounted up to it), Level (whole
+// units, rounded up) and Frac, the fraction of a unit already drained in
+// 1/Period units (0 <= Frac < Period µs), so the exact level is
+// Level - Frac/Period.
 // A fresh state is an empty meter.
 // TTL: when the meter is empty again.
 // Remaining: Capacity() minus the level.
@@ -39,7 +39,7 @@ func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		}, st
 	}
 	level += int64(hits)
-	next := bucket{anchor: anchor, units: level, frac: frac}.state(now)
+	next := Meter{Last: anchor, Level: level, Frac: frac}.State(now)
 	if level > 0 {
 		next.ExpiresAt = at(0)
 	}
@@ -57,12 +57,12 @@ func leakyBucketAt(lim Limit, st State, now int64) (level, frac, anchor int64) {
 	if st.ExpiresAt == 0 {
 		return 0, 0, now
 	}
-	b := bucketOf(st)
-	level, frac, anchor = clamp(b.units, 0, capacity), clamp(b.frac, 0, p-1), max(b.anchor, now)
+	m := st.Meter()
+	level, frac, anchor = clamp(m.Level, 0, capacity), clamp(m.Frac, 0, p-1), max(m.Last, now)
 	if level == 0 {
 		return 0, 0, anchor
 	}
-	if elapsed := now - b.anchor; elapsed > 0 {
+	if elapsed := now - m.Last; elapsed > 0 {
 		if elapsed >= refillTime(level, frac, p, r) {
 			return 0, 0, anchor
 		}
@@ -78,8 +78,8 @@ func leakyBucketHorizon(l Limit) int64 {
 }
 
 func leakyBucketValid(_ Limit, st State, now, h int64) bool {
-	b := bucketOf(st)
-	return between(b.units, 0, MaxCount) && between(b.frac, 0, maxPeriodMicros) && b.anchor <= now+h
+	m := st.Meter()
+	return between(m.Level, 0, MaxCount) && between(m.Frac, 0, maxPeriodMicros) && m.Last <= now+h
 }
 
 // leakyBucketUndo drains min(hits, the charged meter's level at now had
@@ -100,5 +100,5 @@ func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	if level <= 0 {
 		level, frac = 0, 0
 	}
-	return bucket{anchor: anchor, units: level, frac: frac}.state(st.ExpiresAt)
+	return Meter{Last: anchor, Level: level, Frac: frac}.State(st.ExpiresAt)
 }

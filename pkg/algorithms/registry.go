@@ -10,7 +10,8 @@ import (
 type Family uint8
 
 const (
-	// Registers: a few integers (State.A, B, C); Redis keeps a hash.
+	// Registers: a few named integers (State.Window, Bucket, Meter or
+	// Arrival); Redis keeps a hash (registers.go).
 	Registers Family = iota + 1
 	// Log: State.Log, one entry per admitted request; Redis keeps a ZSET.
 	Log

@@ -12,8 +12,8 @@ package algorithms
 // counted at the start of the next, so there is no 2x burst at the edges.
 // The arithmetic is exact integers (mulAddDivMod), not binary64 weights.
 //
-// State (window): start (µs) of the current window, count = hits admitted
-// in it, prev = hits admitted in the window before it.
+// State (Window): Start (µs) of the current window, Count = hits admitted
+// in it, Prev = hits admitted in the window before it.
 // TTL: the end of the window after start (when count stops counting as
 // prev).
 // Remaining: Requests minus the weighted count.
@@ -29,15 +29,15 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	start := now - now%p
 	var cur, prev int64
-	if w := windowOf(st); st.ExpiresAt != 0 {
+	if w := st.Window(); st.ExpiresAt != 0 {
 		switch {
-		case w.start == start:
-			cur, prev = w.count, w.prev
-		case w.start == start-p:
-			prev = w.count
-		case w.start > start && (w.start-start)%p == 0:
+		case w.Start == start:
+			cur, prev = w.Count, w.Prev
+		case w.Start == start-p:
+			prev = w.Count
+		case w.Start > start && (w.Start-start)%p == 0:
 			// The clock went back a window or more: keep the newer counts.
-			start, cur, prev = w.start, w.count, w.prev
+			start, cur, prev = w.Start, w.Count, w.Prev
 		}
 		cur, prev = max(cur, 0), max(prev, 0)
 	}
@@ -68,7 +68,7 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: micros(at - now)}, st
 	}
 	cur += int64(hits)
-	next := window{start: start, count: cur, prev: prev}.state(now)
+	next := Window{Start: start, Count: cur, Prev: prev}.State(now)
 	switch {
 	case cur > 0:
 		next.ExpiresAt = start + 2*p
@@ -86,17 +86,17 @@ func slidingWindowHorizon(l Limit) int64 { return 2 * l.Period.Microseconds() }
 
 // A window start one period ahead is a clock that went back a window.
 func slidingWindowValid(lim Limit, st State, now, _ int64) bool {
-	w := windowOf(st)
-	return between(w.count, 0, MaxCount) && between(w.prev, 0, MaxCount) && w.start <= now+lim.Period.Microseconds()
+	w := st.Window()
+	return between(w.Count, 0, MaxCount) && between(w.Prev, 0, MaxCount) && w.Start <= now+lim.Period.Microseconds()
 }
 
 func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
-	w, charged := windowOf(st), windowOf(ch.After).start
-	switch h := int64(ch.Hits); w.start {
+	w, charged := st.Window(), ch.After.Window().Start
+	switch h := int64(ch.Hits); w.Start {
 	case charged:
-		w.count = max(w.count-h, 0)
+		w.Count = max(w.Count-h, 0)
 	case charged + lim.Period.Microseconds():
-		w.prev = max(w.prev-h, 0)
+		w.Prev = max(w.Prev-h, 0)
 	}
-	return w.state(st.ExpiresAt)
+	return w.State(st.ExpiresAt)
 }

@@ -9,28 +9,6 @@ import (
 // the capacity, or a limit of zero requests).
 const Never = time.Duration(math.MaxInt64)
 
-// State is the persisted state of one key; the zero State is a fresh key.
-// Which fields an algorithm uses is documented on that algorithm.
-type State struct {
-	// A, B and C are the registers of every algorithm but sliding_log,
-	// which each names through its view (registers.go): window, bucket
-	// or arrival.
-	A, B, C int64
-	// Log holds sliding_log's admitted hits, oldest first.
-	Log []LogEntry
-	// ExpiresAt (Unix microseconds) is when the state no longer matters and
-	// may be dropped; a store reads a state at or past it as the zero State.
-	// Zero means a fresh state.
-	ExpiresAt int64
-}
-
-// LogEntry is one admitted request in a sliding log.
-type LogEntry struct {
-	At   int64 // Unix microseconds
-	Seq  int64 // distinguishes entries with the same At
-	Hits int64
-}
-
 // Take applies hits to state at now under lim. hits == 0 only checks.
 // The returned state is the one to persist when the caller commits.
 //

@@ -19,8 +19,8 @@ func TestTakeAll(t *testing.T) {
 			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(5), Hits: 2}, {Key: "c", Limit: fw(5), Hits: 0}},
 			want: []Decision{ok(1, 40*s), ok(3, 40*s), ok(5, 40*s)},
 			wantWrites: map[string]State{
-				"a": {A: t0.UnixMicro() - 20e6, B: 1, ExpiresAt: t0.UnixMicro() + 40e6},
-				"b": {A: t0.UnixMicro() - 20e6, B: 2, ExpiresAt: t0.UnixMicro() + 40e6},
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+				"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
 			},
 		},
 		"one denial consumes nothing and reports checks": {
@@ -31,14 +31,14 @@ func TestTakeAll(t *testing.T) {
 			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(1), Hits: 2, Mode: Shadow}},
 			want: []Decision{ok(1, 40*s), no(1, 40*s, Never)},
 			wantWrites: map[string]State{
-				"a": {A: t0.UnixMicro() - 20e6, B: 1, ExpiresAt: t0.UnixMicro() + 40e6},
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
 			},
 		},
 		"an allowed shadow op is charged": {
 			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1, Mode: Shadow}},
 			want: []Decision{ok(1, 40*s)},
 			wantWrites: map[string]State{
-				"a": {A: t0.UnixMicro() - 20e6, B: 1, ExpiresAt: t0.UnixMicro() + 40e6},
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
 			},
 		},
 		"an enforced denial writes no shadow op either": {
@@ -49,8 +49,8 @@ func TestTakeAll(t *testing.T) {
 			ops:  []Op{{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fw(3), Hits: 2, Mode: Quota}, {Key: "e", Limit: fw(5), Hits: 2}},
 			want: []Decision{no(1, 40*s, Never), ok(1, 40*s), ok(3, 40*s)},
 			wantWrites: map[string]State{
-				"q2": {A: t0.UnixMicro() - 20e6, B: 2, ExpiresAt: t0.UnixMicro() + 40e6},
-				"e":  {A: t0.UnixMicro() - 20e6, B: 2, ExpiresAt: t0.UnixMicro() + 40e6},
+				"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+				"e":  Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
 			},
 		},
 		"every quota op denied denies the batch": {
@@ -61,7 +61,7 @@ func TestTakeAll(t *testing.T) {
 			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 2}, {Key: "a", Limit: fw(3), Hits: 1}},
 			want: []Decision{ok(1, 40*s), ok(0, 40*s)},
 			wantWrites: map[string]State{
-				"a": {A: t0.UnixMicro() - 20e6, B: 3, ExpiresAt: t0.UnixMicro() + 40e6},
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
 			},
 		},
 		"a repeated key over the limit denies both": {
@@ -69,16 +69,16 @@ func TestTakeAll(t *testing.T) {
 			want: []Decision{ok(3, 40*s), no(1, 40*s, 40*s)},
 		},
 		"stored state counts": {
-			stored: map[string]State{"a": {A: t0.UnixMicro() - 20e6, B: 2, ExpiresAt: t0.UnixMicro() + 40e6}},
+			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6)},
 			ops:    []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "b", Limit: fw(3), Hits: 1}},
 			want:   []Decision{ok(0, 40*s), ok(2, 40*s)},
 			wantWrites: map[string]State{
-				"a": {A: t0.UnixMicro() - 20e6, B: 3, ExpiresAt: t0.UnixMicro() + 40e6},
-				"b": {A: t0.UnixMicro() - 20e6, B: 1, ExpiresAt: t0.UnixMicro() + 40e6},
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+				"b": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
 			},
 		},
 		"expired state reads as fresh": {
-			stored: map[string]State{"a": {A: 1, B: 99, ExpiresAt: t0.UnixMicro()}},
+			stored: map[string]State{"a": Window{Start: 1, Count: 99}.State(t0.UnixMicro())},
 			ops:    []Op{{Key: "a", Limit: fw(3), Hits: 0}},
 			want:   []Decision{ok(3, 40*s)},
 		},
@@ -87,7 +87,7 @@ func TestTakeAll(t *testing.T) {
 			ops:    []Op{{Key: "a", Limit: tb, Hits: 10}},
 			want:   []Decision{ok(0, s)},
 			wantWrites: map[string]State{
-				"a": {A: t0.UnixMicro(), B: 0, ExpiresAt: t0.UnixMicro() + 1e6},
+				"a": Bucket{Last: t0.UnixMicro(), Tokens: 0}.State(t0.UnixMicro() + 1e6),
 			},
 		},
 		"an invalid limit denies the batch": {
@@ -110,7 +110,7 @@ func TestTakeAll(t *testing.T) {
 			}
 			for k, w := range tc.wantWrites {
 				g, found := writes[k]
-				if !found || g.A != w.A || g.B != w.B || g.C != w.C || g.ExpiresAt != w.ExpiresAt || len(g.Log) != len(w.Log) {
+				if !found || g.regs != w.regs || g.ExpiresAt != w.ExpiresAt || len(g.Log) != len(w.Log) {
 					t.Errorf("write %s = %+v, want %+v", k, g, w)
 				}
 			}

@@ -15,9 +15,9 @@ package algorithms
 // admitted iff tokens >= max(0, hits - MaxDebt); hits > Capacity()+MaxDebt
 // are never admitted. MaxDebt 0 is a plain bucket.
 //
-// State (bucket): anchor (µs; refill is accounted up to it), units = tokens
-// (negative in debt) and frac, the next token's fraction in 1/Period units
-// (0 <= frac < Period µs). A fresh state is a full bucket.
+// State (Bucket): Last (µs; refill is accounted up to it), Tokens
+// (negative in debt) and Frac, the next token's fraction in 1/Period units
+// (0 <= Frac < Period µs). A fresh state is a full bucket.
 // TTL: when the bucket is full again.
 // Remaining: whole tokens in the bucket (0 in debt; debt is not offered).
 // ResetAfter: at the bucket is full. RetryAfter: at tokens reach
@@ -52,7 +52,7 @@ func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		}, st
 	}
 	tokens -= int64(hits)
-	next := bucket{anchor: anchor, units: tokens, frac: frac}.state(now)
+	next := Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(now)
 	if tokens < capacity {
 		next.ExpiresAt = at(capacity)
 	}
@@ -73,12 +73,12 @@ func tokenBucketAt(lim Limit, st State, now int64) (tokens, frac, anchor int64) 
 	if st.ExpiresAt == 0 {
 		return capacity, 0, boundary
 	}
-	b := bucketOf(st)
-	tokens, frac, anchor = clamp(b.units, -debt, capacity), clamp(b.frac, 0, p-1), max(b.anchor, boundary)
+	b := st.Bucket()
+	tokens, frac, anchor = clamp(b.Tokens, -debt, capacity), clamp(b.Frac, 0, p-1), max(b.Last, boundary)
 	if tokens == capacity {
 		return tokens, 0, anchor
 	}
-	if elapsed := boundary - b.anchor; elapsed > 0 {
+	if elapsed := boundary - b.Last; elapsed > 0 {
 		if elapsed >= refillTime(capacity-tokens, frac, p, r) {
 			return capacity, 0, anchor
 		}
@@ -95,8 +95,8 @@ func tokenBucketHorizon(l Limit) int64 {
 }
 
 func tokenBucketValid(_ Limit, st State, now, h int64) bool {
-	b := bucketOf(st)
-	return between(b.units, -MaxCount, MaxCount) && between(b.frac, 0, maxPeriodMicros) && b.anchor <= now+h
+	b := st.Bucket()
+	return between(b.Tokens, -MaxCount, MaxCount) && between(b.Frac, 0, maxPeriodMicros) && b.Last <= now+h
 }
 
 // tokenBucketUndo returns min(hits, what the charged bucket would still
@@ -121,5 +121,5 @@ func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	if tokens >= capacity {
 		tokens, frac = capacity, 0
 	}
-	return bucket{anchor: anchor, units: tokens, frac: frac}.state(st.ExpiresAt)
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(st.ExpiresAt)
 }

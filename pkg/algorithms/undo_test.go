@@ -106,5 +106,5 @@ func TestUndoNeverGivesMoreRoom(t *testing.T) {
 }
 
 func sameState(a, b State) bool {
-	return a.A == b.A && a.B == b.B && a.C == b.C && a.ExpiresAt == b.ExpiresAt && slices.Equal(a.Log, b.Log)
+	return a.regs == b.regs && a.ExpiresAt == b.ExpiresAt && slices.Equal(a.Log, b.Log)
 }

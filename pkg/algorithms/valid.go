@@ -36,7 +36,7 @@ func inRange(alg spec, lim Limit, st State, now int64) bool {
 	if lim.Requests == 0 {
 		return true // zeroRate neither reads nor writes it
 	}
-	for _, x := range [...]int64{st.A, st.B, st.C, st.ExpiresAt} {
+	for _, x := range [...]int64{st.regs[0], st.regs[1], st.regs[2], st.ExpiresAt} {
 		if x < -maxExact || x > maxExact {
 			return false
 		}

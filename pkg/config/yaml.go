@@ -55,11 +55,13 @@ func (r *reader) errorf(n *yaml.Node, field, format string, args ...any) {
 	r.errs.add(r.file, line, field, format, args...)
 }
 
-// yamlLine finds the line in yaml's own error texts ("yaml: line 3: ...").
+// yamlLineRE matches the prefix of yaml's own error texts ("yaml: line 3: ...").
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// yamlLine finds the line in yaml's own error texts.
 func yamlLine(err error) (int, string) {
-	re := regexp.MustCompile(`^yaml: line (\d+): `)
 	msg := err.Error()
-	m := re.FindStringSubmatch(msg)
+	m := yamlLineRE.FindStringSubmatch(msg)
 	if m == nil {
 		return 0, strings.TrimPrefix(msg, "yaml: ")
 	}

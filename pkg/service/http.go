@@ -15,8 +15,12 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// SetServing flips what /healthcheck reports; run() clears it on SIGTERM so
-// load balancers stop sending traffic before the listeners close.
+// SetServing flips what /healthcheck reports. ratelimitd clears it when it
+// starts shutting down (SIGINT, SIGTERM, or a server or the config watcher
+// failing), right before the graceful stop of its listeners: health checks
+// still in flight on open connections then answer 500. There is no drain
+// delay between the two, so a load balancer also learns of the shutdown
+// from the closed listeners.
 func (s *Service) SetServing(serving bool) {
 	s.draining.Store(!serving)
 }

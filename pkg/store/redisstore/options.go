@@ -96,9 +96,12 @@ func defaults() settings {
 		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval}
 }
 
-// WithClient uses c instead of building a client from the other options,
-// which are then ignored except WithTimeout and WithClock. The caller keeps
-// ownership: Close does not close c.
+// WithClient uses c instead of building a client. The options that build
+// one (WithAddr, WithType, WithSocketType, WithAuth, WithTLS, WithPoolSize)
+// are then ignored, and so is WithPipeline (its coalescer hooks into a
+// client the store built, never into the caller's). WithTimeout,
+// WithClock, WithRoundTripObserver and WithUndoFailure still apply. The
+// caller keeps ownership: Close does not close c.
 func WithClient(c redis.UniversalClient) Option {
 	return func(s *settings) { s.client = c }
 }

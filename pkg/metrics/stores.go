@@ -1,0 +1,62 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// LocalCache is what the local over-limit cache (pkg/store/localcache)
+// reports: batches answered from it, batches sent on to the backend, and
+// entries evicted to stay within its size.
+type LocalCache interface {
+	Stats() (hits, misses, evictions uint64)
+}
+
+// AddLocalCache exports c's counters as ratelimitd_local_cache_*. It fails
+// if a local cache was already added.
+func (m *Metrics) AddLocalCache(c LocalCache) error {
+	stat := func(name, help string, pick func(hits, misses, evictions uint64) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ratelimitd", Subsystem: "local_cache", Name: name, Help: help},
+			func() float64 { return float64(pick(c.Stats())) })
+	}
+	return m.register(
+		stat("hits_total", "Requests answered from the local over-limit cache.", func(h, _, _ uint64) uint64 { return h }),
+		stat("misses_total", "Requests the local cache sent to the backend.", func(_, m, _ uint64) uint64 { return m }),
+		stat("evictions_total", "Entries evicted to keep the cache within LOCAL_CACHE_SIZE_IN_BYTES.", func(_, _, e uint64) uint64 { return e }),
+	)
+}
+
+// MemStore is what the embedded store (pkg/store/memstore) reports.
+type MemStore interface {
+	Len() int
+	Evictions() uint64
+	Expired() uint64
+}
+
+// AddMemStore exports the embedded store's size and what it dropped as
+// ratelimitd_memstore_*: evictions mean MEMORY_MAX_KEYS is too small for the
+// traffic. It fails if an embedded store was already added.
+func (m *Metrics) AddMemStore(s MemStore) error {
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "ratelimitd", Subsystem: "memstore", Name: name, Help: help}
+	}
+	return m.register(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("keys", "Keys held by the embedded store, expired ones not yet swept included.")),
+			func() float64 { return float64(s.Len()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts(opts("evictions_total", "Live keys dropped to stay within MEMORY_MAX_KEYS.")),
+			func() float64 { return float64(s.Evictions()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts(opts("expired_total", "Expired keys dropped, by the background sweep or to make room.")),
+			func() float64 { return float64(s.Expired()) }),
+	)
+}
+
+// register adds cs all or none, so a failed Add leaves the registry as it
+// was.
+func (m *Metrics) register(cs ...prometheus.Collector) error {
+	for i, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				m.reg.Unregister(done)
+			}
+			return err
+		}
+	}
+	return nil
+}
