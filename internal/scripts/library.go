@@ -1,0 +1,70 @@
+package scripts
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// The take and undo scripts as one Redis 7 FUNCTION library. Loaded once per
+// node (FUNCTION LOAD), its helpers and tables are defined at load, not on
+// every call as EVALSHA re-runs a script's whole body. Its name and its
+// functions' names carry a hash of the code: function names are global to a
+// server, so a changed script must never collide with an old one still
+// loaded, and a server holding this exact code is never reloaded needlessly.
+var (
+	libraryHash  = codeHash(source + undoSource)
+	takeFunction = "ratelimitd_take_" + libraryHash
+	undoFunction = "ratelimitd_undo_" + libraryHash
+	library      = buildLibrary()
+)
+
+func codeHash(code string) string {
+	sum := sha1.Sum([]byte(code))
+	return hex.EncodeToString(sum[:8])
+}
+
+// buildLibrary wraps the two scripts, each in its own block (Lua allows 200
+// locals per function; each script defines about 50), with KEYS and ARGV as
+// library locals that a call sets: a function gets them as arguments, and
+// the scripts' helpers read them as EVAL's globals. Redis runs one call at a
+// time, so sharing them between calls is safe; a call clears them so the
+// library keeps nothing alive between calls.
+func buildLibrary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!lua name=ratelimitd_%s\n", libraryHash)
+	b.WriteString("local KEYS, ARGV\n")
+	for _, s := range []struct{ src, main, name string }{
+		{source, "take_main", takeFunction},
+		{undoSource, "undo_main", undoFunction},
+	} {
+		body, ok := strings.CutSuffix(s.src, "return "+s.main+"()\n")
+		if !ok {
+			// A driver that no longer ends so fails at load, naming it.
+			body = fmt.Sprintf("error('ratelimitd: %s no longer ends with return %s()')\n", s.name, s.main)
+		}
+		b.WriteString("do\n")
+		b.WriteString(body)
+		fmt.Fprintf(&b, "redis.register_function('%s', function(keys, args)\n"+
+			"  KEYS, ARGV = keys, args\n"+
+			"  local out = %s()\n"+
+			"  KEYS, ARGV = nil, nil\n"+
+			"  return out\n"+
+			"end)\n", s.name, s.main)
+		b.WriteString("end\n")
+	}
+	return b.String()
+}
+
+// Library is the FUNCTION library holding the take and undo functions, for
+// a caller that loads it itself (FUNCTION LOAD REPLACE is idempotent).
+func Library() string { return library }
+
+// TakeFunction is the name of the take function, for FCALL with the KEYS and
+// ARGV of Encode; the reply is the take script's.
+func TakeFunction() string { return takeFunction }
+
+// UndoFunction is the name of the undo function, for FCALL with the KEYS
+// and ARGV of EncodeUndo.
+func UndoFunction() string { return undoFunction }
