@@ -14,11 +14,16 @@ import (
 // server, so a changed script must never collide with an old one still
 // loaded, and a server holding this exact code is never reloaded needlessly.
 var (
-	libraryHash  = codeHash(source + undoSource)
-	takeFunction = "ratelimitd_take_" + libraryHash
-	undoFunction = "ratelimitd_undo_" + libraryHash
-	library      = buildLibrary()
+	libraryHash, library = buildLibrary()
+	takeFunction         = "ratelimitd_take_" + libraryHash
+	undoFunction         = "ratelimitd_undo_" + libraryHash
 )
+
+// hashMark stands for the library's hash in its code until it is known.
+const hashMark = "<HASH>"
+
+// stdGlobals are the standard globals the scripts use per call.
+const stdGlobals = "math, string, tonumber, type, ipairs, pairs"
 
 func codeHash(code string) string {
 	sum := sha1.Sum([]byte(code))
@@ -31,13 +36,18 @@ func codeHash(code string) string {
 // the scripts' helpers read them as EVAL's globals. Redis runs one call at a
 // time, so sharing them between calls is safe; a call clears them so the
 // library keeps nothing alive between calls.
-func buildLibrary() string {
+func buildLibrary() (hash, code string) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!lua name=ratelimitd_%s\n", libraryHash)
 	b.WriteString("local KEYS, ARGV\n")
+	// The scripts' helpers read Lua's standard globals (math, tonumber, ...)
+	// on every call, and a library reads globals through its sandbox. They
+	// are not there while the library loads, so the first call copies them
+	// into locals that every helper below captures instead.
+	b.WriteString("local function std() return " + stdGlobals + " end\n")
+	b.WriteString("local " + stdGlobals + "\n")
 	for _, s := range []struct{ src, main, name string }{
-		{source, "take_main", takeFunction},
-		{undoSource, "undo_main", undoFunction},
+		{source, "take_main", "ratelimitd_take_" + hashMark},
+		{undoSource, "undo_main", "ratelimitd_undo_" + hashMark},
 	} {
 		body, ok := strings.CutSuffix(s.src, "return "+s.main+"()\n")
 		if !ok {
@@ -47,6 +57,7 @@ func buildLibrary() string {
 		b.WriteString("do\n")
 		b.WriteString(body)
 		fmt.Fprintf(&b, "redis.register_function('%s', function(keys, args)\n"+
+			"  if not tonumber then "+stdGlobals+" = std() end\n"+
 			"  KEYS, ARGV = keys, args\n"+
 			"  local out = %s()\n"+
 			"  KEYS, ARGV = nil, nil\n"+
@@ -54,7 +65,9 @@ func buildLibrary() string {
 			"end)\n", s.name, s.main)
 		b.WriteString("end\n")
 	}
-	return b.String()
+	hash = codeHash(b.String())
+	code = "#!lua name=ratelimitd_" + hashMark + "\n" + b.String()
+	return hash, strings.ReplaceAll(code, hashMark, hash)
 }
 
 // Library is the FUNCTION library holding the take and undo functions, for
