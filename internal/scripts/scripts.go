@@ -1,6 +1,7 @@
 // Package scripts runs the Lua mirror of pkg/algorithms in Redis: one
 // script decides a whole batch of ops atomically and all-or-nothing, with
-// the semantics of algorithms.TakeAll, in a single EVALSHA.
+// the semantics of algorithms.TakeAll, in a single FCALL of a Redis 7
+// FUNCTION library (library.go), or EVALSHA where FUNCTION is refused.
 //
 // The script is assembled from one file per algorithm plus a driver
 // (lua/take.lua documents the KEYS/ARGV/reply protocol). Every algorithm
@@ -68,8 +69,8 @@ func (r *Runner) Hash() string { return r.script.Hash() }
 // Source is the assembled Lua script.
 func Source() string { return source }
 
-// Take decides ops as ONE atomic, all-or-nothing EVALSHA (falling back to
-// EVAL when Redis answers NOSCRIPT). A zero now means "use Redis TIME", the
+// Take decides ops as ONE atomic, all-or-nothing FCALL (see call for the
+// library load and the EVALSHA fallback). A zero now means "use Redis TIME", the
 // production setting; tests pass an explicit now. The decisions are exactly
 // those of algorithms.TakeAll over the keys' stored states.
 func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, error) {
