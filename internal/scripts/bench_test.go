@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,51 +14,84 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
-// BenchmarkRunnerTake is one EVALSHA round trip to a local redis-server per
-// op (Redis TIME clock), for one op and for a batch of 4 keys. redis-µs/call
-// is Redis's own CPU per script call (INFO commandstats usec_per_call).
+// BenchmarkRunnerTake is one take round trip to a local redis-server (Redis
+// TIME clock) for one op and for a batch of 4 keys, as FCALL of the library
+// and as EVALSHA of the script, side by side (run with -count to get A B A B
+// pairs). redis-µs/call is Redis's own time per call (INFO commandstats
+// usec_per_call of FCALL or EVALSHA); per extra op is (batch4 - op1) / 3.
+//
+// RATELIMITD_BASELINE_SCRIPT names a file holding another take script (say
+// the one of an older commit, from `go test -run TestPrintSource`-like
+// tooling or git show) to run as EVALSHA in the same pairs: "baseline".
 func BenchmarkRunnerTake(b *testing.B) {
 	ctx := context.Background()
 	rdb := newRedis(b)
-	r := scripts.NewRunner()
+	type variant struct {
+		name string
+		take func(ops []algorithms.Op) error
+		cmd  string
+	}
+	fcall, evalsha := scripts.NewRunner(), scripts.NewRunner(scripts.WithoutFunctions())
+	variants := []variant{
+		{"fcall", func(ops []algorithms.Op) error { _, err := fcall.Take(ctx, rdb, ops, time.Time{}); return err }, "fcall"},
+		{"evalsha", func(ops []algorithms.Op) error { _, err := evalsha.Take(ctx, rdb, ops, time.Time{}); return err }, "evalsha"},
+	}
+	if path := os.Getenv("RATELIMITD_BASELINE_SCRIPT"); path != "" {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		base := redis.NewScript(string(src))
+		variants = append(variants, variant{"baseline", func(ops []algorithms.Op) error {
+			keys, args, err := scripts.Encode(ops, time.Time{})
+			if err != nil {
+				return err
+			}
+			return base.Run(ctx, rdb, keys, args...).Err()
+		}, "evalsha"})
+	}
 	for _, alg := range algorithms.All() {
 		for _, n := range []int{1, 4} {
-			name := alg.String()
-			if n > 1 {
-				name += "/batch4"
-			}
-			b.Run(name, func(b *testing.B) {
-				lim := algorithms.Limit{Algorithm: alg, Requests: 1e6, Period: time.Second}
-				ops := make([]algorithms.Op, n)
-				for i := range ops {
-					ops[i] = algorithms.Op{Key: name + string(rune('a'+i)), Limit: lim, Hits: 1}
-				}
-				if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-					b.Fatal(err)
-				}
-				for b.Loop() {
-					if _, err := r.Take(ctx, rdb, ops, time.Time{}); err != nil {
+			for _, v := range variants {
+				name := alg.String() + "/op" + strconv.Itoa(n) + "/" + v.name
+				b.Run(name, func(b *testing.B) {
+					lim := algorithms.Limit{Algorithm: alg, Requests: 1e9, Period: time.Second}
+					ops := make([]algorithms.Op, n)
+					for i := range ops {
+						ops[i] = algorithms.Op{Key: alg.String() + string(rune('a'+i)), Limit: lim, Hits: 1}
+					}
+					if err := v.take(ops); err != nil { // loads the script or library
 						b.Fatal(err)
 					}
-				}
-				b.ReportMetric(redisMicrosPerCall(b, rdb), "redis-µs/call")
-			})
+					if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+						b.Fatal(err)
+					}
+					for b.Loop() {
+						if err := v.take(ops); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(redisMicrosPerCall(b, rdb, v.cmd), "redis-µs/call")
+				})
+			}
 		}
 	}
 }
 
-// redisMicrosPerCall reads usec_per_call of EVALSHA (or EVAL) since the last
-// CONFIG RESETSTAT.
-func redisMicrosPerCall(b *testing.B, rdb *redis.Client) float64 {
+// redisMicrosPerCall reads usec_per_call of cmd since the last CONFIG
+// RESETSTAT.
+func redisMicrosPerCall(b *testing.B, rdb *redis.Client, cmd string) float64 {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
+	prefix := "cmdstat_" + cmd + ":"
 	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
 			continue
 		}
-		for _, f := range strings.Split(strings.TrimSpace(strings.TrimPrefix(line, "cmdstat_evalsha:")), ",") {
+		for _, f := range strings.Split(strings.TrimSpace(rest), ",") {
 			if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
 				x, err := strconv.ParseFloat(v, 64)
 				if err != nil {
@@ -67,5 +101,6 @@ func redisMicrosPerCall(b *testing.B, rdb *redis.Client) float64 {
 			}
 		}
 	}
+	b.Fatalf("no %s in INFO commandstats", cmd)
 	return 0
 }

@@ -179,14 +179,41 @@ func TestDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	queue := func(ctx context.Context, pipe redis.Pipeliner, keys []string, args []any) *redis.Cmd {
+		return pipe.EvalSha(ctx, hash, keys, args...)
+	}
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
-			differential(t, rdb, hash, alg)
+			differential(t, rdb, queue, alg)
 		})
 	}
 }
 
-func differential(t *testing.T, rdb *redis.Client, hash string, alg algorithms.Algorithm) {
+// TestDifferentialFunction is TestDifferential through the FUNCTION library
+// and FCALL, the production path on Redis 7.
+func TestDifferentialFunction(t *testing.T) {
+	rdb := newRedis(t)
+	lib, fn, ok := scripts.RecordingLibrary()
+	if !ok {
+		t.Fatal("RecordingLibrary no longer matches the library's PEXPIRE or take call")
+	}
+	if err := rdb.FunctionLoad(context.Background(), lib).Err(); err != nil {
+		t.Fatal(err)
+	}
+	queue := func(ctx context.Context, pipe redis.Pipeliner, keys []string, args []any) *redis.Cmd {
+		return pipe.FCall(ctx, fn, keys, args...)
+	}
+	for _, alg := range algorithms.All() {
+		t.Run(alg.String(), func(t *testing.T) {
+			differential(t, rdb, queue, alg)
+		})
+	}
+}
+
+// queueFunc queues one recording take in a pipeline.
+type queueFunc func(ctx context.Context, pipe redis.Pipeliner, keys []string, args []any) *redis.Cmd
+
+func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorithms.Algorithm) {
 	ctx := context.Background()
 	rng := newRand(t)
 	goState := model{}
@@ -218,7 +245,7 @@ func differential(t *testing.T, rdb *redis.Client, hash string, alg algorithms.A
 				t.Fatal(err)
 			}
 			steps[i].ops = ops
-			steps[i].eval = pipe.EvalSha(ctx, hash, keys, args...)
+			steps[i].eval = queue(ctx, pipe, keys, args)
 			for k, key := range s.keys {
 				steps[i].reads[k] = queueRead(ctx, pipe, key)
 			}

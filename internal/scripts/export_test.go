@@ -23,3 +23,23 @@ local ttls = {}
 for i, k in ipairs(KEYS) do ttls[i] = RECORDED_TTLS[k] or 0 end
 return { out, ttls }`, 1), true
 }
+
+// RecordingLibrary is Library with the take function recording its TTLs as
+// RecordingSource does, so the differential test judges the FCALL path too.
+// fn is the take function's name.
+func RecordingLibrary() (lib, fn string, ok bool) {
+	const set = "redis.call('PEXPIRE', key, ttl_ms(e, now))"
+	const call = "  local out = take_main()\n"
+	if !strings.Contains(library, set) || !strings.Contains(library, call) {
+		return "", "", false
+	}
+	header, body, _ := strings.Cut(library, "\n")
+	s := header + "\nlocal RECORDED_TTLS\n" + body
+	s = strings.Replace(s, set, "RECORDED_TTLS[key] = ttl_ms(e, now)", 1)
+	return strings.Replace(s, call, `  RECORDED_TTLS = {}
+  local out = take_main()
+  local ttls = {}
+  for i, k in ipairs(KEYS) do ttls[i] = RECORDED_TTLS[k] or 0 end
+  out = { out, ttls }
+`, 1), takeFunction, true
+}

@@ -1,6 +1,7 @@
 // Package scripts runs the Lua mirror of pkg/algorithms in Redis: one
 // script decides a whole batch of ops atomically and all-or-nothing, with
-// the semantics of algorithms.TakeAll, in a single EVALSHA.
+// the semantics of algorithms.TakeAll, in a single FCALL of a Redis 7
+// FUNCTION library (library.go), or EVALSHA where FUNCTION is refused.
 //
 // The script is assembled from one file per algorithm plus a driver
 // (lua/take.lua documents the KEYS/ARGV/reply protocol). Every algorithm
@@ -12,6 +13,7 @@ package scripts
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,16 +28,38 @@ import (
 // restart or SCRIPT FLUSH) by loading it again, which Runner does for you.
 type Scripter = redis.Scripter
 
-// Runner runs the take and undo scripts. It is safe for concurrent use.
+// Runner runs the take and undo scripts: as FCALL of the FUNCTION library
+// (Library) where the server has FUNCTION (Redis 7), else as EVALSHA. It is
+// safe for concurrent use; use one Runner per client, since it remembers
+// whether that client's servers refuse FUNCTION.
 type Runner struct {
 	script *redis.Script
 	undo   *redis.Script
+	// evalOnly: FCALL or FUNCTION LOAD was refused (Redis 6, or an ACL
+	// without them), or WithoutFunctions; from then on EVALSHA only.
+	evalOnly atomic.Bool
+}
+
+// RunnerOption configures NewRunner.
+type RunnerOption func(*Runner)
+
+// WithoutFunctions makes the Runner use EVALSHA only, never FCALL.
+func WithoutFunctions() RunnerOption {
+	return func(r *Runner) { r.evalOnly.Store(true) }
 }
 
 // NewRunner builds a Runner around the assembled scripts.
-func NewRunner() *Runner {
-	return &Runner{script: redis.NewScript(source), undo: redis.NewScript(undoSource)}
+func NewRunner(opts ...RunnerOption) *Runner {
+	r := &Runner{script: redis.NewScript(source), undo: redis.NewScript(undoSource)}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r
 }
+
+// UsesFunctions reports whether the Runner still calls FCALL (it has not
+// fallen back to EVALSHA).
+func (r *Runner) UsesFunctions() bool { return !r.evalOnly.Load() }
 
 // Hash is the SHA1 of the take script, for EVALSHA in a pipeline (see
 // Scripter). On a cluster every op's key must map to one slot, as for any
@@ -45,8 +69,8 @@ func (r *Runner) Hash() string { return r.script.Hash() }
 // Source is the assembled Lua script.
 func Source() string { return source }
 
-// Take decides ops as ONE atomic, all-or-nothing EVALSHA (falling back to
-// EVAL when Redis answers NOSCRIPT). A zero now means "use Redis TIME", the
+// Take decides ops as ONE atomic, all-or-nothing FCALL (see call for the
+// library load and the EVALSHA fallback). A zero now means "use Redis TIME", the
 // production setting; tests pass an explicit now. The decisions are exactly
 // those of algorithms.TakeAll over the keys' stored states.
 func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, error) {
@@ -89,7 +113,7 @@ func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now
 	if err != nil {
 		return nil, err
 	}
-	reply, err := r.script.Run(ctx, rdb, keys, args...).Result()
+	reply, err := r.call(ctx, rdb, takeFunction, r.script, keys, args)
 	if err != nil {
 		return nil, fmt.Errorf("take script: %w", err)
 	}
@@ -109,7 +133,7 @@ func (r *Runner) Undo(ctx context.Context, rdb Scripter, charges []Charge, now t
 	if err != nil {
 		return err
 	}
-	if err := r.undo.Run(ctx, rdb, keys, args...).Err(); err != nil {
+	if _, err := r.call(ctx, rdb, undoFunction, r.undo, keys, args); err != nil {
 		return fmt.Errorf("undo script: %w", err)
 	}
 	return nil

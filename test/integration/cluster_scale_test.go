@@ -72,7 +72,7 @@ func clusterScriptCalls(t *testing.T, masters []*redis.Client) int {
 			t.Fatal(err)
 		}
 		for line := range strings.SplitSeq(info, "\n") {
-			for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+			for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_fcall:"} {
 				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
 					calls, _ := strings.CutPrefix(strings.Split(rest, ",")[0], "calls=")
 					c, _ := strconv.Atoi(calls)
@@ -165,7 +165,7 @@ func TestClusterScaleOut(t *testing.T) {
 			t.Fatalf("three descriptors on three masters: %v %v", resp, err)
 		}
 		threeRT := clusterScriptCalls(t, masters)
-		t.Logf("Redis scripts (EVALSHA+EVAL over all masters, INFO commandstats) per request: 1 descriptor = %d, 3 descriptors on 3 masters = %d", oneRT, threeRT)
+		t.Logf("Redis scripts (FCALL+EVALSHA+EVAL over all masters, INFO commandstats) per request: 1 descriptor = %d, 3 descriptors on 3 masters = %d", oneRT, threeRT)
 		if oneRT != 1 || threeRT != 3 {
 			t.Errorf("scripts per request: %d and %d, want 1 and 3", oneRT, threeRT)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptCalls is how many EVALSHA/EVAL calls Redis has served.
+// scriptCalls is how many FCALL/EVALSHA/EVAL calls Redis has served.
 func scriptCalls(t *testing.T, addr string) int {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
@@ -20,7 +20,7 @@ func scriptCalls(t *testing.T, addr string) int {
 	}
 	total := 0
 	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_fcall:") {
 			continue
 		}
 		_, rest, _ := strings.Cut(line, "calls=")

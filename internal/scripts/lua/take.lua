@@ -77,11 +77,38 @@ local function charge_of(out, rec, now)
   end
 end
 
+-- take_one is take_main for a request of one op, most requests: the same
+-- decision, write and charge without the tables a batch needs to track keys
+-- and ops. With one op the batch is admitted whenever the op is allowed, and
+-- a denied op charges nothing, so there is nothing to re-decide.
+local function take_one(now)
+  local lim = limit_of(2)
+  local h = tonumber(ARGV[8])
+  local alg = ALGS[lim.alg]
+  if alg == nil then
+    return { 0, 0, 0, NEVER }
+  end
+  local key, kind = KEYS[1], KINDS[alg.kind]
+  local st, typeok = kind.load(key, now)
+  local ok, rem, reset, retry, nst = decide(alg, lim, key, kind.expire(st, now), h, now)
+  local out = { ok and 1 or 0, rem, reset, retry }
+  if ok and h > 0 then
+    kind.write(key, nst, typeok, now)
+    if #ARGV > 1 + FIELDS then
+      charge_of(out, { kind = alg.kind, cur = nst, last = 1, hits = h }, now)
+    end
+  end
+  return out
+end
+
 local function take_main()
   local now = tonumber(ARGV[1])
   if now == 0 then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  if #KEYS == 1 then
+    return take_one(now)
   end
   local recs, order, ops = {}, {}, {}
   local enforced_denied, quota_ops, quota_denied = false, 0, 0

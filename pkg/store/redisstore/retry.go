@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
 )
 
 // outcome is what an error says about whether Redis ran the command.
@@ -16,7 +18,8 @@ type outcome uint8
 
 const (
 	// notRun: the command certainly did not run (no connection, or Redis
-	// refused it before executing: a redirect, a cluster or replica state).
+	// refused it before executing: a redirect, a cluster or replica state, a
+	// script or function it does not hold).
 	// Safe to retry after refreshing the topology.
 	notRun outcome = iota + 1
 	// unknown: the command may have run (timeout or broken connection after
@@ -37,7 +40,8 @@ func classify(err error) outcome {
 		return notRun
 	}
 	if redis.IsTryAgainError(err) || redis.IsClusterDownError(err) || redis.IsLoadingError(err) ||
-		redis.IsReadOnlyError(err) || redis.HasErrorPrefix(err, "NOSCRIPT") || redis.HasErrorPrefix(err, "MASTERDOWN") {
+		redis.IsReadOnlyError(err) || redis.HasErrorPrefix(err, "NOSCRIPT") || redis.HasErrorPrefix(err, "MASTERDOWN") ||
+		scripts.FunctionMissing(err) {
 		return notRun
 	}
 	// A pool that was closed (a node dropped from the slot map) or had no

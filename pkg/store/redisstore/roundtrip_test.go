@@ -62,7 +62,8 @@ func TestOneRoundTripPerTake(t *testing.T) {
 	client.AddHook(hook)
 	s := newStore(t, redisstore.WithClient(client))
 
-	// The first Take may load the script (NOSCRIPT, then EVAL) on a fresh server.
+	// The first Take may load the library ("Function not found", FUNCTION
+	// LOAD, FCALL again) on a fresh server.
 	mustTake(t, s, batch(1, window(100), 1))
 	hook.take()
 	if err := client.ConfigResetStat(t.Context()).Err(); err != nil {
@@ -77,20 +78,21 @@ func TestOneRoundTripPerTake(t *testing.T) {
 			if len(res) != n {
 				t.Fatalf("Take of %d ops returned %d results", n, len(res))
 			}
-			if sent := hook.take(); len(sent) != 1 || sent[0] != "evalsha" {
-				t.Fatalf("Take of %d ops sent %v, want exactly [evalsha]", n, sent)
+			if sent := hook.take(); len(sent) != 1 || sent[0] != "fcall" {
+				t.Fatalf("Take of %d ops sent %v, want exactly [fcall]", n, sent)
 			}
 		}
 	}
 
 	stats := commandStats(t, client)
-	if got := stats["evalsha"]; got != 3*takes {
-		t.Errorf("Redis ran evalsha %d times for %d Takes", got, 3*takes)
+	if got := stats["fcall"]; got != 3*takes {
+		t.Errorf("Redis ran fcall %d times for %d Takes", got, 3*takes)
 	}
 	// Commands the script calls count too (hmget, pexpire, ...); what
-	// matters is that each Take entered Redis once, and never as EVAL.
-	if got := stats["eval"]; got != 0 {
-		t.Errorf("Redis ran eval %d times: the script cache was missed", got)
+	// matters is that each Take entered Redis once, and never as a script
+	// or a library load.
+	if got := stats["eval"] + stats["evalsha"] + stats["function|load"]; got != 0 {
+		t.Errorf("Redis ran eval, evalsha or function load %d times: the library was missed", got)
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package redisstore is the store.Store shared by every replica: each Take
-// is one EVALSHA of internal/scripts' Lua, so a batch is decided atomically in
+// is one FCALL of internal/scripts' Lua library (EVALSHA where Redis refuses
+// FUNCTION), so a batch is decided atomically in
 // Redis, on Redis's clock, in one round trip. On Redis Cluster a batch whose
 // keys span slots is one EVALSHA per slot group, run concurrently, with an
 // exact undo of what the other groups charged when the batch is denied.
@@ -53,7 +54,11 @@ func New(opts ...Option) (*Store, error) {
 	if s.timeout <= 0 {
 		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.timeout)
 	}
-	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
+	var runnerOpts []scripts.RunnerOption
+	if s.noFunctions {
+		runnerOpts = append(runnerOpts, scripts.WithoutFunctions())
+	}
+	st := &Store{client: s.client, runner: scripts.NewRunner(runnerOpts...), timeout: s.timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
 	if st.client == nil {
 		c, err := newClient(s)
 		if err != nil {

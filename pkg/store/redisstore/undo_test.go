@@ -2,8 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -36,7 +34,8 @@ func (h *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 }
 func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == h.sha {
+		// sha is a script's SHA1 for EVALSHA or a function's name for FCALL.
+		if args := cmd.Args(); (cmd.Name() == "evalsha" || cmd.Name() == "fcall") && len(args) > 1 && args[1] == h.sha {
 			h.calls.Add(1)
 			if h.n.Add(-1) >= 0 {
 				cmd.SetErr(h.err)
@@ -45,11 +44,6 @@ func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-
-func sha(src string) string {
-	sum := sha1.Sum([]byte(src))
-	return hex.EncodeToString(sum[:])
 }
 
 // What a failing undo costs: a certainly-not-run failure is retried and the
@@ -70,7 +64,7 @@ func TestUndoFailure(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hook := &faultHook{sha: sha(scripts.UndoSource()), err: tt.err}
+			hook := &faultHook{sha: scripts.UndoFunction(), err: tt.err}
 			hook.n.Store(tt.failures)
 			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr}, MaxRetries: -1, MaxRedirects: -1})
 			t.Cleanup(func() { _ = c.Close() })
@@ -115,7 +109,7 @@ func TestUndoFailure(t *testing.T) {
 // A script that certainly never runs is retried only within the deadline.
 func TestRetryStaysWithinDeadline(t *testing.T) {
 	srv := redistest.Start(t)
-	hook := &faultHook{sha: sha(scripts.Source()), err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	hook := &faultHook{sha: scripts.TakeFunction(), err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	hook.n.Store(1 << 30)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
