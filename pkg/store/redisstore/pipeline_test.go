@@ -119,7 +119,10 @@ func TestPipelineSharesRoundTrips(t *testing.T) {
 		// Coalescing off: one read per call (and a few for the pool).
 		{name: "window 0 disables", opts: []redisstore.Option{redisstore.WithPipeline(0, 0)}, maxReadsRatio: 1.1},
 		{name: "window 2ms", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 0)}, maxReadsRatio: 0.5},
-		{name: "window 2ms limit 4", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 4)}, maxReadsRatio: 0.5, minReadsRatio: 0.25},
+		// The limit's own bound is the minimum (never more than 4 calls a
+		// read); how close to it a starved 2-core CI box gets varies
+		// (0.4 to 0.75 seen), so the maximum only shows that it coalesces.
+		{name: "window 2ms limit 4", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 4)}, maxReadsRatio: 0.9, minReadsRatio: 0.25},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
