@@ -150,10 +150,10 @@ func TestRedisHung(t *testing.T) {
 		deadline time.Duration
 		within   time.Duration
 	}{
-		{name: "20ms deadline", deadline: 20 * time.Millisecond, within: 20*time.Millisecond + 80*time.Millisecond},
-		{name: "100ms deadline", deadline: 100 * time.Millisecond, within: 100*time.Millisecond + 80*time.Millisecond},
-		{name: "deadline beyond REDIS_TIMEOUT", deadline: 10 * time.Second, within: redisTimeout + 200*time.Millisecond},
-		{name: "no deadline", deadline: 0, within: redisTimeout + 200*time.Millisecond},
+		{name: "20ms deadline", deadline: 20 * time.Millisecond, within: 20*time.Millisecond + 150*time.Millisecond},
+		{name: "100ms deadline", deadline: 100 * time.Millisecond, within: 100*time.Millisecond + 150*time.Millisecond},
+		{name: "deadline beyond REDIS_TIMEOUT", deadline: 10 * time.Second, within: redisTimeout + 400*time.Millisecond},
+		{name: "no deadline", deadline: 0, within: redisTimeout + 400*time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
