@@ -106,8 +106,9 @@ func (s *Service) RegisterGRPC(srv *grpc.Server) {
 func shouldRateLimitHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	w := new(wireRequest)
 	svc := srv.(*Service)
-	// A message over the receive limit never gets here: gRPC refuses it
-	// from its length prefix, before reading it, with RESOURCE_EXHAUSTED.
+	// A message over the receive limit fails in dec, from its length
+	// prefix and unread, and gRPC's serverStream.RecvMsg has then already
+	// written RESOURCE_EXHAUSTED: no code of ours can answer it otherwise.
 	if err := dec(w); err != nil {
 		return nil, err
 	}
