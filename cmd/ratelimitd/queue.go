@@ -50,20 +50,9 @@ func newDelayQueue(set settings, m *metrics.Metrics, srv *grpc.Server) (*delayQu
 	if set.Backend != backendRedis {
 		st = memqueue.New()
 	} else {
-		opts := []redisstore.Option{
-			redisstore.WithAddr(set.RedisURL),
-			redisstore.WithType(set.RedisType),
-			redisstore.WithSocketType(set.RedisSocketType),
-			redisstore.WithAuth(set.RedisAuth),
-			redisstore.WithPoolSize(set.RedisPoolSize),
-			redisstore.WithTimeout(set.RedisTimeout),
-		}
-		if set.RedisTLS {
-			cfg, err := redisTLS(set)
-			if err != nil {
-				return nil, err
-			}
-			opts = append(opts, redisstore.WithTLS(cfg))
+		opts, err := redisConnection(set)
+		if err != nil {
+			return nil, err
 		}
 		c, err := redisstore.NewClient(opts...)
 		if err != nil {

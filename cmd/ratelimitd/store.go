@@ -35,13 +35,11 @@ func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store,
 		}
 		return st, nil
 	}
-	opts := []redisstore.Option{
-		redisstore.WithAddr(set.RedisURL),
-		redisstore.WithType(set.RedisType),
-		redisstore.WithSocketType(set.RedisSocketType),
-		redisstore.WithAuth(set.RedisAuth),
-		redisstore.WithPoolSize(set.RedisPoolSize),
-		redisstore.WithTimeout(set.RedisTimeout),
+	opts, err := redisConnection(set)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
 		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
 		redisstore.WithRoundTripObserver(m.RoundTrip),
 		redisstore.WithUndoFailure(func(charges int, err error) {
@@ -49,6 +47,27 @@ func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store,
 			log.Warn("cross-slot undo failed; the denied request's hits stay charged until their window passes",
 				zap.Int("counters", charges), zap.String("error", redactSecrets(err.Error(), set)))
 		}),
+	)
+	st, err := redisstore.New(opts...)
+	if err != nil {
+		// Not wrapped: the message may quote credentials, so only a redacted
+		// copy leaves this function.
+		return nil, fmt.Errorf("redis store (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))
+	}
+	return st, nil
+}
+
+// redisConnection is how every client of ours reaches Redis (the limiter's
+// store and the delay queue): REDIS_URL, REDIS_TYPE, REDIS_SOCKET_TYPE,
+// REDIS_AUTH, REDIS_POOL_SIZE, REDIS_TIMEOUT and REDIS_TLS*.
+func redisConnection(set settings) ([]redisstore.Option, error) {
+	opts := []redisstore.Option{
+		redisstore.WithAddr(set.RedisURL),
+		redisstore.WithType(set.RedisType),
+		redisstore.WithSocketType(set.RedisSocketType),
+		redisstore.WithAuth(set.RedisAuth),
+		redisstore.WithPoolSize(set.RedisPoolSize),
+		redisstore.WithTimeout(set.RedisTimeout),
 	}
 	if set.RedisTLS {
 		cfg, err := redisTLS(set)
@@ -57,13 +76,7 @@ func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store,
 		}
 		opts = append(opts, redisstore.WithTLS(cfg))
 	}
-	st, err := redisstore.New(opts...)
-	if err != nil {
-		// Not wrapped: the message may quote credentials, so only a redacted
-		// copy leaves this function.
-		return nil, fmt.Errorf("redis store (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))
-	}
-	return st, nil
+	return opts, nil
 }
 
 // redisTLS builds REDIS_TLS's client config from envoyproxy's settings: the
