@@ -28,24 +28,12 @@ const (
 // to stop shapes whose decoding would be the attack.
 func (c caps) prescan(b []byte) error {
 	descriptors := 0
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMalformed
+	for {
+		num, v, rest, err := nextBytesField(b, fieldRequestDomain, fieldRequestDescriptors)
+		if err != nil || num == 0 {
+			return err
 		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != fieldRequestDomain && num != fieldRequestDescriptors) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return errMalformed
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return errMalformed
-		}
-		b = b[n:]
+		b = rest
 		if num == fieldRequestDomain {
 			if len(v) > c.valueLen {
 				return fmt.Errorf("domain is %d bytes long, more than the maximum of %d", len(v), c.valueLen)
@@ -60,29 +48,16 @@ func (c caps) prescan(b []byte) error {
 		}
 		descriptors++
 	}
-	return nil
 }
 
 func (c caps) prescanDescriptor(b []byte, i int) error {
 	entries := 0
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMalformed
+	for {
+		num, v, rest, err := nextBytesField(b, fieldDescriptorEntries, fieldDescriptorEntries)
+		if err != nil || num == 0 {
+			return err
 		}
-		b = b[n:]
-		if num != fieldDescriptorEntries || typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return errMalformed
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return errMalformed
-		}
-		b = b[n:]
+		b = rest
 		if entries == c.entries {
 			return fmt.Errorf("descriptor %d has more than the maximum of %d entries", i, c.entries)
 		}
@@ -91,28 +66,15 @@ func (c caps) prescanDescriptor(b []byte, i int) error {
 		}
 		entries++
 	}
-	return nil
 }
 
 func (c caps) prescanEntry(b []byte, i, j int) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMalformed
+	for {
+		num, v, rest, err := nextBytesField(b, fieldEntryKey, fieldEntryValue)
+		if err != nil || num == 0 {
+			return err
 		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != fieldEntryKey && num != fieldEntryValue) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return errMalformed
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return errMalformed
-		}
-		b = b[n:]
+		b = rest
 		if len(v) > c.valueLen {
 			what := "key"
 			if num == fieldEntryValue {
@@ -121,7 +83,31 @@ func (c caps) prescanEntry(b []byte, i, j int) error {
 			return fmt.Errorf("descriptor %d entry %d %s is %d bytes long, more than the maximum of %d", i, j, what, len(v), c.valueLen)
 		}
 	}
-	return nil
+}
+
+// nextBytesField skips b's fields up to the next length-delimited one
+// numbered x or y and returns its number, its payload and the bytes after
+// it; num is 0 when b ends first. Every field skipped must be well formed.
+func nextBytesField(b []byte, x, y protowire.Number) (num protowire.Number, v, rest []byte, err error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, nil, nil, errMalformed
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && (num == x || num == y) {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return 0, nil, nil, errMalformed
+			}
+			return num, v, b[n:], nil
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return 0, nil, nil, errMalformed
+		}
+		b = b[n:]
+	}
+	return 0, nil, nil, nil
 }
 
 // maxWireBytes is the size of the largest RateLimitRequest the caps admit,
