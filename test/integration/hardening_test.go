@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -46,20 +45,7 @@ func (rawCodec) Name() string { return "proto" }
 // peakRSSKiB is the process's high-water resident set (VmHWM).
 func peakRSSKiB(t *testing.T, pid int) int {
 	t.Helper()
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			n, _ := strconv.Atoi(strings.Fields(rest)[0])
-			return n
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
+	return procStatusKiB(t, pid, "VmHWM:")
 }
 
 // measureValid sends valid calls one after another until stop closes and

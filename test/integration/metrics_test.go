@@ -51,6 +51,12 @@ func TestPrometheusMetrics(t *testing.T) {
 
 func rssKiB(t *testing.T, pid int) int {
 	t.Helper()
+	return procStatusKiB(t, pid, "VmRSS:")
+}
+
+// procStatusKiB reads one kB field of /proc/PID/status.
+func procStatusKiB(t *testing.T, pid int, field string) int {
+	t.Helper()
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +64,12 @@ func rssKiB(t *testing.T, pid int) int {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
 			n, _ := strconv.Atoi(strings.Fields(rest)[0])
 			return n
 		}
 	}
-	t.Fatal("no VmRSS")
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
 
