@@ -84,9 +84,13 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	if len(reqs) == 0 {
 		return []store.Result{}, nil
 	}
-	// REDIS_TIMEOUT caps the call even when the caller allows longer.
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	// REDIS_TIMEOUT caps the call even when the caller allows longer. Envoy
+	// always sends a shorter deadline, so most calls need no timer of ours.
+	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > s.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
 	var now time.Time
 	if s.now != nil {
 		now = s.now()
