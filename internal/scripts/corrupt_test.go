@@ -2,7 +2,9 @@ package scripts_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 
 // TestCorruptedStateHeals: whatever a hand edit leaves in a counter's key
 // (text, fractions, infinities, absurd or negative numbers, times years
-// ahead, no TTL), a take answers as for an absent key, without error, and
+// ahead, no TTL; as a packed string or as the hash of older releases), a take answers as for an absent key, without error, and
 // overwrites it with a TTL within twice the rule's horizon.
 func TestCorruptedStateHeals(t *testing.T) {
 	ctx := context.Background()
@@ -31,12 +33,25 @@ func TestCorruptedStateHeals(t *testing.T) {
 		{"a": -1 << 50, "b": 1 << 50, "c": -5, "e": now.UnixMicro() + 10*year},
 		{"b": 3},
 	}
+	strs := []string{
+		"garbage",
+		scripts.PackRegisters(algorithms.State{})[:31],
+		packFloats(math.NaN(), 1, 0, math.Inf(1)),
+		packFloats(1.5, 2.5, 0, float64(now.UnixMicro()+1000)),
+		packFloats(1e300, -1e300, 0, 1e300),
+		packFloats(1<<60, 1<<60, 0, float64(now.UnixMicro()+10*year)),
+		scripts.PackRegisters(algorithms.FromRegisters(now.UnixMicro()+10*year, 1, 0, now.UnixMicro()+10*year)),
+		scripts.PackRegisters(algorithms.FromRegisters(-1<<50, 1<<50, -5, now.UnixMicro()+10*year)),
+	}
 	for _, alg := range algorithms.All() {
 		lim := algorithms.Limit{Algorithm: alg, Requests: 10, Period: time.Minute}
 		want, _ := algorithms.Take(lim, algorithms.State{}, 1, now)
-		corrupt := make([]func(key string) error, 0, len(hashes)+2)
+		corrupt := make([]func(key string) error, 0, len(hashes)+len(strs)+2)
 		for _, h := range hashes {
 			corrupt = append(corrupt, func(key string) error { return rdb.HSet(ctx, key, h).Err() })
+		}
+		for _, v := range strs {
+			corrupt = append(corrupt, func(key string) error { return rdb.Set(ctx, key, v, 0).Err() })
 		}
 		corrupt = append(corrupt,
 			func(key string) error {
@@ -66,4 +81,14 @@ func TestCorruptedStateHeals(t *testing.T) {
 
 func redisZ[T int64 | float64](score T, member string) redis.Z {
 	return redis.Z{Score: float64(score), Member: member}
+}
+
+// packFloats is a register state's 32 bytes holding any four binary64
+// values, which PackRegisters (integers only) cannot write.
+func packFloats(a, b, c, e float64) string {
+	buf := make([]byte, 0, 32)
+	for _, f := range []float64{a, b, c, e} {
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(f))
+	}
+	return string(buf)
 }

@@ -130,7 +130,7 @@ func randomStep(rng *rand.Rand, p time.Duration, now int64) int64 {
 
 // sequence is one independent history on its own keys and clock.
 type sequence struct {
-	keys    [2]string
+	keys    [4]string
 	now     int64
 	lim     algorithms.Limit
 	history []string
@@ -144,8 +144,9 @@ func (s *sequence) note(format string, args ...any) {
 }
 
 // nextOps draws the ops of one step: mostly one op on the main key; some
-// batches of 2-4 ops over both keys (so keys repeat), with limit variants
-// and, rarely, another algorithm.
+// batches of 2-4 ops, half of them over the first two keys (so keys repeat:
+// the script's general path), half on distinct keys (its distinct-keys
+// path), with limit variants and, rarely, another algorithm.
 func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 	if rng.IntN(10) == 0 {
 		s.lim = mutate(rng, s.lim)
@@ -154,6 +155,10 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 		return []algorithms.Op{{Key: s.keys[0], Limit: s.lim, Hits: randomHits(rng, s.lim)}}
 	}
 	ops := make([]algorithms.Op, 2+rng.IntN(3))
+	distinct := rng.Perm(len(s.keys))
+	if rng.IntN(2) == 0 {
+		distinct = nil
+	}
 	for i := range ops {
 		lim := s.lim
 		switch rng.IntN(10) {
@@ -164,7 +169,11 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 		case 3:
 			lim.Period = 0 // invalid: denied with RetryAfter never
 		}
-		ops[i] = algorithms.Op{Key: s.keys[rng.IntN(2)], Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(4))}
+		key := s.keys[rng.IntN(2)]
+		if distinct != nil {
+			key = s.keys[distinct[i]]
+		}
+		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(4))}
 	}
 	return ops
 }
@@ -220,7 +229,8 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 	seqs := make([]*sequence, diffSequences)
 	for i := range seqs {
 		seqs[i] = &sequence{
-			keys: [2]string{fmt.Sprintf("diff:%s:%d:a", alg, i), fmt.Sprintf("diff:%s:%d:b", alg, i)},
+			keys: [4]string{fmt.Sprintf("diff:%s:%d:a", alg, i), fmt.Sprintf("diff:%s:%d:b", alg, i),
+				fmt.Sprintf("diff:%s:%d:c", alg, i), fmt.Sprintf("diff:%s:%d:d", alg, i)},
 			now:  1_700_000_000_000_000 + rng.Int64N(1e12),
 			lim:  randomLimit(rng, alg),
 		}
@@ -228,7 +238,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 	type pending struct {
 		ops   []algorithms.Op
 		eval  *redis.Cmd
-		reads [2]*stateRead
+		reads [4]*stateRead
 	}
 	allowed, denied := 0, 0
 	for step := range diffSteps {
@@ -331,8 +341,13 @@ func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now
 	vals := []int64{-1, 0, 3, -1 << 41, 1 << 41, now, now + 10*year, 1 << 60, -(1 << 60)}
 	st := algorithms.FromRegisters(pick(vals...), pick(vals...), pick(vals...), expires)
 	m[key] = st
-	a, b, c := st.Registers()
-	pipe.HSet(ctx, key, "a", a, "b", b, "c", c, "e", st.ExpiresAt)
+	if rng.IntN(4) == 0 {
+		// The hash layout of older releases, which the scripts still read.
+		a, b, c := st.Registers()
+		pipe.HSet(ctx, key, "a", a, "b", b, "c", c, "e", st.ExpiresAt)
+		return fmt.Sprintf("hash %+v", st)
+	}
+	pipe.Set(ctx, key, scripts.PackRegisters(st), 0)
 	return fmt.Sprintf("%+v", st)
 }
 

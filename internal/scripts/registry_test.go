@@ -16,7 +16,7 @@ import (
 // function and its row with its state kind, and nothing else is dispatched.
 func TestDispatchMatchesRegistry(t *testing.T) {
 	src := scripts.UndoSource()
-	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (HASH|LOG), take = (\w+), undo = (\w+), valid = (\w+) \},$`).FindAllStringSubmatch(src, -1)
+	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (REGS|LOG), take = (\w+), undo = (\w+), valid = (\w+) \},$`).FindAllStringSubmatch(src, -1)
 	if strings.Contains(scripts.Source(), "_undo") {
 		t.Error("the take script defines or refers to undo functions: it runs its whole body on every call")
 	}
@@ -28,7 +28,7 @@ func TestDispatchMatchesRegistry(t *testing.T) {
 	}
 	for i, a := range algorithms.All() {
 		n, _ := strconv.Atoi(rows[i][1])
-		kind := map[algorithms.Family]string{algorithms.Registers: "HASH", algorithms.Log: "LOG"}[a.Family()]
+		kind := map[algorithms.Family]string{algorithms.Registers: "REGS", algorithms.Log: "LOG"}[a.Family()]
 		if algorithms.Algorithm(n) != a || rows[i][2] != kind || rows[i][3] != a.String() || rows[i][4] != a.String()+"_undo" || rows[i][5] != a.String()+"_valid" {
 			t.Errorf("ALGS row %d is %q, want [%d] kind %s take %s", i, rows[i][0], a, kind, a)
 		}

@@ -2,9 +2,9 @@ package scripts_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,10 +35,11 @@ func TestTakeUsesRedisTime(t *testing.T) {
 	if !d[0].Allowed || d[0].Remaining != 9 || d[0].ResetAfter != 6*time.Minute {
 		t.Fatalf("decision %s", fmtDecision(d[0]))
 	}
-	anchor, err := strconv.ParseInt(rdb.HGet(ctx, "clock", "a").Val(), 10, 64)
-	if err != nil {
-		t.Fatal(err)
+	st, ok := scripts.UnpackRegisters(rdb.Get(ctx, "clock").Val())
+	if !ok {
+		t.Fatalf("clock holds %q, not a register state", rdb.Get(ctx, "clock").Val())
 	}
+	anchor, _, _ := st.Registers()
 	if anchor < before.UnixMicro() || anchor > after.UnixMicro() {
 		t.Fatalf("script time %d outside Redis TIME %d..%d", anchor, before.UnixMicro(), after.UnixMicro())
 	}
@@ -162,15 +163,24 @@ func TestEncode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []any{int64(1_700_000_000_000_001),
-		uint8(algorithms.TokenBucket), uint64(7), int64(1e6), uint64(3), int64(1000), uint64(2), uint64(4 << 40), uint8(algorithms.Quota),
-		0, 0, 0, 0, 0, 0, uint64(1), uint8(0)}
-	if strings.Join(keys, ",") != "a,b" || len(args) != len(want) {
-		t.Fatalf("keys %v args %v", keys, args)
+	// Each op is eight little-endian binary64: the limit (zeros for one that
+	// fails Validate, as the second does), hits clamped to 4 MaxCount, mode.
+	want := [][8]float64{
+		{float64(algorithms.TokenBucket), 7, 1e6, 3, 1000, 2, 4 << 40, float64(algorithms.Quota)},
+		{0, 0, 0, 0, 0, 0, 1, 0},
 	}
-	for i := range want {
-		if args[i] != want[i] {
-			t.Fatalf("arg %d = %v (%T), want %v (%T)", i, args[i], args[i], want[i], want[i])
+	if strings.Join(keys, ",") != "a,b" || len(args) != 1+len(want) || args[0] != int64(1_700_000_000_000_001) {
+		t.Fatalf("keys %v args %q", keys, args)
+	}
+	for i, w := range want {
+		packed, ok := args[1+i].(string)
+		if !ok || len(packed) != 64 {
+			t.Fatalf("op %d is %T of %d bytes, want a string of 64", i, args[1+i], len(packed))
+		}
+		for j, f := range w {
+			if got := math.Float64frombits(binary.LittleEndian.Uint64([]byte(packed[8*j:]))); got != f {
+				t.Errorf("op %d field %d = %v, want %v", i, j, got, f)
+			}
 		}
 	}
 	if _, args, _ := scripts.Encode(ops, time.Time{}); args[0] != int64(0) {

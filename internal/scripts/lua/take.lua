@@ -3,23 +3,23 @@
 --
 -- KEYS: one per op (a key may repeat; later ops see the earlier ops' state).
 -- ARGV[1]: now in µs, or 0 to use the server's TIME.
--- ARGV[2..]: 8 integers per op: algorithm (0 = invalid limit), requests,
---   period µs, burst, refill interval µs, max debt (limit.lua), hits, mode
---   (algorithms.Mode: 0/ENFORCE, SHADOW, QUOTA).
+-- ARGV[1 + i]: op i, packed (limit.lua's OP_FORMAT): algorithm (0 =
+--   invalid limit), requests, period µs, burst, refill interval µs, max
+--   debt, hits, mode (algorithms.Mode: 0/ENFORCE, SHADOW, QUOTA).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
 --   (-1 = never); then, if the batch was admitted and a trailing ARGV asked
---   for them (scripts.TakeCharged), one charge per key it wrote (see
+--   for them (scripts.WithCharges), one charge per key it wrote (see
 --   charge_of): 7 integers, plus 2 per sliding_log entry added.
 --
 -- Phase 1 reads and computes every op without writing; phase 2 writes the
 -- final state of each key that an allowed op charged, only if the batch is
 -- allowed: no enforce op denied, and not every quota op denied.
 
--- HASH, LOG, ENFORCE, SHADOW, QUOTA and ALGS (algorithm number -> state kind
+-- REGS, LOG, ENFORCE, SHADOW, QUOTA and ALGS (algorithm number -> state kind
 -- and step function) are generated from the Go registry (scripts/source.go).
 
 local KINDS = {
-  [HASH] = { load = hash_load, fresh = hash_fresh, copy = hash_copy, expire = hash_expire, write = hash_write },
+  [REGS] = { load = regs_load, fresh = regs_fresh, copy = regs_copy, expire = regs_expire, write = regs_write },
   [LOG] = { load = log_load, fresh = log_fresh, copy = log_copy, expire = log_expire, write = log_write },
 }
 
@@ -48,8 +48,6 @@ local function current(rec, kind, now)
   return rec.cur
 end
 
-local FIELDS = 8
-
 -- decide mirrors algorithms.Take past the generic expiry: a live state out
 -- of the algorithm's range (see algorithms/valid.go) reads as absent.
 local function decide(alg, lim, key, st, h, now)
@@ -61,7 +59,7 @@ end
 
 -- charge_of appends what the batch charged rec's key, for an exact undo
 -- (scripts.Charge): the last op that charged it, the hits charged, and the
--- state written: a, b, c, e and no entries for a hash; now, 0, 0, ExpiresAt
+-- state written: a, b, c, e and no entries for registers; now, 0, 0, ExpiresAt
 -- and the (seq, hits) of each entry added for a log.
 local function charge_of(out, rec, now)
   local st, n = rec.cur, #out
@@ -77,46 +75,75 @@ local function charge_of(out, rec, now)
   end
 end
 
--- take_one is take_main for a request of one op, most requests: the same
--- decision, write and charge without the tables a batch needs to track keys
--- and ops. With one op the batch is admitted whenever the op is allowed, and
--- a denied op charges nothing, so there is nothing to re-decide.
-local function take_one(now)
-  local lim = limit_of(2)
-  local h = tonumber(ARGV[8])
-  local alg = ALGS[lim.alg]
-  if alg == nil then
-    return { 0, 0, 0, NEVER }
+-- admits is the batch rule: no enforced op denied, and not every quota op
+-- denied. Shadow ops never deny a batch.
+local function admits(enforced_denied, quota_ops, quota_denied)
+  return not enforced_denied and not (quota_ops > 0 and quota_denied == quota_ops)
+end
+
+-- take_distinct is take_general for ops on distinct keys, nearly every
+-- request (one op, or descriptors that each count their own key): every
+-- op reads its key's stored state, so there is nothing to track between
+-- ops, and the batch needs no tables but the reply.
+local function take_distinct(now, n)
+  local out, nsts = {}, {}
+  local enforced_denied, quota_ops, quota_denied = false, 0, 0
+  for i = 1, n do
+    local lim, h, mode = op_of(i)
+    local alg, ok, rem, reset, retry = ALGS[lim.alg], false, 0, 0, NEVER
+    if alg ~= nil then
+      local key, kind = KEYS[i], KINDS[alg.kind]
+      local st, typeok = kind.load(key, now)
+      local nst
+      ok, rem, reset, retry, nst = decide(alg, lim, key, kind.expire(st, now), h, now)
+      if ok and h > 0 then
+        nsts[i] = { kind = alg.kind, cur = nst, typeok = typeok, last = i, hits = h }
+      end
+    end
+    if mode == QUOTA then
+      quota_ops = quota_ops + 1
+      if not ok then quota_denied = quota_denied + 1 end
+    elseif mode ~= SHADOW and not ok then
+      enforced_denied = true
+    end
+    local k = 4 * (i - 1)
+    out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
   end
-  local key, kind = KEYS[1], KINDS[alg.kind]
-  local st, typeok = kind.load(key, now)
-  local ok, rem, reset, retry, nst = decide(alg, lim, key, kind.expire(st, now), h, now)
-  local out = { ok and 1 or 0, rem, reset, retry }
-  if ok and h > 0 then
-    kind.write(key, nst, typeok, now)
-    if #ARGV > 1 + FIELDS then
-      charge_of(out, { kind = alg.kind, cur = nst, last = 1, hits = h }, now)
+  if not admits(enforced_denied, quota_ops, quota_denied) then
+    -- Nothing is written: an allowed op reports what a check would. No op
+    -- wrote, so the stored state is still each key's.
+    for i = 1, n do
+      if out[4 * i - 3] == 1 then
+        local lim = op_of(i)
+        local alg = ALGS[lim.alg]
+        local kind = KINDS[alg.kind]
+        local key = KEYS[i]
+        local st = kind.expire(kind.load(key, now), now)
+        local k = 4 * (i - 1)
+        local ok, rem, reset, retry = decide(alg, lim, key, st, 0, now)
+        out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
+      end
+    end
+    return out
+  end
+  local charges = #ARGV > 1 + n
+  for i = 1, n do
+    local rec = nsts[i]
+    if rec ~= nil then
+      KINDS[rec.kind].write(KEYS[i], rec.cur, rec.typeok, now)
+      if charges then charge_of(out, rec, now) end
     end
   end
   return out
 end
 
-local function take_main()
-  local now = tonumber(ARGV[1])
-  if now == 0 then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  if #KEYS == 1 then
-    return take_one(now)
-  end
+-- take_general decides a batch whose ops may share keys: a key's later ops
+-- see its earlier ops' pending state, as in algorithms.TakeAll.
+local function take_general(now)
   local recs, order, ops = {}, {}, {}
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
   for i = 1, #KEYS do
-    local j = 2 + (i - 1) * FIELDS
-    local lim = limit_of(j)
-    local h = tonumber(ARGV[j + 6])
-    local mode = tonumber(ARGV[j + 7])
+    local lim, h, mode = op_of(i)
     local key = KEYS[i]
     local rec = recs[key]
     if rec == nil then
@@ -147,7 +174,7 @@ local function take_main()
       enforced_denied = true
     end
   end
-  local admitted = not enforced_denied and not (quota_ops > 0 and quota_denied == quota_ops)
+  local admitted = admits(enforced_denied, quota_ops, quota_denied)
   if admitted then
     for _, rec in ipairs(order) do
       if rec.hit then
@@ -172,12 +199,37 @@ local function take_main()
     out[k + 3] = op.reset
     out[k + 4] = op.retry
   end
-  if admitted and #ARGV > 1 + FIELDS * #KEYS then
+  if admitted and #ARGV > 1 + #KEYS then
     for _, rec in ipairs(order) do
       if rec.hit then charge_of(out, rec, now) end
     end
   end
   return out
+end
+
+-- distinct reports whether no key repeats among the n KEYS.
+local function distinct(n)
+  if n == 1 then return true end
+  local seen = {}
+  for i = 1, n do
+    local key = KEYS[i]
+    if seen[key] then return false end
+    seen[key] = true
+  end
+  return true
+end
+
+local function take_main()
+  local now = tonumber(ARGV[1])
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  local n = #KEYS
+  if distinct(n) then
+    return take_distinct(now, n)
+  end
+  return take_general(now)
 end
 
 return take_main()

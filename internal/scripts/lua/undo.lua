@@ -33,10 +33,9 @@ local function undo_main()
       if alg.kind == LOG then
         if sliding_log_undo(lim, key, ch, now) then undone = undone + 1 end
       else
-        local st, typeok = hash_load(key)
-        if typeok and st.e ~= 0 and now < st.e then
-          local nst = alg.undo(lim, st, ch, now)
-          redis.call('HSET', key, 'a', int(nst.a), 'b', int(nst.b), 'c', int(nst.c))
+        local st = regs_load(key)
+        if st.e ~= 0 and now < st.e then
+          redis.call('SET', key, regs_pack(alg.undo(lim, st, ch, now)), 'KEEPTTL')
           undone = undone + 1
         end
       end
