@@ -231,8 +231,8 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 		seqs[i] = &sequence{
 			keys: [4]string{fmt.Sprintf("diff:%s:%d:a", alg, i), fmt.Sprintf("diff:%s:%d:b", alg, i),
 				fmt.Sprintf("diff:%s:%d:c", alg, i), fmt.Sprintf("diff:%s:%d:d", alg, i)},
-			now:  1_700_000_000_000_000 + rng.Int64N(1e12),
-			lim:  randomLimit(rng, alg),
+			now: 1_700_000_000_000_000 + rng.Int64N(1e12),
+			lim: randomLimit(rng, alg),
 		}
 	}
 	type pending struct {

@@ -2,13 +2,20 @@
 -- requests, period µs, burst, refill interval µs, max debt (scripts/encode.go
 -- writes them).
 
-local function limit_new(alg, req, period, burst, refill, debt)
+-- limit_new returns the limit in lim, a table it fills (reusing one saves
+-- an allocation per op), or in a new one.
+local function limit_new(alg, req, period, burst, refill, debt, lim)
   local capacity = burst
   if capacity == 0 then capacity = req end
-  return {
-    alg = alg, req = req, period = period, burst = burst, refill = refill, debt = debt,
-    capacity = capacity,
-  }
+  if lim == nil then
+    return {
+      alg = alg, req = req, period = period, burst = burst, refill = refill, debt = debt,
+      capacity = capacity,
+    }
+  end
+  lim.alg, lim.req, lim.period, lim.burst, lim.refill, lim.debt = alg, req, period, burst, refill, debt
+  lim.capacity = capacity
+  return lim
 end
 
 -- limit_of reads the six fields as decimal ARGV from ARGV[j] (undo.lua).
@@ -22,12 +29,13 @@ end
 -- below 2^53), decoded by one C call instead of eight tonumber.
 local OP_FORMAT, OP_BYTES = '<dddddddd', 64
 
--- op_of decodes ARGV[1 + i], op i of a take: its limit, hits and mode.
-local function op_of(i)
+-- op_of decodes ARGV[1 + i], op i of a take: its limit (in lim, if given:
+-- see limit_new), hits and mode.
+local function op_of(i, lim)
   local s = ARGV[1 + i]
   if #s ~= OP_BYTES then
     error('ratelimitd: take op ' .. i .. ' is ' .. #s .. ' bytes, want ' .. OP_BYTES)
   end
   local alg, req, period, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, s)
-  return limit_new(alg, req, period, burst, refill, debt), h, mode
+  return limit_new(alg, req, period, burst, refill, debt, lim), h, mode
 end

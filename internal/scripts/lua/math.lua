@@ -8,9 +8,10 @@
 local TWO53 = 9007199254740992
 
 -- exact reports whether x is an integer Lua holds exactly (|x| <= 2^53),
--- which every stored value must be before an algorithm trusts it.
+-- which every stored value must be before an algorithm trusts it. x % 1 is
+-- NaN for NaN and the infinities, and nonzero for a fraction: no call.
 local function exact(x)
-  return x ~= nil and x == math.floor(x) and x >= -TWO53 and x <= TWO53
+  return x ~= nil and x % 1 == 0 and x >= -TWO53 and x <= TWO53
 end
 
 -- divmod(a, d) = floor(a/d), a mod d for integers 0 <= a < 2^53, 1 <= d.

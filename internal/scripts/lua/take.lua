@@ -86,10 +86,12 @@ end
 -- op reads its key's stored state, so there is nothing to track between
 -- ops, and the batch needs no tables but the reply.
 local function take_distinct(now, n)
-  local out, nsts = {}, {}
+  local out, nsts, lim = {}, {}, {}
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
   for i = 1, n do
-    local lim, h, mode = op_of(i)
+    local h, mode
+    -- No algorithm keeps its lim, so one table serves every op.
+    lim, h, mode = op_of(i, lim)
     local alg, ok, rem, reset, retry = ALGS[lim.alg], false, 0, 0, NEVER
     if alg ~= nil then
       local key, kind = KEYS[i], KINDS[alg.kind]
@@ -114,7 +116,7 @@ local function take_distinct(now, n)
     -- wrote, so the stored state is still each key's.
     for i = 1, n do
       if out[4 * i - 3] == 1 then
-        local lim = op_of(i)
+        lim = op_of(i, lim)
         local alg = ALGS[lim.alg]
         local kind = KINDS[alg.kind]
         local key = KEYS[i]
