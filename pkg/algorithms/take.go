@@ -77,6 +77,15 @@ type Op struct {
 // written and each allowed op reports the unchanged state (as a check with
 // zero hits would).
 func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
+	if distinctKeys(ops) {
+		return takeDistinct(ops, load, now)
+	}
+	return takeGeneral(ops, load, now)
+}
+
+// takeGeneral is TakeAll for any ops: a key's later ops see the pending
+// state its earlier ops left.
+func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
 	decisions := make([]Decision, len(ops))
 	original := make(map[string]State, len(ops))
 	pending := make(map[string]State, len(ops))
@@ -104,6 +113,62 @@ func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, 
 	for i, op := range ops {
 		if op.Hits > 0 && decisions[i].Allowed {
 			writes[op.Key] = pending[op.Key]
+		}
+	}
+	return decisions, writes
+}
+
+// distinctKeys reports whether no key repeats in ops. Requests carry a few
+// descriptors, so comparing pairs beats building a set.
+func distinctKeys(ops []Op) bool {
+	if len(ops) > 16 {
+		seen := make(map[string]struct{}, len(ops))
+		for _, op := range ops {
+			if _, dup := seen[op.Key]; dup {
+				return false
+			}
+			seen[op.Key] = struct{}{}
+		}
+		return true
+	}
+	for i := 1; i < len(ops); i++ {
+		for j := range i {
+			if ops[i].Key == ops[j].Key {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// takeDistinct is TakeAll for ops on distinct keys, nearly every request:
+// each op sees its key's stored state, so no op's pending state needs
+// tracking by key (the Lua take's distinct-keys path mirrors it).
+func takeDistinct(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
+	decisions := make([]Decision, len(ops))
+	states := make([]State, 2*len(ops)) // stored, then next, per op
+	original, next := states[:len(ops)], states[len(ops):]
+	var verdict Verdict
+	for i, op := range ops {
+		original[i] = load(op.Key)
+		decisions[i], next[i] = Take(op.Limit, original[i], op.Hits, now)
+		verdict.Add(op.Mode, decisions[i].Allowed)
+	}
+	if verdict.Denied() {
+		for i, op := range ops {
+			if decisions[i].Allowed {
+				decisions[i], _ = Take(op.Limit, original[i], 0, now)
+			}
+		}
+		return decisions, nil
+	}
+	var writes map[string]State
+	for i, op := range ops {
+		if op.Hits > 0 && decisions[i].Allowed {
+			if writes == nil {
+				writes = make(map[string]State, len(ops))
+			}
+			writes[op.Key] = next[i]
 		}
 	}
 	return decisions, writes

@@ -1,6 +1,8 @@
 package algorithms
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -139,5 +141,54 @@ func TestSlidingLogDoesNotAliasInput(t *testing.T) {
 	}
 	if a.Log[1].Seq != 2 {
 		t.Fatalf("second entry in the same µs has seq %d, want 2", a.Log[1].Seq)
+	}
+}
+
+// TestTakeDistinctMatchesGeneral: the distinct-keys path of TakeAll gives
+// the decisions and writes of the general path on random batches of every
+// algorithm, mode and state (a stored state comes from earlier random takes).
+func TestTakeDistinctMatchesGeneral(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	keys := []string{"a", "b", "c", "d", "e"}
+	stored := map[string]State{}
+	load := func(key string) State {
+		st := stored[key]
+		st.Log = slices.Clone(st.Log)
+		return st
+	}
+	now := t0
+	denied, written := 0, 0
+	for step := range 20000 {
+		now = now.Add(time.Duration(rng.Int64N(int64(2 * s))))
+		ops := make([]Op, 1+rng.IntN(len(keys)))
+		for i, k := range rng.Perm(len(keys))[:len(ops)] {
+			lim := randLimit(rng, All()[rng.IntN(len(All()))], rng.IntN(2) == 0)
+			ops[i] = Op{Key: keys[k], Limit: lim, Hits: randHits(rng, lim), Mode: Mode(rng.IntN(4))}
+		}
+		if !distinctKeys(ops) {
+			t.Fatalf("step %d: distinct keys %v not recognised", step, ops)
+		}
+		gd, gw := takeDistinct(ops, load, now)
+		wd, ww := takeGeneral(ops, load, now)
+		if !slices.Equal(gd, wd) || len(gw) != len(ww) {
+			t.Fatalf("step %d %+v: distinct %v writes %v, general %v writes %v", step, ops, gd, gw, wd, ww)
+		}
+		for k, w := range ww {
+			g, found := gw[k]
+			if !found || g.regs != w.regs || g.ExpiresAt != w.ExpiresAt || !slices.Equal(g.Log, w.Log) {
+				t.Fatalf("step %d: write %s distinct %+v, general %+v", step, k, g, w)
+			}
+			stored[k] = w
+		}
+		if ww == nil {
+			denied++
+		}
+		written += len(ww)
+	}
+	if denied < 1000 || written < 1000 {
+		t.Errorf("the random batches barely explore both outcomes: %d denied, %d writes", denied, written)
+	}
+	if distinctKeys([]Op{{Key: "a"}, {Key: "b"}, {Key: "a"}}) {
+		t.Error("a repeated key counts as distinct")
 	}
 }
