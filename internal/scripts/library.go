@@ -16,14 +16,22 @@ import (
 var (
 	libraryHash, library = buildLibrary()
 	takeFunction         = "ratelimitd_take_" + libraryHash
+	takesFunction        = "ratelimitd_takes_" + libraryHash
 	undoFunction         = "ratelimitd_undo_" + libraryHash
 )
 
 // hashMark stands for the library's hash in its code until it is known.
 const hashMark = "<HASH>"
 
+// The functions' names in the code, before the hash is known.
+const (
+	takeFunction0  = "ratelimitd_take_" + hashMark
+	takesFunction0 = "ratelimitd_takes_" + hashMark
+	undoFunction0  = "ratelimitd_undo_" + hashMark
+)
+
 // stdGlobals are the standard globals the scripts use per call.
-const stdGlobals = "math, string, tonumber, type, ipairs, pairs"
+const stdGlobals = "math, string, struct, tonumber, tostring, type, ipairs, pairs, pcall"
 
 func codeHash(code string) string {
 	sum := sha1.Sum([]byte(code))
@@ -45,24 +53,29 @@ func buildLibrary() (hash, code string) {
 	// into locals that every helper below captures instead.
 	b.WriteString("local function std() return " + stdGlobals + " end\n")
 	b.WriteString("local " + stdGlobals + "\n")
-	for _, s := range []struct{ src, main, name string }{
-		{source, "take_main", "ratelimitd_take_" + hashMark},
-		{undoSource, "undo_main", "ratelimitd_undo_" + hashMark},
+	for _, s := range []struct {
+		src, main string
+		fns       [][2]string // registered name, the function it runs
+	}{
+		{source, "take_main", [][2]string{{takeFunction0, "take_main"}, {takesFunction0, "take_many"}}},
+		{undoSource, "undo_main", [][2]string{{undoFunction0, "undo_main"}}},
 	} {
 		body, ok := strings.CutSuffix(s.src, "return "+s.main+"()\n")
 		if !ok {
 			// A driver that no longer ends so fails at load, naming it.
-			body = fmt.Sprintf("error('ratelimitd: %s no longer ends with return %s()')\n", s.name, s.main)
+			body = fmt.Sprintf("error('ratelimitd: %s no longer ends with return %s()')\n", s.fns[0][0], s.main)
 		}
 		b.WriteString("do\n")
 		b.WriteString(body)
-		fmt.Fprintf(&b, "redis.register_function('%s', function(keys, args)\n"+
-			"  if not tonumber then "+stdGlobals+" = std() end\n"+
-			"  KEYS, ARGV = keys, args\n"+
-			"  local out = %s()\n"+
-			"  KEYS, ARGV = nil, nil\n"+
-			"  return out\n"+
-			"end)\n", s.name, s.main)
+		for _, fn := range s.fns {
+			fmt.Fprintf(&b, "redis.register_function('%s', function(keys, args)\n"+
+				"  if not tonumber then "+stdGlobals+" = std() end\n"+
+				"  KEYS, ARGV = keys, args\n"+
+				"  local out = %s()\n"+
+				"  KEYS, ARGV = nil, nil\n"+
+				"  return out\n"+
+				"end)\n", fn[0], fn[1])
+		}
 		b.WriteString("end\n")
 	}
 	hash = codeHash(b.String())

@@ -234,4 +234,40 @@ local function take_main()
   return take_general(now)
 end
 
+-- take_many runs several independent takes in one call: what a pipeline
+-- of takes would do, for one entry into Redis and one TIME instead of one
+-- per take (scripts.MergeTakes builds it, the coalescer sends it).
+-- KEYS: every take's KEYS, in order. ARGV[1]: now in µs, or 0 for TIME;
+-- ARGV[2]: the number of takes t; ARGV[3..2+t]: each take's op count; then
+-- every take's ops, in order. Reply: per take, its reply, or an error reply
+-- if it failed (a failed take never reaches its writes: see take_main).
+local function take_many()
+  local keys, args = KEYS, ARGV
+  local now = tonumber(args[1])
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  local takes = tonumber(args[2])
+  local out, key, arg = {}, 0, 2 + takes
+  for b = 1, takes do
+    local n = tonumber(args[2 + b])
+    local sub_keys, sub_args = {}, { now }
+    for i = 1, n do
+      sub_keys[i] = keys[key + i]
+      sub_args[i + 1] = args[arg + i]
+    end
+    key, arg = key + n, arg + n
+    KEYS, ARGV = sub_keys, sub_args
+    local ok, reply = pcall(take_main)
+    if ok then
+      out[b] = reply
+    else
+      out[b] = { err = tostring(reply) }
+    end
+  end
+  KEYS, ARGV = keys, args
+  return out
+end
+
 return take_main()

@@ -36,7 +36,8 @@ func coalesced(name string) bool {
 
 // coalescer is a go-redis hook that gathers concurrent script calls into
 // pipelines: one write and one read for many decisions, on the service's
-// side and on Redis's.
+// side and on Redis's; and, within a pipeline, the takes into one call of
+// the takes function (merge.go).
 //
 // A call is sent at once when no pipeline is in flight (a lone caller pays
 // nothing). Otherwise it queues; the queue is sent when a pipeline in flight
@@ -249,11 +250,12 @@ func (c *coalescer) send(batch []*pendingCall) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pipe := c.pipe()
-	for _, p := range live {
-		_ = pipe.Process(ctx, onceCmd{p.cmd})
-	}
+	merges := queue(ctx, pipe, live)
 	// Each command carries its own error; Exec's is only the first of them.
 	_, _ = pipe.Exec(ctx)
+	for _, m := range merges {
+		m.split()
+	}
 	for _, p := range live {
 		close(p.done)
 	}

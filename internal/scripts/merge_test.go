@@ -1,0 +1,146 @@
+package scripts_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// fcallArgs is the FCALL a Runner sends for ops: what the coalescer sees.
+func fcallArgs(t *testing.T, ops []algorithms.Op, now time.Time) []any {
+	t.Helper()
+	keys, args, err := scripts.Encode(ops, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []any{"fcall", scripts.TakeFunction(), len(keys)}
+	for _, k := range keys {
+		out = append(out, k)
+	}
+	return append(out, args...)
+}
+
+// TestMergedTakes: several takes merged into one call of the takes function
+// answer each take as the Go model does when it runs them one after the
+// other at the same instant, and leave the same state, for random takes of
+// every algorithm and mode, with shared and distinct keys.
+func TestMergedTakes(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rng := newRand(t)
+	m := model{}
+	keys := []string{"m:a", "m:b", "m:c", "m:d"}
+	lims := map[algorithms.Algorithm]algorithms.Limit{}
+	for _, alg := range algorithms.All() {
+		lims[alg] = randomLimit(rng, alg)
+	}
+	now := int64(1_700_000_000_000_000)
+	merges := 0
+	for group := range 300 {
+		now += rng.Int64N(2_000_000)
+		takes := make([][]algorithms.Op, 2+rng.IntN(7))
+		calls := make([][]any, len(takes))
+		for i := range takes {
+			alg := algorithms.All()[rng.IntN(len(algorithms.All()))]
+			ops := make([]algorithms.Op, 1+rng.IntN(3))
+			for j := range ops {
+				ops[j] = algorithms.Op{Key: keys[rng.IntN(len(keys))], Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(4))}
+			}
+			takes[i], calls[i] = ops, fcallArgs(t, ops, time.UnixMicro(now))
+			if n, ok := scripts.Mergeable(calls[i]); !ok || n != now {
+				t.Fatalf("a take's FCALL is not mergeable: %v", calls[i])
+			}
+		}
+		cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
+		_ = rdb.Process(ctx, cmd)
+		replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), len(takes))
+		merges++
+		for i, ops := range takes {
+			if errs[i] != nil {
+				t.Fatalf("group %d take %d: %v", group, i, errs[i])
+			}
+			got, err := scripts.Decode(replies[i], len(ops))
+			if err != nil {
+				t.Fatalf("group %d take %d: %v", group, i, err)
+			}
+			want, _ := m.take(ops, time.UnixMicro(now))
+			for j := range ops {
+				if got[j] != want[j] {
+					t.Fatalf("group %d take %d op %d %+v: merged %s, one after the other %s", group, i, j, ops[j], fmtDecision(got[j]), fmtDecision(want[j]))
+				}
+			}
+		}
+		for _, key := range keys {
+			pipe := rdb.Pipeline()
+			read := queueRead(ctx, pipe, key)
+			// Exec reports the reads that do not fit the key's type;
+			// result uses the one that does.
+			_, _ = pipe.Exec(ctx)
+			if err := sameState(m[key], read.result(), now); err != nil {
+				t.Fatalf("group %d key %s: %v", group, key, err)
+			}
+		}
+	}
+	t.Logf("%d merged calls", merges)
+}
+
+// TestMergedTakeFailsAlone: a take that fails inside a merged call (here a
+// malformed op) gets its error; the takes around it get their answers.
+func TestMergedTakeFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute}
+	now := time.UnixMicro(1_700_000_000_000_000)
+	ok := fcallArgs(t, []algorithms.Op{{Key: "f:a", Limit: lim, Hits: 2}}, now)
+	bad := fcallArgs(t, []algorithms.Op{{Key: "f:b", Limit: lim, Hits: 2}}, now)
+	bad[len(bad)-1] = "not 64 bytes"
+	cmd := redis.NewCmd(ctx, scripts.MergeTakes([][]any{ok, bad, ok})...)
+	_ = rdb.Process(ctx, cmd)
+	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), 3)
+	if errs[1] == nil || errs[0] != nil || errs[2] != nil {
+		t.Fatalf("errors %v, want the middle take's only", errs)
+	}
+	for i, wantRemaining := range map[int]uint64{0: 3, 2: 1} {
+		d, err := scripts.Decode(replies[i], 1)
+		if err != nil || !d[0].Allowed || d[0].Remaining != wantRemaining {
+			t.Errorf("take %d: %v %v, want allowed with %d remaining", i, d, err, wantRemaining)
+		}
+	}
+	if n := rdb.Exists(ctx, "f:b").Val(); n != 0 {
+		t.Errorf("the failed take wrote its key")
+	}
+}
+
+func TestSplitTakes(t *testing.T) {
+	down := errors.New("connection reset")
+	for name, tc := range map[string]struct {
+		reply any
+		err   error
+	}{
+		"call failed":   {nil, down},
+		"short reply":   {[]any{[]any{int64(1)}}, nil},
+		"not an array":  {"OK", nil},
+		"too many":      {[]any{[]any{}, []any{}, []any{}}, nil},
+		"nested failed": {nil, fmt.Errorf("pipelined fcall: %w", context.DeadlineExceeded)},
+	} {
+		vals, errs := scripts.SplitTakes(tc.reply, tc.err, 2)
+		for i := range errs {
+			if errs[i] == nil || vals[i] != nil {
+				t.Errorf("%s: take %d got %v, %v; want an error", name, i, vals[i], errs[i])
+			}
+		}
+	}
+}
