@@ -104,3 +104,57 @@ func redisMicrosPerCall(b *testing.B, rdb *redis.Client, cmd string) float64 {
 	b.Fatalf("no %s in INFO commandstats", cmd)
 	return 0
 }
+
+// BenchmarkTakeInRedis times takes inside Redis (LoopLibrary): redis-µs/take
+// is Redis's own time per take of 1 or 3 ops on fresh keys, by Redis TIME,
+// free of the network and of the client's scheduling, next to the floor of
+// the same commands without logic. Run with -count for A B A B pairs.
+func BenchmarkTakeInRedis(b *testing.B) {
+	ctx := context.Background()
+	rdb := newRedis(b)
+	lib, loop, floor, ok := scripts.LoopLibrary()
+	if !ok {
+		b.Fatal("LoopLibrary no longer finds the take function")
+	}
+	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+		b.Fatal(err)
+	}
+	const iters = 2000
+	for _, alg := range algorithms.All() {
+		for _, n := range []int{1, 3} {
+			lim := algorithms.Limit{Algorithm: alg, Requests: 1e9, Period: time.Second}
+			ops := make([]algorithms.Op, n)
+			for i := range ops {
+				ops[i] = algorithms.Op{Key: "loop:" + strconv.Itoa(i) + ":", Limit: lim, Hits: 1}
+			}
+			keys, args, err := scripts.Encode(ops, time.Time{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			args = append(args, iters)
+			for _, fn := range []struct{ name, fn string }{{"take", loop}, {"floor", floor}} {
+				if fn.name == "floor" && alg != algorithms.FixedWindow {
+					continue // the floor does not depend on the algorithm
+				}
+				name := alg.String() + "/op" + strconv.Itoa(n) + "/" + fn.name
+				if fn.name == "floor" {
+					name = "floor/op" + strconv.Itoa(n)
+				}
+				b.Run(name, func(b *testing.B) {
+					var us, takes int64
+					for b.Loop() {
+						if err := rdb.FlushAll(ctx).Err(); err != nil {
+							b.Fatal(err)
+						}
+						got, err := rdb.FCall(ctx, fn.fn, keys, args...).Int64()
+						if err != nil {
+							b.Fatal(err)
+						}
+						us, takes = us+got, takes+iters
+					}
+					b.ReportMetric(float64(us)/float64(takes), "redis-µs/take")
+				})
+			}
+		}
+	}
+}

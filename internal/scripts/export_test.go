@@ -1,6 +1,9 @@
 package scripts
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // MathSource is lua/math.lua alone, so tests can call mad directly.
 var MathSource = file("math")
@@ -54,11 +57,58 @@ func RecordingLibrary() (lib, fn string, ok bool) {
 		return "", "", false
 	}
 	header, body, _ := strings.Cut(s, "\n")
-	s = header + "\nlocal RECORDED_TTLS\n" + body
+	// Set at load too: the takes function's takes record into it as well.
+	s = header + "\nlocal RECORDED_TTLS = {}\n" + body
 	return strings.Replace(s, call, `  RECORDED_TTLS = {}
   local out = take_main()
   local ttls = {}
   for i, k in ipairs(KEYS) do ttls[i] = RECORDED_TTLS[k] or 0 end
   out = { out, ttls }
 `, 1), takeFunction, true
+}
+
+// loopBody runs main iters times (ARGV's last value) with each KEYS entry
+// suffixed by the iteration mod 50000, so the keys are fresh as under load,
+// and returns the µs that took by Redis TIME.
+const loopBody = `  if not tonumber then ` + stdGlobals + ` = std() end
+  local iters = tonumber(args[#args])
+  ARGV = {}
+  for i = 1, #args - 1 do ARGV[i] = args[i] end
+  KEYS = {}
+  local t0 = redis.call('TIME')
+  for it = 1, iters do
+    for j = 1, #keys do KEYS[j] = keys[j] .. (it %% 50000) end
+    %s
+  end
+  local t1 = redis.call('TIME')
+  KEYS, ARGV = nil, nil
+  return (tonumber(t1[1]) - tonumber(t0[1])) * 1000000 + tonumber(t1[2]) - tonumber(t0[2])
+`
+
+// LoopLibrary is Library plus two functions that time work inside Redis,
+// without the network, the function call and the reply around it: loop
+// runs the take iters times; floor does, iters times, what a take of the
+// register layout cannot do without (TIME, and per key GET and SET PX of
+// 32 bytes) and no logic.
+func LoopLibrary() (lib, loop, floor string, ok bool) {
+	reg := "redis.register_function('" + takeFunction + "'"
+	i := strings.Index(library, reg)
+	if i < 0 {
+		return "", "", "", false
+	}
+	end := strings.Index(library[i:], "end)\n")
+	if end < 0 {
+		return "", "", "", false
+	}
+	at := i + end + len("end)\n")
+	loop, floor = "ratelimitd_loop_"+libraryHash, "ratelimitd_floor_"+libraryHash
+	fns := "redis.register_function('" + loop + "', function(keys, args)\n" +
+		fmt.Sprintf(loopBody, "take_main()") + "end)\n" +
+		"redis.register_function('" + floor + "', function(keys, args)\n" +
+		fmt.Sprintf(loopBody, `redis.call('TIME')
+    for j = 1, #keys do
+      redis.call('GET', KEYS[j])
+      redis.call('SET', KEYS[j], '12345678901234567890123456789012', 'PX', 1000)
+    end`) + "end)\n"
+	return library[:at] + fns + library[at:], loop, floor, true
 }
