@@ -19,10 +19,14 @@ local function regs_fresh()
   return { a = 0, b = 0, c = 0, e = 0 }
 end
 
--- regs_of is the state of four decoded numbers, or a fresh one when any is
--- not an exact integer (NaN, an infinity, a fraction, a magnitude past 2^53).
+-- regs_of is the state of four numbers, or a fresh one when any is not an
+-- exact integer (NaN, an infinity, a fraction, a magnitude past 2^53).
 local function regs_of(a, b, c, e)
-  if exact(a) and exact(b) and exact(c) and exact(e) then
+  -- exact() inlined: x % 1 is NaN for NaN and the infinities, nonzero for
+  -- a fraction; this runs on every read.
+  if a % 1 == 0 and b % 1 == 0 and c % 1 == 0 and e % 1 == 0
+    and a >= -TWO53 and a <= TWO53 and b >= -TWO53 and b <= TWO53
+    and c >= -TWO53 and c <= TWO53 and e >= -TWO53 and e <= TWO53 then
     return { a = a, b = b, c = c, e = e }
   end
   return regs_fresh()
@@ -35,7 +39,11 @@ local function regs_load_hash(key)
   if type(v) ~= 'table' or v.err then
     return regs_fresh()
   end
-  return regs_of(tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4]))
+  local a, b, c, e = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4])
+  if a == nil or b == nil or c == nil or e == nil then
+    return regs_fresh()
+  end
+  return regs_of(a, b, c, e)
 end
 
 -- regs_load returns the stored state, or a fresh one for an absent key and

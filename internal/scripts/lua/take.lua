@@ -99,7 +99,13 @@ local function take_distinct(now, n)
       local nst
       ok, rem, reset, retry, nst = decide(alg, lim, key, kind.expire(st, now), h, now)
       if ok and h > 0 then
-        nsts[i] = { kind = alg.kind, cur = nst, typeok = typeok, last = i, hits = h }
+        if n == 1 and #ARGV == 2 then
+          -- One op, allowed: the batch is admitted. No charges asked for,
+          -- so nothing needs keeping for phase 2.
+          kind.write(key, nst, typeok, now)
+        else
+          nsts[i] = { kind = alg.kind, cur = nst, typeok = typeok, last = i, hits = h }
+        end
       end
     end
     if mode == QUOTA then
