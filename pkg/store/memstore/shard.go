@@ -42,9 +42,14 @@ func (sh *shard) save(key string, st algorithms.State) bool {
 		return false
 	}
 	if e, ok := sh.entries[key]; ok {
+		was := e.deadline()
 		e.state = st
-		heap.Fix(&sh.byExpiry, e.index)
-		sh.syncTop()
+		// A hot key is charged many times within one window or refill:
+		// only a deadline that moved needs the heap reordered.
+		if e.deadline() != was {
+			heap.Fix(&sh.byExpiry, e.index)
+			sh.syncTop()
+		}
 		return false
 	}
 	e := &entry{key: key, state: st}
