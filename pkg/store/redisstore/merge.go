@@ -16,21 +16,34 @@ type merged struct {
 	calls []*pendingCall
 }
 
-// queue adds live's commands to pipe: the takes of each now as one merged
-// call, anything else (and a take alone with its now) as it is. Like every
+// mergeGroup is what takes must share to merge: their now, and on a
+// Cluster node their slot (a script's keys must all be in one slot there;
+// a take's are already).
+type mergeGroup struct {
+	now  int64
+	slot int
+}
+
+// queue adds live's commands to pipe: the takes of each group as one merged
+// call, anything else (and a take alone in its group) as it is. Like every
 // pipelined command, a merged call is never retried.
-func queue(ctx context.Context, pipe redis.Pipeliner, live []*pendingCall) []merged {
-	var groups map[int64][]*pendingCall
+func queue(ctx context.Context, pipe redis.Pipeliner, live []*pendingCall, slotted bool) []merged {
+	var groups map[mergeGroup][]*pendingCall
 	for _, p := range live {
-		now, ok := scripts.Mergeable(p.cmd.Args())
+		args := p.cmd.Args()
+		now, ok := scripts.Mergeable(args)
 		if !ok {
 			_ = pipe.Process(ctx, onceCmd{p.cmd})
 			continue
 		}
-		if groups == nil {
-			groups = make(map[int64][]*pendingCall, 1)
+		g := mergeGroup{now: now, slot: -1}
+		if slotted {
+			g.slot = Slot(args[3].(string)) // Mergeable: args[3] is the first key
 		}
-		groups[now] = append(groups[now], p)
+		if groups == nil {
+			groups = make(map[mergeGroup][]*pendingCall, 1)
+		}
+		groups[g] = append(groups[g], p)
 	}
 	var out []merged
 	for _, calls := range groups {

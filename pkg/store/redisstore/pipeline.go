@@ -18,8 +18,8 @@ const DefaultPipelineWindow = 150 * time.Microsecond
 // WithPipeline is REDIS_PIPELINE_WINDOW and REDIS_PIPELINE_LIMIT: concurrent
 // script calls share one pipelined round trip. window bounds how long a call
 // may wait for others (0 disables coalescing); limit caps the calls in one
-// pipeline (0 = no cap). It applies to the clients New builds for SINGLE and
-// SENTINEL; a client from WithClient, and Cluster, are left alone.
+// pipeline (0 = no cap). It applies to the clients New builds; on Cluster,
+// each node has its own pipeline. A client from WithClient is left alone.
 func WithPipeline(window time.Duration, limit int) Option {
 	return func(s *settings) { s.pipelineWindow, s.pipelineLimit = window, limit }
 }
@@ -55,6 +55,9 @@ type coalescer struct {
 	limit   int
 	timeout time.Duration // REDIS_TIMEOUT, for a caller without a deadline
 	pipe    func() redis.Pipeliner
+	// slotted: a Cluster node's, where one script's keys must share a slot,
+	// so only takes of the same slot merge.
+	slotted bool
 
 	mu       sync.Mutex
 	queue    []*pendingCall
@@ -78,16 +81,40 @@ func (onceCmd) NoRetry() bool { return true }
 
 var _ redis.Hook = (*coalescer)(nil)
 
-// coalesce installs a coalescer on c when s asks for one and c is a plain
-// or Sentinel client; nil otherwise.
-func coalesce(c redis.UniversalClient, s settings) *coalescer {
-	rc, ok := c.(*redis.Client)
-	if !ok || s.pipelineWindow <= 0 {
-		return nil
+// coalesce installs coalescers on c when s asks for them: one on a plain
+// or Sentinel client, one per node (as go-redis creates it) on a Cluster
+// client. It returns what stops them.
+func coalesce(c redis.UniversalClient, s settings) (stop func()) {
+	if s.pipelineWindow <= 0 {
+		return func() {}
 	}
-	co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.timeout, rc.Pipeline)
-	rc.AddHook(co)
-	return co
+	switch c := c.(type) {
+	case *redis.Client:
+		co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.timeout, c.Pipeline)
+		c.AddHook(co)
+		return co.close
+	case *redis.ClusterClient:
+		var mu sync.Mutex
+		var nodes []*coalescer
+		// Every command to a node goes through that node's client, and
+		// New installs this before any command creates a node.
+		c.OnNewNode(func(node *redis.Client) {
+			co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.timeout, node.Pipeline)
+			co.slotted = true
+			node.AddHook(co)
+			mu.Lock()
+			nodes = append(nodes, co)
+			mu.Unlock()
+		})
+		return func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, co := range nodes {
+				co.close()
+			}
+		}
+	}
+	return func() {}
 }
 
 func newCoalescer(window time.Duration, limit int, timeout time.Duration, pipe func() redis.Pipeliner) *coalescer {
@@ -250,7 +277,7 @@ func (c *coalescer) send(batch []*pendingCall) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pipe := c.pipe()
-	merges := queue(ctx, pipe, live)
+	merges := queue(ctx, pipe, live, c.slotted)
 	// Each command carries its own error; Exec's is only the first of them.
 	_, _ = pipe.Exec(ctx)
 	for _, m := range merges {

@@ -31,8 +31,9 @@ type Store struct {
 	timeout    time.Duration
 	now        func() time.Time
 	observe    func(time.Duration, error)
-	coalescer  *coalescer
-	undoFailed func(charges int, err error)
+	// stopCoalescing stops the pipelines' window timers (coalesce).
+	stopCoalescing func()
+	undoFailed     func(charges int, err error)
 	// spread: keys may live in several Cluster slots (a cluster client).
 	spread  bool
 	refresh *refresher
@@ -65,7 +66,7 @@ func New(opts ...Option) (*Store, error) {
 			return nil, err
 		}
 		st.client, st.ownsClient = c, true
-		st.coalescer = coalesce(c, s)
+		st.stopCoalescing = coalesce(c, s)
 	}
 	_, st.spread = st.client.(*redis.ClusterClient)
 	st.refresh = newRefresher(st.client, s.refreshInterval)
@@ -137,8 +138,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // Closing twice is harmless.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		if s.coalescer != nil {
-			s.coalescer.close()
+		if s.stopCoalescing != nil {
+			s.stopCoalescing()
 		}
 		s.closed.Store(true)
 		if s.ownsClient {
