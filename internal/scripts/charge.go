@@ -17,7 +17,7 @@ type Charge struct {
 }
 
 // WithCharges makes the take whose ARGV Encode built reply its charges too
-// (DecodeCharges): one trailing argument. Without it the reply stays 4
+// (DecodeCharges): a third argument. Without it the reply stays 4
 // values per op, so a take nobody will undo costs nothing more.
 func WithCharges(args []any) []any {
 	return append(args, 1)

@@ -20,29 +20,23 @@ const opBytes = 64
 const maxHits = 4 * algorithms.MaxCount
 
 // Encode builds the KEYS and ARGV of one take: ARGV[1] is now in µs (0 =
-// Redis TIME), then one argument per op packing its algorithm (0 for a limit
-// that fails Validate, which the script denies like algorithms.Take does),
-// requests, period µs, burst, refill interval µs, max debt, hits and mode
-// (algorithms.Mode). One binary argument instead of eight decimal ones
-// saves formatting here, and argument handling and eight tonumber in Redis.
+// Redis TIME), ARGV[2] every op packed, opBytes each: its algorithm (0 for a
+// limit that fails Validate, which the script denies like algorithms.Take
+// does), requests, period µs, burst, refill interval µs, max debt, hits and
+// mode (algorithms.Mode). One binary argument instead of eight decimal ones
+// per op saves formatting here, and argument handling and tonumber in Redis.
 func Encode(ops []algorithms.Op, now time.Time) ([]string, []any, error) {
 	us, err := nowArg(now)
 	if err != nil {
 		return nil, nil, err
 	}
 	keys := make([]string, len(ops))
-	args := make([]any, 1+len(ops))
-	args[0] = us
 	buf := make([]byte, 0, opBytes*len(ops))
 	for i, op := range ops {
 		keys[i] = op.Key
 		buf = appendOp(buf, op)
 	}
-	packed := string(buf) // one copy; each op's argument is a substring of it
-	for i := range ops {
-		args[1+i] = packed[opBytes*i : opBytes*(i+1)]
-	}
-	return keys, args, nil
+	return keys, []any{us, string(buf)}, nil
 }
 
 // appendOp packs op as lua/limit.lua's op_of reads it. Every field is an

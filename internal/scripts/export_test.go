@@ -112,3 +112,14 @@ func LoopLibrary() (lib, loop, floor string, ok bool) {
     end`) + "end)\n"
 	return library[:at] + fns + library[at:], loop, floor, true
 }
+
+// FailingLibrary is Library with a take that fails, with a Lua error, for a
+// first key named "fail": a stand-in for a take that breaks inside a merged
+// call, which no well-formed take does.
+func FailingLibrary() (string, bool) {
+	const main = "local function take_main()\n"
+	if !strings.Contains(library, main) {
+		return "", false
+	}
+	return strings.Replace(library, main, main+"  if KEYS[1] == 'fail' then error('injected failure') end\n", 1), true
+}

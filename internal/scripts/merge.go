@@ -11,14 +11,17 @@ import "fmt"
 
 // Mergeable reports whether args (a redis.Cmd's Args) are an FCALL of the
 // take function as Runner sends it, without asking for charges (Cluster's
-// undo does, and Cluster does not coalesce), and its now: 0 for Redis TIME,
-// as in production; takes merge only with takes of the same now.
+// undo does), and its now: 0 for Redis TIME, as in production; takes merge
+// only with takes of the same now.
 func Mergeable(args []any) (now int64, ok bool) {
 	if len(args) < 4 || args[0] != "fcall" || args[1] != takeFunction {
 		return 0, false
 	}
 	n, ok := args[2].(int)
-	if !ok || n < 1 || len(args) != 3+n+1+n {
+	if !ok || n < 1 || len(args) != 3+n+2 {
+		return 0, false
+	}
+	if ops, ok := args[3+n+1].(string); !ok || len(ops) != opBytes*n {
 		return 0, false
 	}
 	now, ok = args[3+n].(int64)
@@ -27,26 +30,21 @@ func Mergeable(args []any) (now int64, ok bool) {
 
 // MergeTakes is the args of one FCALL of the takes function running every
 // call in calls, all Mergeable with the same now: KEYS is every take's
-// KEYS; ARGV is now, the number of takes, each take's op count, then every
-// take's ops.
+// KEYS; ARGV is now, then each take's ops (whose lengths say which KEYS are
+// whose).
 func MergeTakes(calls [][]any) []any {
 	keys := 0
 	for _, c := range calls {
 		keys += c[2].(int)
 	}
-	// Each take has one op per key: KEYS and ops are both keys long.
-	merged := make([]any, 0, 3+keys+2+len(calls)+keys)
+	merged := make([]any, 0, 3+keys+1+len(calls))
 	merged = append(merged, "fcall", takesFunction, keys)
 	for _, c := range calls {
 		merged = append(merged, c[3:3+c[2].(int)]...)
 	}
-	merged = append(merged, calls[0][3+calls[0][2].(int)], len(calls))
+	merged = append(merged, calls[0][3+calls[0][2].(int)])
 	for _, c := range calls {
-		merged = append(merged, c[2].(int))
-	}
-	for _, c := range calls {
-		n := c[2].(int)
-		merged = append(merged, c[3+n+1:]...)
+		merged = append(merged, c[3+c[2].(int)+1])
 	}
 	return merged
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,23 +101,27 @@ func TestMergedTakes(t *testing.T) {
 	t.Logf("%d merged calls", merges)
 }
 
-// TestMergedTakeFailsAlone: a take that fails inside a merged call (here a
-// malformed op) gets its error; the takes around it get their answers.
+// TestMergedTakeFailsAlone: a take that fails inside a merged call gets
+// its error and the takes around it their answers; ops whose lengths do not
+// say which keys are whose fail the whole call before any take runs.
 func TestMergedTakeFailsAlone(t *testing.T) {
 	ctx := context.Background()
 	rdb := newRedis(t)
-	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
+	lib, ok := scripts.FailingLibrary()
+	if !ok {
+		t.Fatal("FailingLibrary no longer finds take_main")
+	}
+	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 		t.Fatal(err)
 	}
 	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute}
 	now := time.UnixMicro(1_700_000_000_000_000)
-	ok := fcallArgs(t, []algorithms.Op{{Key: "f:a", Limit: lim, Hits: 2}}, now)
-	bad := fcallArgs(t, []algorithms.Op{{Key: "f:b", Limit: lim, Hits: 2}}, now)
-	bad[len(bad)-1] = "not 64 bytes"
-	cmd := redis.NewCmd(ctx, scripts.MergeTakes([][]any{ok, bad, ok})...)
+	good := fcallArgs(t, []algorithms.Op{{Key: "f:a", Limit: lim, Hits: 2}}, now)
+	failing := fcallArgs(t, []algorithms.Op{{Key: "fail", Limit: lim, Hits: 2}, {Key: "f:b", Limit: lim, Hits: 2}}, now)
+	cmd := redis.NewCmd(ctx, scripts.MergeTakes([][]any{good, failing, good})...)
 	_ = rdb.Process(ctx, cmd)
 	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), 3)
-	if errs[1] == nil || errs[0] != nil || errs[2] != nil {
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "injected failure") || errs[0] != nil || errs[2] != nil {
 		t.Fatalf("errors %v, want the middle take's only", errs)
 	}
 	for i, wantRemaining := range map[int]uint64{0: 3, 2: 1} {
@@ -125,8 +130,22 @@ func TestMergedTakeFailsAlone(t *testing.T) {
 			t.Errorf("take %d: %v %v, want allowed with %d remaining", i, d, err, wantRemaining)
 		}
 	}
-	if n := rdb.Exists(ctx, "f:b").Val(); n != 0 {
-		t.Errorf("the failed take wrote its key")
+	if n := rdb.Exists(ctx, "fail", "f:b").Val(); n != 0 {
+		t.Errorf("the failed take wrote %d keys", n)
+	}
+
+	bad := fcallArgs(t, []algorithms.Op{{Key: "f:c", Limit: lim, Hits: 1}}, now)
+	bad[len(bad)-1] = "not 64 bytes"
+	cmd = redis.NewCmd(ctx, scripts.MergeTakes([][]any{good, bad, good})...)
+	_ = rdb.Process(ctx, cmd)
+	if _, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), 3); errs[0] == nil || errs[1] == nil || errs[2] == nil {
+		t.Fatalf("errors %v, want the whole call failed", errs)
+	}
+	if got := rdb.Get(ctx, "f:a").Val(); got == "" {
+		t.Fatal("f:a vanished")
+	}
+	if d, err := scripts.NewRunner().Take(ctx, rdb, []algorithms.Op{{Key: "f:a", Limit: lim}}, now); err != nil || d[0].Remaining != 1 {
+		t.Errorf("f:a after the failed call: %v %v, want 1 remaining as before it", d, err)
 	}
 }
 

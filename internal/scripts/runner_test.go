@@ -163,22 +163,23 @@ func TestEncode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each op is eight little-endian binary64: the limit (zeros for one that
-	// fails Validate, as the second does), hits clamped to 4 MaxCount, mode.
+	// ARGV[2] holds each op as eight little-endian binary64: the limit
+	// (zeros for one that fails Validate, as the second does), hits clamped
+	// to 4 MaxCount, mode.
 	want := [][8]float64{
 		{float64(algorithms.TokenBucket), 7, 1e6, 3, 1000, 2, 4 << 40, float64(algorithms.Quota)},
 		{0, 0, 0, 0, 0, 0, 1, 0},
 	}
-	if strings.Join(keys, ",") != "a,b" || len(args) != 1+len(want) || args[0] != int64(1_700_000_000_000_001) {
+	if strings.Join(keys, ",") != "a,b" || len(args) != 2 || args[0] != int64(1_700_000_000_000_001) {
 		t.Fatalf("keys %v args %q", keys, args)
 	}
+	packed, ok := args[1].(string)
+	if !ok || len(packed) != 64*len(want) {
+		t.Fatalf("ops are %T of %d bytes, want a string of %d", args[1], len(packed), 64*len(want))
+	}
 	for i, w := range want {
-		packed, ok := args[1+i].(string)
-		if !ok || len(packed) != 64 {
-			t.Fatalf("op %d is %T of %d bytes, want a string of 64", i, args[1+i], len(packed))
-		}
 		for j, f := range w {
-			if got := math.Float64frombits(binary.LittleEndian.Uint64([]byte(packed[8*j:]))); got != f {
+			if got := math.Float64frombits(binary.LittleEndian.Uint64([]byte(packed[64*i+8*j:]))); got != f {
 				t.Errorf("op %d field %d = %v, want %v", i, j, got, f)
 			}
 		}

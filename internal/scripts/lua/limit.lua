@@ -24,18 +24,15 @@ local function limit_of(j)
     tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]))
 end
 
--- OP_FORMAT is one op of a take in one ARGV entry: the six limit fields,
--- hits and mode as eight little-endian binary64 (every value is an integer
--- below 2^53), decoded by one C call instead of eight tonumber.
+-- OP_FORMAT is one op of a take: the six limit fields, hits and mode as
+-- eight little-endian binary64 (every value is an integer below 2^53). A
+-- take's ops are one ARGV entry, OP_BYTES per op, each decoded by one C
+-- call instead of eight tonumber.
 local OP_FORMAT, OP_BYTES = '<dddddddd', 64
 
--- op_of decodes ARGV[1 + i], op i of a take: its limit (in lim, if given:
--- see limit_new), hits and mode.
+-- op_of decodes op i of a take from ARGV[2]: its limit (in lim, if given:
+-- see limit_new), hits and mode. take_main checked ARGV[2]'s length.
 local function op_of(i, lim)
-  local s = ARGV[1 + i]
-  if #s ~= OP_BYTES then
-    error('ratelimitd: take op ' .. i .. ' is ' .. #s .. ' bytes, want ' .. OP_BYTES)
-  end
-  local alg, req, period, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, s)
+  local alg, req, period, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ARGV[2], OP_BYTES * (i - 1) + 1)
   return limit_new(alg, req, period, burst, refill, debt, lim), h, mode
 end

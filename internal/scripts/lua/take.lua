@@ -3,12 +3,14 @@
 --
 -- KEYS: one per op (a key may repeat; later ops see the earlier ops' state).
 -- ARGV[1]: now in µs, or 0 to use the server's TIME.
--- ARGV[1 + i]: op i, packed (limit.lua's OP_FORMAT): algorithm (0 =
---   invalid limit), requests, period µs, burst, refill interval µs, max
---   debt, hits, mode (algorithms.Mode: 0/ENFORCE, SHADOW, QUOTA).
+-- ARGV[2]: every op, packed (limit.lua's OP_FORMAT, OP_BYTES each):
+--   algorithm (0 = invalid limit), requests, period µs, burst, refill
+--   interval µs, max debt, hits, mode (algorithms.Mode: 0/ENFORCE, SHADOW,
+--   QUOTA).
+-- ARGV[3], if present: reply the charges too (scripts.WithCharges).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
---   (-1 = never); then, if the batch was admitted and a trailing ARGV asked
---   for them (scripts.WithCharges), one charge per key it wrote (see
+--   (-1 = never); then, if the batch was admitted and ARGV[3] asked for
+--   them, one charge per key it wrote (see
 --   charge_of): 7 integers, plus 2 per sliding_log entry added.
 --
 -- Phase 1 reads and computes every op without writing; phase 2 writes the
@@ -134,7 +136,7 @@ local function take_distinct(now, n)
     end
     return out
   end
-  local charges = #ARGV > 1 + n
+  local charges = #ARGV > 2
   for i = 1, n do
     local rec = nsts[i]
     if rec ~= nil then
@@ -207,7 +209,7 @@ local function take_general(now)
     out[k + 3] = op.reset
     out[k + 4] = op.retry
   end
-  if admitted and #ARGV > 1 + #KEYS then
+  if admitted and #ARGV > 2 then
     for _, rec in ipairs(order) do
       if rec.hit then charge_of(out, rec, now) end
     end
@@ -234,6 +236,9 @@ local function take_main()
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
   local n = #KEYS
+  if #ARGV[2] ~= OP_BYTES * n then
+    error('ratelimitd: ' .. #ARGV[2] .. ' bytes of ops for ' .. n .. ' keys, want ' .. OP_BYTES * n)
+  end
   if distinct(n) then
     return take_distinct(now, n)
   end
@@ -244,9 +249,9 @@ end
 -- of takes would do, for one entry into Redis and one TIME instead of one
 -- per take (scripts.MergeTakes builds it, the coalescer sends it).
 -- KEYS: every take's KEYS, in order. ARGV[1]: now in µs, or 0 for TIME;
--- ARGV[2]: the number of takes t; ARGV[3..2+t]: each take's op count; then
--- every take's ops, in order. Reply: per take, its reply, or an error reply
--- if it failed (a failed take never reaches its writes: see take_main).
+-- ARGV[1 + b]: take b's ops (its ARGV[2]), which say how many KEYS are
+-- its. Reply: per take, its reply, or an error reply if it failed (every
+-- check and decision of a take runs before its first write).
 local function take_many()
   local keys, args = KEYS, ARGV
   local now = tonumber(args[1])
@@ -254,17 +259,30 @@ local function take_many()
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-  local takes = tonumber(args[2])
-  local out, key, arg = {}, 0, 2 + takes
-  for b = 1, takes do
-    local n = tonumber(args[2 + b])
-    local sub_keys, sub_args = {}, { now }
+  -- Which KEYS are whose comes from the ops' lengths: check them all
+  -- before any take runs, so a malformed one fails the call, not its
+  -- neighbours' keys.
+  local total = 0
+  for b = 2, #args do
+    local bytes = #args[b]
+    if bytes == 0 or bytes % OP_BYTES ~= 0 then
+      error('ratelimitd: take ' .. (b - 1) .. ' has ' .. bytes .. ' bytes of ops, not a multiple of ' .. OP_BYTES)
+    end
+    total = total + bytes / OP_BYTES
+  end
+  if total ~= #keys then
+    error('ratelimitd: ops for ' .. total .. ' keys, ' .. #keys .. ' KEYS')
+  end
+  local out, key = {}, 0
+  for b = 1, #args - 1 do
+    local ops = args[1 + b]
+    local n = #ops / OP_BYTES
+    local sub_keys = {}
     for i = 1, n do
       sub_keys[i] = keys[key + i]
-      sub_args[i + 1] = args[arg + i]
     end
-    key, arg = key + n, arg + n
-    KEYS, ARGV = sub_keys, sub_args
+    key = key + n
+    KEYS, ARGV = sub_keys, { now, ops }
     local ok, reply = pcall(take_main)
     if ok then
       out[b] = reply
