@@ -206,6 +206,7 @@ func (a *app) listen() error {
 	if a.grpcLn, err = net.Listen("tcp", a.set.GRPCAddr); err != nil {
 		return fmt.Errorf("gRPC listener: %w", err)
 	}
+	a.grpcLn = yieldingListener{a.grpcLn}
 	if a.httpLn, err = net.Listen("tcp", a.set.HTTPAddr); err != nil {
 		return fmt.Errorf("HTTP listener: %w", err)
 	}
