@@ -70,6 +70,17 @@ local function ceil_to(x, step)
   return (q + 1) * step
 end
 
+-- now_of is a script's now in µs: ARGV's, or Redis's TIME when it is 0,
+-- as in production (tests pass an explicit now).
+local function now_of(arg)
+  local now = tonumber(arg)
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return now
+end
+
 -- NEVER is the retry_after of hits that can never be admitted.
 local NEVER = -1
 

@@ -230,11 +230,7 @@ local function distinct(n)
 end
 
 local function take_main()
-  local now = tonumber(ARGV[1])
-  if now == 0 then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
+  local now = now_of(ARGV[1])
   local n = #KEYS
   if #ARGV[2] ~= OP_BYTES * n then
     error('ratelimitd: ' .. #ARGV[2] .. ' bytes of ops for ' .. n .. ' keys, want ' .. OP_BYTES * n)
@@ -254,11 +250,7 @@ end
 -- check and decision of a take runs before its first write).
 local function take_many()
   local keys, args = KEYS, ARGV
-  local now = tonumber(args[1])
-  if now == 0 then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
+  local now = now_of(args[1])
   -- Which KEYS are whose comes from the ops' lengths: check them all
   -- before any take runs, so a malformed one fails the call, not its
   -- neighbours' keys.

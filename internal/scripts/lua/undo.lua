@@ -11,11 +11,7 @@
 -- An undo never sets a TTL: it only ever shortens how long a state matters.
 
 local function undo_main()
-  local now = tonumber(ARGV[1])
-  if now == 0 then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
+  local now = now_of(ARGV[1])
   local j, undone = 2, 0
   for i = 1, #KEYS do
     local key, lim = KEYS[i], limit_of(j)
