@@ -85,8 +85,8 @@ end
 
 -- take_distinct is take_general for ops on distinct keys, nearly every
 -- request (one op, or descriptors that each count their own key): every
--- op reads its key's stored state, so there is nothing to track between
--- ops, and the batch needs no tables but the reply.
+-- op reads its key's stored state, so there is no pending state to track
+-- per key, only what phase 2 writes.
 local function take_distinct(now, n)
   local out, nsts, lim = {}, {}, {}
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
