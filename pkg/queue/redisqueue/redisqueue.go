@@ -24,6 +24,9 @@ import (
 var _ queue.Store = (*Store)(nil)
 
 var (
+	// commonSrc's helpers open every script.
+	//go:embed lua/common.lua
+	commonSrc string
 	//go:embed lua/enqueue.lua
 	enqueueSrc string
 	//go:embed lua/claim.lua
@@ -33,10 +36,10 @@ var (
 	//go:embed lua/stats.lua
 	statsSrc string
 
-	enqueueScript = redis.NewScript(enqueueSrc)
-	claimScript   = redis.NewScript(claimSrc)
-	settleScript  = redis.NewScript(settleSrc)
-	statsScript   = redis.NewScript(statsSrc)
+	enqueueScript = redis.NewScript(commonSrc + enqueueSrc)
+	claimScript   = redis.NewScript(commonSrc + claimSrc)
+	settleScript  = redis.NewScript(commonSrc + settleSrc)
+	statsScript   = redis.NewScript(commonSrc + statsSrc)
 )
 
 // DefaultRetention is how long a queue's keys outlive their last write

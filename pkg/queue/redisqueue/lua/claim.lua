@@ -3,21 +3,11 @@
 -- KEYS: due zset, in-flight zset, data hash
 -- ARGV: now ms (0: Redis TIME), max, visibility ms, receipt nonce, ttl ms
 -- Returns {now, deadline, next due (-1: none), {id, payload, due, attempt, receipt}...}.
-local now = tonumber(ARGV[1])
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms(ARGV[1])
 local max = tonumber(ARGV[2])
 local deadline = now + tonumber(ARGV[3])
--- Heads first: an idle queue costs two ZRANGEs, no range scans.
-local function head(k)
-  local h = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-  if h[2] then
-    return tonumber(h[2])
-  end
-  return -1
-end
+-- Heads first (common.lua's head): an idle queue costs two ZRANGEs, no
+-- range scans.
 local function due(k, h)
   if h < 0 or h > now then
     return {}
@@ -64,15 +54,9 @@ for _, p in ipairs(picked) do
   end
 end
 if #out > 0 then
-  for k = 1, 3 do
-    redis.call('PEXPIRE', KEYS[k], ARGV[5])
-  end
+  keep(ARGV[5])
 end
 if #picked > 0 then
   hw, hf = head(KEYS[1]), head(KEYS[2])
 end
-local nextDue = hw
-if hf >= 0 and (nextDue < 0 or hf < nextDue) then
-  nextDue = hf
-end
-return {now, deadline, nextDue, out}
+return {now, deadline, earliest(hw, hf), out}

@@ -3,11 +3,7 @@
 -- ARGV: now ms (0: Redis TIME), id, payload, delay ms, deliver_at ms (-1: none),
 --       ttl ms, notification channel, queue name
 -- Returns {duplicate 0/1, due ms, now ms}.
-local now = tonumber(ARGV[1])
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = now_ms(ARGV[1])
 local id = ARGV[2]
 local s = redis.call('ZSCORE', KEYS[1], id) or redis.call('ZSCORE', KEYS[2], id)
 if s then
@@ -20,18 +16,10 @@ if at >= 0 then
 else
   due = now + tonumber(ARGV[4])
 end
-local head = -1
-for _, k in ipairs({KEYS[1], KEYS[2]}) do
-  local h = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-  if h[2] and (head < 0 or tonumber(h[2]) < head) then
-    head = tonumber(h[2])
-  end
-end
+local head = queue_head()
 redis.call('ZADD', KEYS[1], due, id)
 redis.call('HSET', KEYS[3], 'b:' .. id, ARGV[3], 'a:' .. id, 0)
-for i = 1, 3 do
-  redis.call('PEXPIRE', KEYS[i], ARGV[6])
-end
+keep(ARGV[6])
 -- Only a new head can make a sleeping consumer wake earlier.
 if head < 0 or due < head then
   redis.call('PUBLISH', ARGV[7], ARGV[8] .. '|' .. due .. '|' .. now)
