@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
 )
 
 // redisConn is a minimal RESP client for INFO: the bench must not share
@@ -58,58 +61,27 @@ func (r *redisConn) do(cmd string) (string, error) {
 	}
 }
 
-// cmdStat is one INFO commandstats line.
-type cmdStat struct {
-	calls int64
-	usec  int64
-}
-
-// commandStats parses INFO commandstats into command name -> totals.
-func commandStats(r *redisConn) (map[string]cmdStat, error) {
+// commandStats reads INFO commandstats: command name -> totals.
+func commandStats(r *redisConn) (map[string]redisinfo.CommandStat, error) {
 	info, err := r.do("INFO commandstats")
 	if err != nil {
 		return nil, err
 	}
-	stats := map[string]cmdStat{}
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		var s cmdStat
-		for kv := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				s.calls = n
-			case "usec":
-				s.usec = n
-			}
-		}
-		stats[strings.TrimPrefix(name, "cmdstat_")] = s
-	}
-	return stats, nil
+	return redisinfo.CommandStats(info), nil
 }
-
-// scriptCommands are the commands a decision runs its script with.
-var scriptCommands = []string{"evalsha", "eval", "fcall", "fcall_ro", "evalsha_ro", "eval_ro"}
 
 // statDelta summarises what Redis did between two snapshots: every command
 // but INFO (the bench's own), and the script commands on their own.
-func statDelta(before, after map[string]cmdStat) (commands int64, script cmdStat) {
+func statDelta(before, after map[string]redisinfo.CommandStat) (commands int64, script redisinfo.CommandStat) {
 	for name, a := range after {
 		if name == "info" {
 			continue
 		}
-		d := a.calls - before[name].calls
+		d := a.Calls - before[name].Calls
 		commands += d
-		for _, s := range scriptCommands {
-			if name == s {
-				script.calls += d
-				script.usec += a.usec - before[name].usec
-			}
+		if slices.Contains(redisinfo.ScriptCommands, name) {
+			script.Calls += d
+			script.Usec += a.Usec - before[name].Usec
 		}
 	}
 	return commands, script

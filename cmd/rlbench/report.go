@@ -65,7 +65,7 @@ func printTable(o options, targets []*target, samples map[string][]sample) {
 				// Per decision, not per call: under load one call of the
 				// takes function decides a whole pipeline's takes.
 				_, script = stat(ss, func(s sample) float64 {
-					return float64(s.script.usec) / float64(max(1, s.calls))
+					return float64(s.script.Usec) / float64(max(1, s.calls))
 				}, "%.2f")
 			}
 			errs := 0

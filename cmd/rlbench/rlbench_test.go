@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
 )
 
 func TestMedian(t *testing.T) {
@@ -25,17 +27,17 @@ func TestMedian(t *testing.T) {
 }
 
 func TestStatDelta(t *testing.T) {
-	before := map[string]cmdStat{"evalsha": {calls: 10, usec: 100}, "info": {calls: 1}, "get": {calls: 5}}
-	after := map[string]cmdStat{
-		"evalsha": {calls: 30, usec: 900}, "eval": {calls: 1, usec: 50}, "info": {calls: 2},
-		"get": {calls: 5}, "hset": {calls: 20}, "fcall": {calls: 4, usec: 40},
+	before := map[string]redisinfo.CommandStat{"evalsha": {Calls: 10, Usec: 100}, "info": {Calls: 1}, "get": {Calls: 5}}
+	after := map[string]redisinfo.CommandStat{
+		"evalsha": {Calls: 30, Usec: 900}, "eval": {Calls: 1, Usec: 50}, "info": {Calls: 2},
+		"get": {Calls: 5}, "hset": {Calls: 20}, "fcall": {Calls: 4, Usec: 40},
 	}
 	commands, script := statDelta(before, after)
 	// evalsha 20 + eval 1 + hset 20 + fcall 4; INFO is the bench's own.
 	if commands != 45 {
 		t.Errorf("commands = %d, want 45", commands)
 	}
-	if script.calls != 25 || script.usec != 890 {
+	if script.Calls != 25 || script.Usec != 890 {
 		t.Errorf("script = %+v, want 25 calls, 890 usec", script)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
 )
 
 // target is one server under load.
@@ -27,7 +29,7 @@ type sample struct {
 	loadResult
 	serverCPU, redisCPU time.Duration
 	commands            int64
-	script              cmdStat
+	script              redisinfo.CommandStat
 }
 
 func run(o options) error {

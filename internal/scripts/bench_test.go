@@ -4,12 +4,12 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
@@ -81,28 +81,11 @@ func BenchmarkRunnerTake(b *testing.B) {
 // redisMicrosPerCall reads usec_per_call of cmd since the last CONFIG
 // RESETSTAT.
 func redisMicrosPerCall(b *testing.B, rdb *redis.Client, cmd string) float64 {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
+	stat, ok := redistest.CommandStats(b, rdb)[cmd]
+	if !ok {
+		b.Fatalf("no %s in INFO commandstats", cmd)
 	}
-	prefix := "cmdstat_" + cmd + ":"
-	for _, line := range strings.Split(info, "\n") {
-		rest, ok := strings.CutPrefix(line, prefix)
-		if !ok {
-			continue
-		}
-		for _, f := range strings.Split(strings.TrimSpace(rest), ",") {
-			if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
-				x, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return x
-			}
-		}
-	}
-	b.Fatalf("no %s in INFO commandstats", cmd)
-	return 0
+	return stat.UsecPerCall()
 }
 
 // BenchmarkTakeInRedis times takes inside Redis (LoopLibrary): redis-µs/take

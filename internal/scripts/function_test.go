@@ -16,24 +16,9 @@ import (
 // commandCalls is INFO commandstats' calls per command (lower case).
 func commandCalls(t *testing.T, rdb *redis.Client) map[string]int {
 	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int{}
-	for _, line := range strings.Split(info, "\r\n") {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
-		if !ok || name == line {
-			continue
-		}
-		n := 0
-		for _, c := range rest {
-			if c < '0' || c > '9' {
-				break
-			}
-			n = n*10 + int(c-'0')
-		}
-		out[name] = n
+	for name, s := range redistest.CommandStats(t, rdb) {
+		out[name] = int(s.Calls)
 	}
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
@@ -67,19 +67,7 @@ func clusterScriptCalls(t *testing.T, masters []*redis.Client) int {
 	t.Helper()
 	n := 0
 	for _, m := range masters {
-		info, err := m.Info(context.Background(), "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.SplitSeq(info, "\n") {
-			for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_fcall:"} {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
-					calls, _ := strings.CutPrefix(strings.Split(rest, ",")[0], "calls=")
-					c, _ := strconv.Atoi(calls)
-					n += c
-				}
-			}
-		}
+		n += int(redisinfo.ScriptCalls(redistest.CommandStats(t, m)))
 	}
 	return n
 }

@@ -1,33 +1,20 @@
 package integration
 
 import (
-	"context"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
 )
 
-// scriptCalls is how many FCALL/EVALSHA/EVAL calls Redis has served.
+// scriptCalls is how many script calls (FCALL, EVALSHA, EVAL) Redis has served.
 func scriptCalls(t *testing.T, addr string) int {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_fcall:") {
-			continue
-		}
-		_, rest, _ := strings.Cut(line, "calls=")
-		n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-		total += n
-	}
-	return total
+	return int(redisinfo.ScriptCalls(redistest.CommandStats(t, rdb)))
 }
 
 func TestLocalCacheSparesRedis(t *testing.T) {

@@ -23,24 +23,14 @@ import (
 // INFO and CONFIG commands.
 func commandCalls(t *testing.T, admin *redis.Client) (int64, map[string]int64) {
 	t.Helper()
-	info, err := admin.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	per := map[string]int64{}
 	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok {
-			continue
-		}
-		name = strings.TrimPrefix(name, "cmdstat_")
+	for name, s := range redistest.CommandStats(t, admin) {
 		if name == "info" || strings.HasPrefix(name, "config") {
 			continue
 		}
-		n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
-		per[name] = n
-		total += n
+		per[name] = s.Calls
+		total += s.Calls
 	}
 	return total, per
 }

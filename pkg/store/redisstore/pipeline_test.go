@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,21 +75,7 @@ func remainingSet(t *testing.T, answers []answer) int {
 
 func infoStat(t *testing.T, c *redis.Client, section, field string) int {
 	t.Helper()
-	info, err := c.Info(context.Background(), section).Result()
-	if err != nil {
-		t.Fatalf("INFO %s: %v", section, err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatalf("INFO %s %s=%q: %v", section, field, v, err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("INFO %s has no %s", section, field)
-	return 0
+	return redistest.InfoInt(t, c, section, field)
 }
 
 // charged reads how many hits "shared" holds, with a check that charges none.

@@ -3,8 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -96,28 +94,12 @@ func TestOneRoundTripPerTake(t *testing.T) {
 	}
 }
 
-// commandStats parses INFO commandstats into calls per command.
+// commandStats is INFO commandstats' calls per command.
 func commandStats(t *testing.T, c *redis.Client) map[string]int {
 	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
-	}
 	stats := map[string]int{}
-	for line := range strings.SplitSeq(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		for field := range strings.SplitSeq(rest, ",") {
-			if v, ok := strings.CutPrefix(field, "calls="); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					t.Fatalf("commandstats line %q: %v", line, err)
-				}
-				stats[strings.TrimPrefix(name, "cmdstat_")] = n
-			}
-		}
+	for name, s := range redistest.CommandStats(t, c) {
+		stats[name] = int(s.Calls)
 	}
 	return stats
 }
