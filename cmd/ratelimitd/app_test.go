@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 const appConfig = `
@@ -252,24 +253,6 @@ func TestRunFailsClearly(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestRunStopsOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(appConfig), 0o644); err != nil {
@@ -277,7 +260,7 @@ func TestRunStopsOnSIGTERM(t *testing.T) {
 	}
 	args := []string{"--config", dir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--debug-addr", "127.0.0.1:0"}
 	env := map[string]string{"LOG_FORMAT": "json", "USE_STATSD": "true"}
-	var stderr syncBuffer
+	var stderr testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(context.Background(), args, envOf(env), &stderr) }()
 	// The signal handlers are installed before the listening line is logged.

@@ -14,28 +14,14 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/reflection"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 )
-
-// rawCodec sends a request's bytes as they are, so a test can send what no
-// protobuf library would produce; replies decode as protobuf.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	return proto.Unmarshal(data.Materialize(), v.(proto.Message))
-}
-
-func (rawCodec) Name() string { return "proto" }
 
 // serveGuarded runs svc the way cmd/ratelimitd does, with health and
 // reflection beside it, on a loopback port.
@@ -85,7 +71,7 @@ func TestGRPCDecodeGuard(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			var resp rlsv3.RateLimitResponse
-			err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, tt.body, &resp, grpc.ForceCodecV2(rawCodec{}))
+			err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, tt.body, &resp, grpc.ForceCodecV2(testkit.RawCodec{}))
 			if got := status.Code(err); got != tt.wantCode {
 				t.Fatalf("code %v (%v), want %v", got, err, tt.wantCode)
 			}

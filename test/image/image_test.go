@@ -6,7 +6,6 @@ package image
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"debug/elf"
 	"encoding/json"
@@ -17,10 +16,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 const nobody = 65534
@@ -202,7 +202,7 @@ func TestStaticBinaryRunsAsNobody(t *testing.T) {
 		"HOST=127.0.0.1", "PORT=0", "GRPC_HOST=127.0.0.1", "GRPC_PORT=0", "DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0",
 		"LOG_FORMAT=json",
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	srv.Stdout, srv.Stderr = logs, logs
 	asNobody(t, srv)
 	if err := srv.Start(); err != nil {
@@ -249,22 +249,4 @@ func httpAddr(logs string) string {
 		}
 	}
 	return ""
-}
-
-// syncBuffer collects the child's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -21,26 +21,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
-
-// rawCodec sends bytes as they are, so a test can send what no protobuf
-// library would; replies decode as protobuf.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	return proto.Unmarshal(data.Materialize(), v.(proto.Message))
-}
-
-func (rawCodec) Name() string { return "proto" }
 
 // peakRSSKiB is the process's high-water resident set (VmHWM).
 func peakRSSKiB(t *testing.T, pid int) int {
@@ -93,7 +78,7 @@ func TestAdversarialMessagesStayBounded(t *testing.T) {
 	}
 	// Bytes that are not protobuf are the client's error, not ours.
 	var resp rlsv3.RateLimitResponse
-	err := svc.conn.Invoke(t.Context(), rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, []byte{0xff, 0xff, 0xff}, &resp, grpc.ForceCodecV2(rawCodec{}))
+	err := svc.conn.Invoke(t.Context(), rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, []byte{0xff, 0xff, 0xff}, &resp, grpc.ForceCodecV2(testkit.RawCodec{}))
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("invalid protobuf: %v, want INVALID_ARGUMENT", err)
 	}
@@ -477,7 +462,7 @@ func TestBombSender(t *testing.T) {
 			for time.Now().Before(deadline) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				var resp rlsv3.RateLimitResponse
-				err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, bomb, &resp, grpc.ForceCodecV2(rawCodec{}))
+				err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, bomb, &resp, grpc.ForceCodecV2(testkit.RawCodec{}))
 				cancel()
 				sent.Add(1)
 				if status.Code(err) == codes.InvalidArgument {

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // The binary and grpcurl are built once per test run by TestMain.
@@ -79,26 +78,9 @@ type service struct {
 	httpAddr  string
 	debugAddr string
 	configDir string
-	logs      *syncBuffer
+	logs      *testkit.SyncBuffer
 	conn      *grpc.ClientConn
 	client    rlsv3.RateLimitServiceClient
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // newConfigRoot lays out a runtime directory the envoyproxy way:
@@ -148,7 +130,7 @@ func spawnService(t *testing.T, root string, env ...string) *service {
 // spawnServiceArgs is spawnService with command-line arguments.
 func spawnServiceArgs(t *testing.T, root string, args []string, env ...string) *service {
 	t.Helper()
-	s := &service{t: t, logs: &syncBuffer{}, configDir: filepath.Join(root, "ratelimit", "config")}
+	s := &service{t: t, logs: &testkit.SyncBuffer{}, configDir: filepath.Join(root, "ratelimit", "config")}
 	gp, hp, dp := redistest.FreePort(t), redistest.FreePort(t), redistest.FreePort(t)
 	s.grpcAddr = "127.0.0.1:" + strconv.Itoa(gp)
 	s.httpAddr = "127.0.0.1:" + strconv.Itoa(hp)
