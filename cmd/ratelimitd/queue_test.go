@@ -22,15 +22,8 @@ func TestQueueSettings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := parseSettings(nil, envOf(c.env))
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err %v, want one naming %s", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || s.Queue != c.want {
-				t.Fatalf("got %+v, %v; want %+v", s.Queue, err, c.want)
+			if s, ok := parseOrReject(t, c.env, c.wantErr); ok && s.Queue != c.want {
+				t.Fatalf("got %+v, want %+v", s.Queue, c.want)
 			}
 		})
 	}

@@ -21,6 +21,23 @@ func envOf(kv map[string]string) func(string) (string, bool) {
 	}
 }
 
+// parseOrReject parses env as the settings; when wantErr is set it checks
+// the parse fails naming it and reports false (nothing left to compare).
+func parseOrReject(t *testing.T, env map[string]string, wantErr string) (settings, bool) {
+	t.Helper()
+	s, err := parseSettings(nil, envOf(env))
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err %v, want one naming %s", err, wantErr)
+		}
+		return s, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, true
+}
+
 // defaultSettings is what an empty environment and no flags give.
 func defaultSettings() settings {
 	return settings{

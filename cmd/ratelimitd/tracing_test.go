@@ -192,15 +192,9 @@ func TestTracingSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := parseSettings(nil, envOf(tc.env))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err %v, want one naming %s", err, tc.wantErr)
-				}
+			s, ok := parseOrReject(t, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if s.Tracing != tc.want {
 				t.Fatalf("got %+v, want %+v", s.Tracing, tc.want)

@@ -200,17 +200,7 @@ func TestXDSSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := parseSettings(nil, envOf(tc.env))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err %v, want one naming %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tc.want(s.XDS) {
+			if s, ok := parseOrReject(t, tc.env, tc.wantErr); ok && !tc.want(s.XDS) {
 				t.Fatalf("settings %+v", s.XDS)
 			}
 		})
