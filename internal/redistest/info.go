@@ -37,3 +37,15 @@ func InfoInt(t testing.TB, c *redis.Client, section, field string) int {
 	}
 	return n
 }
+
+// Clients opens a client on each of servers, closed when t ends.
+func Clients(t testing.TB, servers []*Server) []*redis.Client {
+	t.Helper()
+	out := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		out[i] = c
+	}
+	return out
+}

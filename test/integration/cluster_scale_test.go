@@ -88,11 +88,11 @@ func remaining(t *testing.T, svc *service, key, value string) uint64 {
 // charged twice.
 func TestClusterScaleOut(t *testing.T) {
 	nodes := redistest.StartClusterWithReplicas(t, 3, 1, time.Second)
+	clients := redistest.Clients(t, nodes)
 	var masters []*redis.Client
 	var masterNodes []*redistest.Server
-	for _, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		t.Cleanup(func() { _ = c.Close() })
+	for i, n := range nodes {
+		c := clients[i]
 		if role, _ := c.Do(context.Background(), "ROLE").Slice(); len(role) > 0 && role[0] == "master" {
 			masters = append(masters, c)
 			masterNodes = append(masterNodes, n)
@@ -182,9 +182,7 @@ func TestClusterScaleOut(t *testing.T) {
 		hotKey := scaleKey("user", hot, "fixed_window")
 		victim := masterNodes[0]
 		var replica *redis.Client
-		for _, n := range nodes {
-			c := redis.NewClient(&redis.Options{Addr: n.Addr})
-			t.Cleanup(func() { _ = c.Close() })
+		for _, c := range clients {
 			if role, _ := c.Do(context.Background(), "ROLE").Slice(); len(role) > 2 && role[0] == "slave" && fmt.Sprint(role[2]) == portOf(victim.Addr) {
 				replica = c
 			}
@@ -285,12 +283,7 @@ func TestClusterScaleOut(t *testing.T) {
 // hit lost or charged twice.
 func TestClusterReshardUnderLoad(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
-	var masters []*redis.Client
-	for _, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		t.Cleanup(func() { _ = c.Close() })
-		masters = append(masters, c)
-	}
+	masters := redistest.Clients(t, nodes)
 	// A hot value in one of the first 10 slots, which reshard moves first.
 	hot := ""
 	for i := 0; hot == ""; i++ {
@@ -363,12 +356,7 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 // the limit: no undo leaks a hit, none leaves extra room.
 func TestClusterCrossSlotConcurrency(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
-	var masters []*redis.Client
-	for _, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		t.Cleanup(func() { _ = c.Close() })
-		masters = append(masters, c)
-	}
+	masters := redistest.Clients(t, nodes)
 	root, _ := newConfigRoot(t, map[string]string{"scale.yaml": scaleConfig})
 	env := []string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(nodes), "REDIS_TIMEOUT=2s"}
 	svcs := []*service{startService(t, root, env...), startService(t, root, env...), startService(t, root, env...)}

@@ -38,17 +38,7 @@ func TestReadmeExamples(t *testing.T) {
 	if grpcurlPath == "" {
 		redistest.Missing(t, "grpcurl could not be installed")
 	}
-	root := t.TempDir()
-	dir := filepath.Join(root, "ratelimit", "config")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	example, err := os.ReadFile(filepath.Join("..", "..", "api", "examples", "config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "config.yaml"), string(example))
-	svc := startService(t, root, "BACKEND_TYPE=memory", "REDIS_URL=")
+	svc := startExample(t)
 
 	// What each example's comment in the README promises.
 	expect := map[string][]string{
@@ -131,17 +121,7 @@ func TestReadmeQueueExamples(t *testing.T) {
 	if len(scripts) != 1 {
 		t.Fatalf("found %d delay queue example blocks in README.md, want 1", len(scripts))
 	}
-	root := t.TempDir()
-	dir := filepath.Join(root, "ratelimit", "config")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	example, err := os.ReadFile(filepath.Join("..", "..", "api", "examples", "config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "config.yaml"), string(example))
-	svc := startService(t, root, "BACKEND_TYPE=memory", "REDIS_URL=")
+	svc := startExample(t)
 
 	list, err := exec.Command(grpcurlPath, "-plaintext", svc.grpcAddr, "list").CombinedOutput()
 	if err != nil || !strings.Contains(string(list), "ratelimitd.queue.v1.DelayQueue") {
@@ -167,4 +147,21 @@ func TestReadmeQueueExamples(t *testing.T) {
 	if err != nil || strings.Contains(string(left), "welcome-42") {
 		t.Fatalf("after the README's ack: %v\n%s", err, left)
 	}
+}
+
+// startExample serves the example config on the embedded store, as
+// `make run` does.
+func startExample(t *testing.T) *service {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "ratelimit", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join("..", "..", "api", "examples", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "config.yaml"), string(example))
+	return startService(t, root, "BACKEND_TYPE=memory", "REDIS_URL=")
 }

@@ -108,12 +108,7 @@ func TestRetryClassificationOfServerReplies(t *testing.T) {
 func startCluster(t *testing.T) (nodes []*redistest.Server, admins []*redis.Client) {
 	t.Helper()
 	nodes = redistest.StartCluster(t, 3)
-	for _, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		t.Cleanup(func() { _ = c.Close() })
-		admins = append(admins, c)
-	}
-	return nodes, admins
+	return nodes, redistest.Clients(t, nodes)
 }
 
 // keysOnMasters returns one key per master, with distinct slots.
