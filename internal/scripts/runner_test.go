@@ -53,18 +53,7 @@ func TestTakeAfterScriptFlush(t *testing.T) {
 	r := scripts.NewRunner(scripts.WithoutFunctions())
 	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 2, Period: time.Hour}
 	op := []algorithms.Op{{Key: "flush", Limit: lim, Hits: 1}}
-	for i, want := range []uint64{1, 0} {
-		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		d, err := r.Take(ctx, rdb, op, time.Time{})
-		if err != nil {
-			t.Fatalf("take %d after SCRIPT FLUSH: %v", i, err)
-		}
-		if !d[0].Allowed || d[0].Remaining != want {
-			t.Fatalf("take %d: %s", i, fmtDecision(d[0]))
-		}
-	}
+	takeAfterFlush(t, r, rdb, op, "SCRIPT FLUSH", func() error { return rdb.ScriptFlush(ctx).Err() }, 1, 0)
 	if exists := rdb.ScriptExists(ctx, r.Hash()).Val(); len(exists) != 1 || !exists[0] {
 		t.Fatal("the script was not loaded again")
 	}
@@ -215,6 +204,25 @@ func TestDecode(t *testing.T) {
 		}
 		if _, err := scripts.Decode(bad, n); err == nil {
 			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
+
+// takeAfterFlush runs flush (named what) then op, once per want: each take
+// must be allowed with want remaining, the runner loading again what the
+// flush dropped.
+func takeAfterFlush(t *testing.T, r *scripts.Runner, rdb *redis.Client, op []algorithms.Op, what string, flush func() error, wants ...uint64) {
+	t.Helper()
+	for i, want := range wants {
+		if err := flush(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := r.Take(context.Background(), rdb, op, time.Time{})
+		if err != nil {
+			t.Fatalf("take %d after %s: %v", i, what, err)
+		}
+		if !d[0].Allowed || d[0].Remaining != want {
+			t.Fatalf("take %d after %s: %s", i, what, fmtDecision(d[0]))
 		}
 	}
 }

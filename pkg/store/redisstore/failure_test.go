@@ -115,36 +115,8 @@ func TestClosedStore(t *testing.T) {
 // never answers (a stopped or partitioned Redis, envoyproxy/ratelimit#462):
 // the caller's deadline, or REDIS_TIMEOUT without one, must bound each Take.
 func TestRedisHung(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never read or answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-
 	const redisTimeout = 300 * time.Millisecond
-	s := newStore(t, redisstore.WithAddr(ln.Addr().String()), redisstore.WithTimeout(redisTimeout))
+	s := newStore(t, redisstore.WithAddr(hungServer(t)), redisstore.WithTimeout(redisTimeout))
 	cases := []struct {
 		name     string
 		deadline time.Duration
@@ -180,4 +152,38 @@ func TestRedisHung(t *testing.T) {
 	} else if took := time.Since(start); took > redisTimeout+200*time.Millisecond {
 		t.Errorf("Ping against a hung server took %s", took)
 	}
+}
+
+// hungServer is the address of a server that accepts connections and holds
+// them open, never reading or answering, until t ends.
+func hungServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
 }

@@ -2,7 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -262,32 +261,7 @@ func TestPipelineNeverChargesTwice(t *testing.T) {
 // never answers, queued callers still fail by their own deadlines, not the
 // pipeline's (REDIS_TIMEOUT, 2 s here, or a later caller's).
 func TestPipelineCallerDeadlines(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	s := newStore(t, redisstore.WithAddr(ln.Addr().String()), redisstore.WithTimeout(2*time.Second),
+	s := newStore(t, redisstore.WithAddr(hungServer(t)), redisstore.WithTimeout(2*time.Second),
 		redisstore.WithPipeline(time.Millisecond, 0), redisstore.WithPoolSize(2))
 
 	deadlines := []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 500 * time.Millisecond}
