@@ -13,8 +13,8 @@ var MathSource = file("math")
 // value without a TTL and keep the TTL for the reply.
 var ttlWrites = [][2]string{
 	{"redis.call('PEXPIRE', key, ttl_ms(e, now))", "RECORDED_TTLS[key] = ttl_ms(e, now)"},
-	{"redis.call('SET', key, regs_pack(st), 'PX', ttl_ms(st.e, now))",
-		"RECORDED_TTLS[key] = ttl_ms(st.e, now); redis.call('SET', key, regs_pack(st))"},
+	{"redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e), 'PX', ttl_ms(e, now))",
+		"RECORDED_TTLS[key] = ttl_ms(e, now); redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e))"},
 }
 
 // recordTTLs rewrites src's TTL-setting writes; ok is false when src no
@@ -117,9 +117,9 @@ func LoopLibrary() (lib, loop, floor string, ok bool) {
 // first key named "fail": a stand-in for a take that breaks inside a merged
 // call, which no well-formed take does.
 func FailingLibrary() (string, bool) {
-	const main = "local function take_main()\n"
-	if !strings.Contains(library, main) {
+	const take = "local function take_keys(now, keys, k0, ops, n, charges)\n"
+	if !strings.Contains(library, take) {
 		return "", false
 	}
-	return strings.Replace(library, main, main+"  if KEYS[1] == 'fail' then error('injected failure') end\n", 1), true
+	return strings.Replace(library, take, take+"  if keys[k0 + 1] == 'fail' then error('injected failure') end\n", 1), true
 }

@@ -109,7 +109,7 @@ func TestMergedTakeFailsAlone(t *testing.T) {
 	rdb := newRedis(t)
 	lib, ok := scripts.FailingLibrary()
 	if !ok {
-		t.Fatal("FailingLibrary no longer finds take_main")
+		t.Fatal("FailingLibrary no longer finds take_keys")
 	}
 	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,8 @@ import (
 
 // TestDispatchMatchesRegistry walks algorithms.All() against the assembled
 // script's ALGS table and the Lua files: every algorithm has its file, its
-// function and its row with its state kind, and nothing else is dispatched.
+// function and its row with its state kind, each function has the
+// parameters its family's driver passes, and nothing else is dispatched.
 func TestDispatchMatchesRegistry(t *testing.T) {
 	src := scripts.UndoSource()
 	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (REGS|LOG), take = (\w+), undo = (\w+), valid = (\w+) \},$`).FindAllStringSubmatch(src, -1)
@@ -37,9 +38,17 @@ func TestDispatchMatchesRegistry(t *testing.T) {
 			t.Errorf("%s: %v", a, err)
 			continue
 		}
-		for _, fn := range []string{a.String(), a.String() + "_undo", a.String() + "_valid"} {
-			if !regexp.MustCompile(`(?m)^local function ` + fn + `\(lim, `).Match(body) {
-				t.Errorf("lua/%s.lua does not define local function %s(lim, ...)", a, fn)
+		// The driver calls a register algorithm's take and valid with
+		// numbers (take.lua's decide_stored), a log's with tables; every
+		// undo gets tables.
+		params := map[string]string{a.String(): "lim, ", a.String() + "_valid": "lim, ", a.String() + "_undo": "lim, "}
+		if a.Family() == algorithms.Registers {
+			params[a.String()] = "r, p, cap, refill, debt, a, b, c, e, h, now)"
+			params[a.String()+"_valid"] = "r, p, cap, refill, debt, a, b, c, now)"
+		}
+		for fn, want := range params {
+			if !regexp.MustCompile(`(?m)^local function ` + fn + `\(` + regexp.QuoteMeta(want)).Match(body) {
+				t.Errorf("lua/%s.lua does not define local function %s(%s...)", a, fn, want)
 			}
 		}
 	}

@@ -1,24 +1,27 @@
 -- fixed_window.lua: mirror of algorithms/fixed_window.go (read it for the
--- semantics). Hash fields as Go's window view: a = start (µs), b = count.
+-- semantics). Registers as Go's window view: a = start (µs), b = count.
+--
+-- Every register algorithm takes the limit (requests r, period p µs,
+-- capacity, refill interval µs, max debt), the state a, b, c, e, the hits
+-- and now, and returns allowed, remaining, reset, retry and the new state
+-- (the same one when it denies): numbers only, see registers.lua.
 
-local function fixed_window(lim, st, h, now)
-  local p = lim.period
+local function fixed_window(r, p, cap, refill, debt, a, b, c, e, h, now)
   local _, off = divmod(now, p)
   local start = now - off
   local count = 0
-  if st.a == start and st.b > 0 then
-    count = st.b
+  if a == start and b > 0 then
+    count = b
   end
-  local limit = lim.req
   local reset = start + p - now
-  local room = limit - count
+  local room = r - count
   if room < 0 or h > room then
     local retry = reset
-    if h > limit then retry = NEVER end
-    return false, math.max(room, 0), reset, retry, st
+    if h > r then retry = NEVER end
+    return false, math.max(room, 0), reset, retry, a, b, c, e
   end
   count = count + h
-  return true, limit - count, reset, 0, { a = start, b = count, c = 0, e = start + p }
+  return true, r - count, reset, 0, start, count, 0, start + p
 end
 
 -- undo only {
@@ -32,6 +35,6 @@ end
 -- } undo only
 
 -- fixed_window_valid mirrors algorithms.fixedWindowValid.
-local function fixed_window_valid(lim, st, now)
-  return st.b >= 0 and st.b <= MAX_COUNT
+local function fixed_window_valid(r, p, cap, refill, debt, a, b, c, now)
+  return b >= 0 and b <= MAX_COUNT
 end

@@ -1,5 +1,5 @@
 -- gcra.lua: mirror of algorithms/gcra.go (read it for the semantics).
--- Hash fields as Go's arrival view: a = tat in whole µs, b = frac of a µs
+-- Registers as Go's arrival view: a = tat in whole µs, b = frac of a µs
 -- in 1/requests units.
 
 local function ceil_div(a, b, c, d)
@@ -7,15 +7,14 @@ local function ceil_div(a, b, c, d)
   return q
 end
 
-local function gcra(lim, st, h, now)
-  if lim.req == 0 then
-    return zero_rate(st, h)
+local function gcra(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return zero_rate(h, a, b, c, e)
   end
-  local p, r, capacity = lim.period, lim.req, lim.capacity
-  local q, rem = mad(capacity, p, 0, r)
+  local q, rem = mad(cap, p, 0, r)
   local tat, frac = now, 0
-  if st.e ~= 0 then
-    tat, frac = st.a, clamp(st.b, 0, r - 1)
+  if e ~= 0 then
+    tat, frac = a, clamp(b, 0, r - 1)
     if tat > now + q or (tat == now + q and frac > rem) then
       tat, frac = now + q, rem
     end
@@ -23,24 +22,23 @@ local function gcra(lim, st, h, now)
   if tat < now then
     tat, frac = now, 0
   end
-  local remaining = capacity - ceil_div(tat - now, r, frac, p)
+  local remaining = cap - ceil_div(tat - now, r, frac, p)
   local reset = tat - now
   if frac > 0 then reset = reset + 1 end
-  if h > capacity then
-    return false, remaining, reset, NEVER, st
+  if h > cap then
+    return false, remaining, reset, NEVER, a, b, c, e
   end
   local add, nfrac = mad(h, p, frac, r)
   local nxt = tat + add
   if nxt - now > q or (nxt - now == q and nfrac > rem) then
-    local hq, hrem = mad(capacity - h, p, 0, r)
+    local hq, hrem = mad(cap - h, p, 0, r)
     local at = tat - hq
     if frac > hrem then at = at + 1 end
-    return false, remaining, reset, at - now, st
+    return false, remaining, reset, at - now, a, b, c, e
   end
   local expires = nxt
   if nfrac > 0 then expires = expires + 1 end
-  return true, capacity - ceil_div(nxt - now, r, nfrac, p), expires - now, 0,
-    { a = nxt, b = nfrac, c = 0, e = expires }
+  return true, cap - ceil_div(nxt - now, r, nfrac, p), expires - now, 0, nxt, nfrac, 0, expires
 end
 
 -- undo only {
@@ -62,7 +60,7 @@ end
 -- } undo only
 
 -- gcra_valid mirrors algorithms.gcraValid (and its horizon).
-local function gcra_valid(lim, st, now)
-  local q = mad(lim.capacity, lim.period, 0, lim.req)
-  return st.b >= 0 and st.b <= MAX_COUNT and st.a <= now + 2 * (q + 1)
+local function gcra_valid(r, p, cap, refill, debt, a, b, c, now)
+  local q = mad(cap, p, 0, r)
+  return b >= 0 and b <= MAX_COUNT and a <= now + 2 * (q + 1)
 end

@@ -1,19 +1,18 @@
 -- leaky_bucket.lua: mirror of algorithms/leaky_bucket.go (read it for the
--- semantics). Hash fields as Go's bucket view: a = anchor (µs), b = units
+-- semantics). Registers as Go's bucket view: a = anchor (µs), b = units
 -- (the level), c = frac drained of a unit in 1/period units.
 
--- leaky_bucket_at mirrors algorithms.leakyBucketAt: the meter st holds at
--- now (exactly level - frac/period), drained up to anchor.
-local function leaky_bucket_at(lim, st, now)
-  local p, r, capacity = lim.period, lim.req, lim.capacity
-  if st.e == 0 then
+-- leaky_bucket_at mirrors algorithms.leakyBucketAt: the meter a, b, c, e
+-- holds at now (exactly level - frac/period), drained up to anchor.
+local function leaky_bucket_at(r, p, cap, a, b, c, e, now)
+  if e == 0 then
     return 0, 0, now
   end
-  local level, frac, anchor = clamp(st.b, 0, capacity), clamp(st.c, 0, p - 1), math.max(st.a, now)
+  local level, frac, anchor = clamp(b, 0, cap), clamp(c, 0, p - 1), math.max(a, now)
   if level == 0 then
     return 0, 0, anchor
   end
-  local elapsed = now - st.a
+  local elapsed = now - a
   if elapsed > 0 then
     if elapsed >= refill_time(level, frac, p, r) then
       return 0, 0, anchor
@@ -25,38 +24,40 @@ local function leaky_bucket_at(lim, st, now)
   return level, frac, anchor
 end
 
-local function leaky_bucket(lim, st, h, now)
-  if lim.req == 0 then
-    return zero_rate(st, h)
+-- leaky_bucket_when is when the meter (level, frac, anchor) has drained
+-- down to x < level.
+local function leaky_bucket_when(x, level, frac, anchor, p, r)
+  return anchor + refill_time(level - x, frac, p, r)
+end
+
+local function leaky_bucket(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return zero_rate(h, a, b, c, e)
   end
-  local p, r, capacity = lim.period, lim.req, lim.capacity
-  local level, frac, anchor = leaky_bucket_at(lim, st, now)
-  -- at is when the level has drained down to x < level.
-  local function at(x)
-    return anchor + refill_time(level - x, frac, p, r)
-  end
-  if h > capacity then
+  local level, frac, anchor = leaky_bucket_at(r, p, cap, a, b, c, e, now)
+  if h > cap then
     local reset = 0
-    if level > 0 then reset = at(0) - now end
-    return false, capacity - level, reset, NEVER, st
+    if level > 0 then reset = leaky_bucket_when(0, level, frac, anchor, p, r) - now end
+    return false, cap - level, reset, NEVER, a, b, c, e
   end
-  local target = capacity - h
+  local target = cap - h
   if level > target then
-    return false, capacity - level, at(0) - now, at(target) - now, st
+    return false, cap - level, leaky_bucket_when(0, level, frac, anchor, p, r) - now,
+      leaky_bucket_when(target, level, frac, anchor, p, r) - now, a, b, c, e
   end
   level = level + h
-  local nst = { a = anchor, b = level, c = frac, e = now }
-  if level > 0 then nst.e = at(0) end
-  return true, capacity - level, nst.e - now, 0, nst
+  local expires = now
+  if level > 0 then expires = leaky_bucket_when(0, level, frac, anchor, p, r) end
+  return true, cap - level, expires - now, 0, anchor, level, frac, expires
 end
 
 -- undo only {
 -- leaky_bucket_undo mirrors algorithms.leakyBucketUndo: drain
 -- min(hits, the charged meter's level now had nothing else happened).
 local function leaky_bucket_undo(lim, st, ch, now)
-  local p = lim.period
-  local level, frac, anchor = leaky_bucket_at(lim, st, now)
-  local projected, pfrac = leaky_bucket_at(lim, ch, now)
+  local r, p, capacity = lim.req, lim.period, lim.capacity
+  local level, frac, anchor = leaky_bucket_at(r, p, capacity, st.a, st.b, st.c, st.e, now)
+  local projected, pfrac = leaky_bucket_at(r, p, capacity, ch.a, ch.b, ch.c, ch.e, now)
   if ch.hits < projected then
     level = level - ch.hits
   else
@@ -69,7 +70,7 @@ end
 -- } undo only
 
 -- leaky_bucket_valid mirrors algorithms.leakyBucketValid (and its horizon).
-local function leaky_bucket_valid(lim, st, now)
-  local h = refill_time(lim.capacity, 0, lim.period, lim.req)
-  return st.b >= 0 and st.b <= MAX_COUNT and st.c >= 0 and st.c <= MAX_PERIOD and st.a <= now + h
+local function leaky_bucket_valid(r, p, cap, refill, debt, a, b, c, now)
+  local h = refill_time(cap, 0, p, r)
+  return b >= 0 and b <= MAX_COUNT and c >= 0 and c <= MAX_PERIOD and a <= now + h
 end

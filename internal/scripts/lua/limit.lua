@@ -30,9 +30,9 @@ end
 -- call instead of eight tonumber.
 local OP_FORMAT, OP_BYTES = '<dddddddd', 64
 
--- op_of decodes op i of a take from ARGV[2]: its limit (in lim, if given:
--- see limit_new), hits and mode. take_main checked ARGV[2]'s length.
-local function op_of(i, lim)
-  local alg, req, period, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ARGV[2], OP_BYTES * (i - 1) + 1)
+-- op_of decodes op i of a take's packed ops: its limit (in lim, if given:
+-- see limit_new), hits and mode. The caller checked the length of ops.
+local function op_of(ops, i, lim)
+  local alg, req, period, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
   return limit_new(alg, req, period, burst, refill, debt, lim), h, mode
 end

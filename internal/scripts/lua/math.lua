@@ -119,9 +119,11 @@ local function refill_time(x, frac, p, r)
 end
 
 -- zero_rate mirrors algorithms.zeroRate: Requests 0 admits only checks.
-local function zero_rate(st, h)
+-- The state, whatever its shape (a log view, or a register's a, b, c, e),
+-- passes through unchanged.
+local function zero_rate(h, ...)
   if h > 0 then
-    return false, 0, 0, NEVER, st
+    return false, 0, 0, NEVER, ...
   end
-  return true, 0, 0, 0, st
+  return true, 0, 0, 0, ...
 end

@@ -10,58 +10,75 @@
 -- writer knew when its state stopped mattering.
 --
 -- Keys written as a hash {a, b, c, e} by releases before this layout are
--- still read (regs_load_hash), so an upgrade keeps every live counter; the
+-- still read (regs_get_hash), so an upgrade keeps every live counter; the
 -- first write turns the key into the string.
+--
+-- The hot path (take.lua's take_distinct) carries a state as the four
+-- numbers a, b, c, e: a table per state costs an allocation, its garbage
+-- and a hash lookup per field. regs_load and regs_write give the table
+-- view that take_general and the undo script keep per key.
 
 local REGS_FORMAT, REGS_BYTES = '<dddd', 32
+
+-- regs_exact reports whether all four numbers are exact integers (not
+-- NaN, an infinity, a fraction or a magnitude past 2^53): exact() inlined,
+-- as this runs on every read.
+local function regs_exact(a, b, c, e)
+  return a % 1 == 0 and b % 1 == 0 and c % 1 == 0 and e % 1 == 0
+    and a >= -TWO53 and a <= TWO53 and b >= -TWO53 and b <= TWO53
+    and c >= -TWO53 and c <= TWO53 and e >= -TWO53 and e <= TWO53
+end
+
+-- regs_get_hash reads the hash layout of older releases; any other type
+-- is treated as absent (the write replaces it).
+local function regs_get_hash(key)
+  local v = redis.pcall('HMGET', key, 'a', 'b', 'c', 'e')
+  if type(v) ~= 'table' or v.err then
+    return 0, 0, 0, 0
+  end
+  local a, b, c, e = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4])
+  if a == nil or b == nil or c == nil or e == nil or not regs_exact(a, b, c, e) then
+    return 0, 0, 0, 0
+  end
+  return a, b, c, e
+end
+
+-- regs_get returns the stored a, b, c, e, or a fresh state (all 0) for an
+-- absent key and for a string that is not 32 bytes of exact integers.
+-- regs_set replaces whatever type the key held.
+local function regs_get(key)
+  local v = redis.pcall('GET', key)
+  if not v then
+    return 0, 0, 0, 0
+  end
+  if type(v) == 'string' then
+    if #v ~= REGS_BYTES then
+      return 0, 0, 0, 0
+    end
+    local a, b, c, e = struct.unpack(REGS_FORMAT, v)
+    if regs_exact(a, b, c, e) then
+      return a, b, c, e
+    end
+    return 0, 0, 0, 0
+  end
+  return regs_get_hash(key)
+end
+
+-- regs_set stores a state with its TTL in one command.
+local function regs_set(key, a, b, c, e, now)
+  redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e), 'PX', ttl_ms(e, now))
+end
+
+-- The table view, one of take.lua's storage kinds. The second result of
+-- regs_load is that contract's typeok: regs_set replaces any type.
 
 local function regs_fresh()
   return { a = 0, b = 0, c = 0, e = 0 }
 end
 
--- regs_of is the state of four numbers, or a fresh one when any is not an
--- exact integer (NaN, an infinity, a fraction, a magnitude past 2^53).
-local function regs_of(a, b, c, e)
-  -- exact() inlined: x % 1 is NaN for NaN and the infinities, nonzero for
-  -- a fraction; this runs on every read.
-  if a % 1 == 0 and b % 1 == 0 and c % 1 == 0 and e % 1 == 0
-    and a >= -TWO53 and a <= TWO53 and b >= -TWO53 and b <= TWO53
-    and c >= -TWO53 and c <= TWO53 and e >= -TWO53 and e <= TWO53 then
-    return { a = a, b = b, c = c, e = e }
-  end
-  return regs_fresh()
-end
-
--- regs_load_hash reads the hash layout of older releases; any other type
--- is treated as absent (the write replaces it).
-local function regs_load_hash(key)
-  local v = redis.pcall('HMGET', key, 'a', 'b', 'c', 'e')
-  if type(v) ~= 'table' or v.err then
-    return regs_fresh()
-  end
-  local a, b, c, e = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4])
-  if a == nil or b == nil or c == nil or e == nil then
-    return regs_fresh()
-  end
-  return regs_of(a, b, c, e)
-end
-
--- regs_load returns the stored state, or a fresh one for an absent key and
--- for a string that is not 32 bytes of exact integers. The second result
--- is the storage contract of take.lua: regs_write replaces any type.
 local function regs_load(key)
-  local v = redis.pcall('GET', key)
-  if not v then
-    return regs_fresh(), true
-  end
-  if type(v) == 'string' then
-    if #v ~= REGS_BYTES then
-      return regs_fresh(), true
-    end
-    local a, b, c, e = struct.unpack(REGS_FORMAT, v)
-    return regs_of(a, b, c, e), true
-  end
-  return regs_load_hash(key), true
+  local a, b, c, e = regs_get(key)
+  return { a = a, b = b, c = c, e = e }, true
 end
 
 local function regs_copy(st)
@@ -81,8 +98,6 @@ local function regs_pack(st)
   return struct.pack(REGS_FORMAT, st.a, st.b, st.c, st.e)
 end
 
--- regs_write stores st with its TTL in one command; SET replaces whatever
--- type the key held.
 local function regs_write(key, st, typeok, now)
-  redis.call('SET', key, regs_pack(st), 'PX', ttl_ms(st.e, now))
+  regs_set(key, st.a, st.b, st.c, st.e, now)
 end

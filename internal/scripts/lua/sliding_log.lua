@@ -106,7 +106,7 @@ end
 
 local function sliding_log(lim, view, h, now)
   if lim.req == 0 then
-    return zero_rate(view, h)
+    return zero_rate(h, view)
   end
   local p, r = lim.period, lim.req
   local cut = now - p

@@ -1,24 +1,23 @@
 -- sliding_window.lua: mirror of algorithms/sliding_window.go (read it for
--- the semantics). Hash fields as Go's window view: a = start (µs) of the
+-- the semantics). Registers as Go's window view: a = start (µs) of the
 -- current window, b = count (its hits), c = prev (the previous window's).
 
-local function sliding_window(lim, st, h, now)
-  if lim.req == 0 then
-    return zero_rate(st, h)
+local function sliding_window(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return zero_rate(h, a, b, c, e)
   end
-  local p, r = lim.period, lim.req
   local _, off = divmod(now, p)
   local start = now - off
   local cur, prev = 0, 0
-  if st.e ~= 0 then
-    if st.a == start then
-      cur, prev = st.b, st.c
-    elseif st.a == start - p then
-      prev = st.b
-    elseif st.a > start then
-      local _, m = divmod(st.a - start, p)
+  if e ~= 0 then
+    if a == start then
+      cur, prev = b, c
+    elseif a == start - p then
+      prev = b
+    elseif a > start then
+      local _, m = divmod(a - start, p)
       if m == 0 then
-        start, cur, prev = st.a, st.b, st.c
+        start, cur, prev = a, b, c
       end
     end
     cur, prev = math.max(cur, 0), math.max(prev, 0)
@@ -33,7 +32,7 @@ local function sliding_window(lim, st, h, now)
     reset = start + p - now
   end
   if h > r then
-    return false, math.max(room, 0), reset, NEVER, st
+    return false, math.max(room, 0), reset, NEVER, a, b, c, e
   end
   if room < 0 or h > room then
     local at
@@ -43,16 +42,16 @@ local function sliding_window(lim, st, h, now)
     else
       at = start + 2 * p - mad(r - h, p, 0, cur)
     end
-    return false, math.max(room, 0), reset, at - now, st
+    return false, math.max(room, 0), reset, at - now, a, b, c, e
   end
   cur = cur + h
-  local nst = { a = start, b = cur, c = prev, e = now }
+  local expires = now
   if cur > 0 then
-    nst.e = start + 2 * p
+    expires = start + 2 * p
   elseif prev > 0 then
-    nst.e = start + p
+    expires = start + p
   end
-  return true, room - h, nst.e - now, 0, nst
+  return true, room - h, expires - now, 0, start, cur, prev, expires
 end
 
 -- undo only {
@@ -68,6 +67,6 @@ end
 -- } undo only
 
 -- sliding_window_valid mirrors algorithms.slidingWindowValid.
-local function sliding_window_valid(lim, st, now)
-  return st.b >= 0 and st.b <= MAX_COUNT and st.c >= 0 and st.c <= MAX_COUNT and st.a <= now + lim.period
+local function sliding_window_valid(r, p, cap, refill, debt, a, b, c, now)
+  return b >= 0 and b <= MAX_COUNT and c >= 0 and c <= MAX_COUNT and a <= now + p
 end

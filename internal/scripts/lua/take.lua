@@ -19,6 +19,8 @@
 
 -- REGS, LOG, ENFORCE, SHADOW, QUOTA and ALGS (algorithm number -> state kind
 -- and step function) are generated from the Go registry (scripts/source.go).
+-- A register algorithm's take and valid work on numbers (fixed_window.lua
+-- says how); a log's on a limit table and a view (sliding_log.lua).
 
 local KINDS = {
   [REGS] = { load = regs_load, fresh = regs_fresh, copy = regs_copy, expire = regs_expire, write = regs_write },
@@ -50,29 +52,69 @@ local function current(rec, kind, now)
   return rec.cur
 end
 
--- decide mirrors algorithms.Take past the generic expiry: a live state out
--- of the algorithm's range (see algorithms/valid.go) reads as absent.
+-- decide mirrors algorithms.Take past the generic expiry, on a state table
+-- of either kind: a live state out of the algorithm's range (see
+-- algorithms/valid.go) reads as absent.
 local function decide(alg, lim, key, st, h, now)
+  if alg.kind == REGS then
+    local r, p, cap, refill, debt = lim.req, lim.period, lim.capacity, lim.refill, lim.debt
+    local a, b, c, e = st.a, st.b, st.c, st.e
+    if r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now) then
+      a, b, c, e = 0, 0, 0, 0
+    end
+    local ok, rem, reset, retry
+    ok, rem, reset, retry, a, b, c, e = alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
+    return ok, rem, reset, retry, { a = a, b = b, c = c, e = e }
+  end
   if lim.req > 0 and not alg.valid(lim, st, now) then
     st = KINDS[alg.kind].fresh(key)
   end
   return alg.take(lim, st, h, now)
 end
 
--- charge_of appends what the batch charged rec's key, for an exact undo
+-- decide_stored is decide on the stored state of key, for an op given by
+-- its fields (limit.lua): ok, rem, reset, retry, then the new state: a, b,
+-- c, e for registers, tables-free; a view and its typeok for a log.
+local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now)
+  if alg.kind == REGS then
+    local cap = burst
+    if cap == 0 then cap = r end
+    local a, b, c, e = regs_get(key)
+    -- Expired, or out of range: fresh (a fresh state is always in range).
+    if (e ~= 0 and now >= e) or (r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now)) then
+      a, b, c, e = 0, 0, 0, 0
+    end
+    return alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
+  end
+  local view, typeok = log_load(key, now)
+  local lim = limit_new(an, r, p, burst, refill, debt)
+  local ok, rem, reset, retry, nview = decide(alg, lim, key, log_expire(view, now), h, now)
+  return ok, rem, reset, retry, nview, typeok
+end
+
+-- write_state stores what decide_stored returned for an allowed op.
+local function write_state(kind, key, x1, x2, x3, x4, now)
+  if kind == REGS then
+    regs_set(key, x1, x2, x3, x4, now)
+  else
+    log_write(key, x1, x2, now)
+  end
+end
+
+-- charge_of appends what the batch charged a key, for an exact undo
 -- (scripts.Charge): the last op that charged it, the hits charged, and the
--- state written: a, b, c, e and no entries for registers; now, 0, 0, ExpiresAt
--- and the (seq, hits) of each entry added for a log.
-local function charge_of(out, rec, now)
-  local st, n = rec.cur, #out
-  if rec.kind == LOG then
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = rec.last, rec.hits, now, 0
+-- state st written: a, b, c, e and no entries for registers; now, 0, 0,
+-- ExpiresAt and the (seq, hits) of each entry added for a log.
+local function charge_of(out, kind, last, hits, st, now)
+  local n = #out
+  if kind == LOG then
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, now, 0
     out[n + 5], out[n + 6], out[n + 7] = 0, st.exp, #st.pend
     for i, e in ipairs(st.pend) do
       out[n + 6 + 2 * i], out[n + 7 + 2 * i] = e.seq, e.hits
     end
   else
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = rec.last, rec.hits, st.a, st.b
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, st.a, st.b
     out[n + 5], out[n + 6], out[n + 7] = st.c, st.e, 0
   end
 end
@@ -83,30 +125,31 @@ local function admits(enforced_denied, quota_ops, quota_denied)
   return not enforced_denied and not (quota_ops > 0 and quota_denied == quota_ops)
 end
 
+-- A take decides n ops, packed in ops (checked: OP_BYTES each), on
+-- keys[k0 + 1 .. k0 + n]; charges asks for the charges in the reply.
+
 -- take_distinct is take_general for ops on distinct keys, nearly every
 -- request (one op, or descriptors that each count their own key): every
 -- op reads its key's stored state, so there is no pending state to track
--- per key, only what phase 2 writes.
-local function take_distinct(now, n)
-  local out, nsts, lim = {}, {}, {}
+-- per key, only what the end writes.
+local function take_distinct(now, keys, k0, ops, n, charges)
+  local out, writes = {}, nil
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
   for i = 1, n do
-    local h, mode
-    -- No algorithm keeps its lim, so one table serves every op.
-    lim, h, mode = op_of(i, lim)
-    local alg, ok, rem, reset, retry = ALGS[lim.alg], false, 0, 0, NEVER
+    local an, r, p, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+    local alg, ok, rem, reset, retry = ALGS[an], false, 0, 0, NEVER
     if alg ~= nil then
-      local key, kind = KEYS[i], KINDS[alg.kind]
-      local st, typeok = kind.load(key, now)
-      local nst
-      ok, rem, reset, retry, nst = decide(alg, lim, key, kind.expire(st, now), h, now)
+      local key = keys[k0 + i]
+      local x1, x2, x3, x4
+      ok, rem, reset, retry, x1, x2, x3, x4 = decide_stored(alg, an, r, p, burst, refill, debt, key, h, now)
       if ok and h > 0 then
-        if n == 1 and #ARGV == 2 then
-          -- One op, allowed: the batch is admitted. No charges asked for,
-          -- so nothing needs keeping for phase 2.
-          kind.write(key, nst, typeok, now)
+        if n == 1 and not charges then
+          -- One op, allowed: the batch is admitted, and there is nothing
+          -- to keep for the end.
+          write_state(alg.kind, key, x1, x2, x3, x4, now)
         else
-          nsts[i] = { kind = alg.kind, cur = nst, typeok = typeok, last = i, hits = h }
+          writes = writes or {}
+          writes[i] = { alg.kind, h, x1, x2, x3, x4 }
         end
       end
     end
@@ -124,24 +167,25 @@ local function take_distinct(now, n)
     -- wrote, so the stored state is still each key's.
     for i = 1, n do
       if out[4 * i - 3] == 1 then
-        lim = op_of(i, lim)
-        local alg = ALGS[lim.alg]
-        local kind = KINDS[alg.kind]
-        local key = KEYS[i]
-        local st = kind.expire(kind.load(key, now), now)
+        local an, r, p, burst, refill, debt = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+        local ok, rem, reset, retry = decide_stored(ALGS[an], an, r, p, burst, refill, debt, keys[k0 + i], 0, now)
         local k = 4 * (i - 1)
-        local ok, rem, reset, retry = decide(alg, lim, key, st, 0, now)
         out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
       end
     end
     return out
   end
-  local charges = #ARGV > 2
-  for i = 1, n do
-    local rec = nsts[i]
-    if rec ~= nil then
-      KINDS[rec.kind].write(KEYS[i], rec.cur, rec.typeok, now)
-      if charges then charge_of(out, rec, now) end
+  if writes ~= nil then
+    for i = 1, n do
+      local w = writes[i]
+      if w ~= nil then
+        local kind, st = w[1], w[3]
+        write_state(kind, keys[k0 + i], w[3], w[4], w[5], w[6], now)
+        if charges then
+          if kind == REGS then st = { a = w[3], b = w[4], c = w[5], e = w[6] } end
+          charge_of(out, kind, i, w[2], st, now)
+        end
+      end
     end
   end
   return out
@@ -149,12 +193,12 @@ end
 
 -- take_general decides a batch whose ops may share keys: a key's later ops
 -- see its earlier ops' pending state, as in algorithms.TakeAll.
-local function take_general(now)
+local function take_general(now, keys, k0, ops_packed, n, charges)
   local recs, order, ops = {}, {}, {}
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
-  for i = 1, #KEYS do
-    local lim, h, mode = op_of(i)
-    local key = KEYS[i]
+  for i = 1, n do
+    local lim, h, mode = op_of(ops_packed, i)
+    local key = keys[k0 + i]
     local rec = recs[key]
     if rec == nil then
       rec = { key = key, orig = {}, typeok = {} }
@@ -209,24 +253,31 @@ local function take_general(now)
     out[k + 3] = op.reset
     out[k + 4] = op.retry
   end
-  if admitted and #ARGV > 2 then
+  if admitted and charges then
     for _, rec in ipairs(order) do
-      if rec.hit then charge_of(out, rec, now) end
+      if rec.hit then charge_of(out, rec.kind, rec.last, rec.hits, rec.cur, now) end
     end
   end
   return out
 end
 
--- distinct reports whether no key repeats among the n KEYS.
-local function distinct(n)
+-- distinct reports whether no key repeats among keys[k0 + 1 .. k0 + n].
+local function distinct(keys, k0, n)
   if n == 1 then return true end
   local seen = {}
-  for i = 1, n do
-    local key = KEYS[i]
+  for i = k0 + 1, k0 + n do
+    local key = keys[i]
     if seen[key] then return false end
     seen[key] = true
   end
   return true
+end
+
+local function take_keys(now, keys, k0, ops, n, charges)
+  if distinct(keys, k0, n) then
+    return take_distinct(now, keys, k0, ops, n, charges)
+  end
+  return take_general(now, keys, k0, ops, n, charges)
 end
 
 local function take_main()
@@ -235,10 +286,7 @@ local function take_main()
   if #ARGV[2] ~= OP_BYTES * n then
     error('ratelimitd: ' .. #ARGV[2] .. ' bytes of ops for ' .. n .. ' keys, want ' .. OP_BYTES * n)
   end
-  if distinct(n) then
-    return take_distinct(now, n)
-  end
-  return take_general(now)
+  return take_keys(now, KEYS, 0, ARGV[2], n, #ARGV > 2)
 end
 
 -- take_many runs several independent takes in one call: what a pipeline
@@ -265,24 +313,18 @@ local function take_many()
   if total ~= #keys then
     error('ratelimitd: ops for ' .. total .. ' keys, ' .. #keys .. ' KEYS')
   end
-  local out, key = {}, 0
-  for b = 1, #args - 1 do
-    local ops = args[1 + b]
+  local out, k0 = {}, 0
+  for b = 2, #args do
+    local ops = args[b]
     local n = #ops / OP_BYTES
-    local sub_keys = {}
-    for i = 1, n do
-      sub_keys[i] = keys[key + i]
-    end
-    key = key + n
-    KEYS, ARGV = sub_keys, { now, ops }
-    local ok, reply = pcall(take_main)
+    local ok, reply = pcall(take_keys, now, keys, k0, ops, n, false)
+    k0 = k0 + n
     if ok then
-      out[b] = reply
+      out[b - 1] = reply
     else
-      out[b] = { err = tostring(reply) }
+      out[b - 1] = { err = tostring(reply) }
     end
   end
-  KEYS, ARGV = keys, args
   return out
 end
 

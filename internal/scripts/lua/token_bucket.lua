@@ -1,25 +1,24 @@
 -- token_bucket.lua: mirror of algorithms/token_bucket.go (read it for the
--- semantics). Hash fields as Go's bucket view: a = anchor (µs), b = units
+-- semantics). Registers as Go's bucket view: a = anchor (µs), b = units
 -- (tokens, negative in debt), c = frac of the next token in 1/period units.
 
--- token_bucket_at mirrors algorithms.tokenBucketAt: the bucket st holds at
--- now (exactly tokens + frac/period), refilled up to anchor.
-local function token_bucket_at(lim, st, now)
-  local p, r, capacity, debt = lim.period, lim.req, lim.capacity, lim.debt
-  local step = math.max(lim.refill, 1)
+-- token_bucket_at mirrors algorithms.tokenBucketAt: the bucket a, b, c, e
+-- holds at now (exactly tokens + frac/period), refilled up to anchor.
+local function token_bucket_at(r, p, cap, refill, debt, a, b, c, e, now)
+  local step = math.max(refill, 1)
   local _, off = divmod(now, step)
   local boundary = now - off
-  if st.e == 0 then
-    return capacity, 0, boundary
+  if e == 0 then
+    return cap, 0, boundary
   end
-  local tokens, frac, anchor = clamp(st.b, -debt, capacity), clamp(st.c, 0, p - 1), math.max(st.a, boundary)
-  if tokens == capacity then
+  local tokens, frac, anchor = clamp(b, -debt, cap), clamp(c, 0, p - 1), math.max(a, boundary)
+  if tokens == cap then
     return tokens, 0, anchor
   end
-  local elapsed = boundary - st.a
+  local elapsed = boundary - a
   if elapsed > 0 then
-    if elapsed >= refill_time(capacity - tokens, frac, p, r) then
-      return capacity, 0, anchor
+    if elapsed >= refill_time(cap - tokens, frac, p, r) then
+      return cap, 0, anchor
     end
     local add
     add, frac = mad(elapsed, r, frac, p)
@@ -28,39 +27,41 @@ local function token_bucket_at(lim, st, now)
   return tokens, frac, anchor
 end
 
-local function token_bucket(lim, st, h, now)
-  if lim.req == 0 then
-    return zero_rate(st, h)
+-- token_bucket_when is when the bucket (tokens, frac, anchor) holds x >
+-- tokens tokens, on a refill boundary (step µs).
+local function token_bucket_when(x, tokens, frac, anchor, p, r, step)
+  return ceil_to(anchor + refill_time(x - tokens, frac, p, r), step)
+end
+
+local function token_bucket(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return zero_rate(h, a, b, c, e)
   end
-  local p, r, capacity, debt = lim.period, lim.req, lim.capacity, lim.debt
-  local step = math.max(lim.refill, 1)
-  local tokens, frac, anchor = token_bucket_at(lim, st, now)
-  -- at is when the bucket holds x > tokens tokens.
-  local function at(x)
-    return ceil_to(anchor + refill_time(x - tokens, frac, p, r), step)
-  end
-  if h > capacity + debt then
+  local step = math.max(refill, 1)
+  local tokens, frac, anchor = token_bucket_at(r, p, cap, refill, debt, a, b, c, e, now)
+  if h > cap + debt then
     local reset = 0
-    if tokens < capacity then reset = at(capacity) - now end
-    return false, math.max(tokens, 0), reset, NEVER, st
+    if tokens < cap then reset = token_bucket_when(cap, tokens, frac, anchor, p, r, step) - now end
+    return false, math.max(tokens, 0), reset, NEVER, a, b, c, e
   end
   local need = math.max(h - debt, 0)
   if tokens < need then
-    return false, math.max(tokens, 0), at(capacity) - now, at(need) - now, st
+    return false, math.max(tokens, 0), token_bucket_when(cap, tokens, frac, anchor, p, r, step) - now,
+      token_bucket_when(need, tokens, frac, anchor, p, r, step) - now, a, b, c, e
   end
   tokens = tokens - h
-  local nst = { a = anchor, b = tokens, c = frac, e = now }
-  if tokens < capacity then nst.e = at(capacity) end
-  return true, math.max(tokens, 0), nst.e - now, 0, nst
+  local expires = now
+  if tokens < cap then expires = token_bucket_when(cap, tokens, frac, anchor, p, r, step) end
+  return true, math.max(tokens, 0), expires - now, 0, anchor, tokens, frac, expires
 end
 
 -- undo only {
 -- token_bucket_undo mirrors algorithms.tokenBucketUndo: give back
 -- min(hits, what the charged bucket would still lack now).
 local function token_bucket_undo(lim, st, ch, now)
-  local p, capacity = lim.period, lim.capacity
-  local tokens, frac, anchor = token_bucket_at(lim, st, now)
-  local projected, pfrac = token_bucket_at(lim, ch, now)
+  local r, p, capacity, refill, debt = lim.req, lim.period, lim.capacity, lim.refill, lim.debt
+  local tokens, frac, anchor = token_bucket_at(r, p, capacity, refill, debt, st.a, st.b, st.c, st.e, now)
+  local projected, pfrac = token_bucket_at(r, p, capacity, refill, debt, ch.a, ch.b, ch.c, ch.e, now)
   local lack, lack_frac = capacity - projected, 0
   if pfrac > 0 then lack, lack_frac = lack - 1, p - pfrac end
   if ch.hits < lack or (ch.hits == lack and lack_frac > 0) then
@@ -74,8 +75,8 @@ end
 -- } undo only
 
 -- token_bucket_valid mirrors algorithms.tokenBucketValid (and its horizon).
-local function token_bucket_valid(lim, st, now)
-  local step = math.max(lim.refill, 1)
-  local h = ceil_to(refill_time(lim.capacity + lim.debt, 0, lim.period, lim.req), step) + step
-  return st.b >= -MAX_COUNT and st.b <= MAX_COUNT and st.c >= 0 and st.c <= MAX_PERIOD and st.a <= now + h
+local function token_bucket_valid(r, p, cap, refill, debt, a, b, c, now)
+  local step = math.max(refill, 1)
+  local h = ceil_to(refill_time(cap + debt, 0, p, r), step) + step
+  return b >= -MAX_COUNT and b <= MAX_COUNT and c >= 0 and c <= MAX_PERIOD and a <= now + h
 end
