@@ -12,8 +12,8 @@ var MathSource = file("math")
 // register state's SET PX) and their recording versions, which store the
 // value without a TTL and keep the TTL for the reply.
 var ttlWrites = [][2]string{
-	{"redis.call('PEXPIRE', key, ttl_ms(e, now))", "RECORDED_TTLS[key] = ttl_ms(e, now)"},
-	{"redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e), 'PX', ttl_ms(e, now))",
+	{"redis.call('PEXPIRE', key, ttl_arg(e, now))", "RECORDED_TTLS[key] = ttl_ms(e, now)"},
+	{"redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e), 'PX', ttl_arg(e, now))",
 		"RECORDED_TTLS[key] = ttl_ms(e, now); redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e))"},
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,36 @@ func TestTakeAfterScriptFlush(t *testing.T) {
 	takeAfterFlush(t, r, rdb, op, "SCRIPT FLUSH", func() error { return rdb.ScriptFlush(ctx).Err() }, 1, 0)
 	if exists := rdb.ScriptExists(ctx, r.Hash()).Val(); len(exists) != 1 || !exists[0] {
 		t.Fatal("the script was not loaded again")
+	}
+}
+
+// The library keeps the TTL arguments it formatted (math.lua's ttl_arg) and
+// starts over past a few thousand: every key still gets its own TTL across
+// more distinct TTLs than that, each written by its own call.
+func TestTTLsPastTheirArgumentCache(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	r := scripts.NewRunner()
+	const keys = 5000
+	resets := make([]time.Duration, keys)
+	for i := range keys {
+		lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Duration(i+1)*7*time.Second + 3*time.Millisecond}
+		d, err := r.Take(ctx, rdb, []algorithms.Op{{Key: "ttl:" + strconv.Itoa(i), Limit: lim, Hits: 1}}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resets[i] = d[0].ResetAfter
+	}
+	distinct := map[time.Duration]bool{}
+	for i, reset := range resets {
+		pttl := rdb.PTTL(ctx, "ttl:"+strconv.Itoa(i)).Val()
+		if pttl <= 0 || pttl > reset.Round(time.Millisecond)+time.Millisecond || pttl < reset-5*time.Second {
+			t.Fatalf("key %d: PTTL %v, reset %v", i, pttl, reset)
+		}
+		distinct[reset.Round(time.Millisecond)] = true
+	}
+	if len(distinct) < 4097 {
+		t.Fatalf("%d distinct TTLs, want more than the cache holds", len(distinct))
 	}
 }
 

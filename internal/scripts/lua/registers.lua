@@ -66,7 +66,7 @@ end
 
 -- regs_set stores a state with its TTL in one command.
 local function regs_set(key, a, b, c, e, now)
-  redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e), 'PX', ttl_ms(e, now))
+  redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e), 'PX', ttl_arg(e, now))
 end
 
 -- The table view, one of take.lua's storage kinds. The second result of

@@ -133,7 +133,9 @@ end
 -- op reads its key's stored state, so there is no pending state to track
 -- per key, only what the end writes.
 local function take_distinct(now, keys, k0, ops, n, charges)
-  local out, writes = {}, nil
+  -- Sized for one op by its constructor: filling an empty table reallocates
+  -- it at every power of two.
+  local out, writes = { 0, 0, 0, 0 }, nil
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
   for i = 1, n do
     local an, r, p, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
