@@ -70,7 +70,9 @@ func TestTTLsPastTheirArgumentCache(t *testing.T) {
 	const keys = 5000
 	resets := make([]time.Duration, keys)
 	for i := range keys {
-		lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Duration(i+1)*7*time.Second + 3*time.Millisecond}
+		// One GCRA hit of one per period: the TTL is the period, at least
+		// 7 s, so no key expires before the check.
+		lim := algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1, Period: time.Duration(i+1)*7*time.Second + 3*time.Millisecond}
 		d, err := r.Take(ctx, rdb, []algorithms.Op{{Key: "ttl:" + strconv.Itoa(i), Limit: lim, Hits: 1}}, time.Time{})
 		if err != nil {
 			t.Fatal(err)
