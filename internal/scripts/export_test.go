@@ -13,8 +13,8 @@ var MathSource = file("math")
 // value without a TTL and keep the TTL for the reply.
 var ttlWrites = [][2]string{
 	{"redis.call('PEXPIRE', key, ttl_arg(e, now))", "RECORDED_TTLS[key] = ttl_ms(e, now)"},
-	{"redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e), 'PX', ttl_arg(e, now))",
-		"RECORDED_TTLS[key] = ttl_ms(e, now); redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e))"},
+	{"redis.call('SET', key, packed, 'PX', ttl)",
+		"RECORDED_TTLS[key] = tonumber(ttl); redis.call('SET', key, packed)"},
 }
 
 // recordTTLs rewrites src's TTL-setting writes; ok is false when src no

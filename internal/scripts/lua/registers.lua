@@ -64,9 +64,14 @@ local function regs_get(key)
   return regs_get_hash(key)
 end
 
--- regs_set stores a state with its TTL in one command.
+-- regs_put stores a packed state with its TTL argument (ttl_arg) in one
+-- command.
+local function regs_put(key, packed, ttl)
+  redis.call('SET', key, packed, 'PX', ttl)
+end
+
 local function regs_set(key, a, b, c, e, now)
-  redis.call('SET', key, struct.pack(REGS_FORMAT, a, b, c, e), 'PX', ttl_arg(e, now))
+  regs_put(key, struct.pack(REGS_FORMAT, a, b, c, e), ttl_arg(e, now))
 end
 
 -- The table view, one of take.lua's storage kinds. The second result of

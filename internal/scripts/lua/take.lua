@@ -128,6 +128,13 @@ end
 -- A take decides n ops, packed in ops (checked: OP_BYTES each), on
 -- keys[k0 + 1 .. k0 + n]; charges asks for the charges in the reply.
 
+-- PENDING holds take_distinct's writes until the batch is decided, three
+-- slots per op: its kind (false: nothing to write), then the packed state
+-- and its TTL argument for registers, or the view and its typeok for a log.
+-- One table serves every take (a library outlives its calls, and takes run
+-- one at a time) instead of one per op: a take sets every slot it reads.
+local PENDING = {}
+
 -- take_distinct is take_general for ops on distinct keys, nearly every
 -- request (one op, or descriptors that each count their own key): every
 -- op reads its key's stored state, so there is no pending state to track
@@ -135,11 +142,13 @@ end
 local function take_distinct(now, keys, k0, ops, n, charges)
   -- Sized for one op by its constructor: filling an empty table reallocates
   -- it at every power of two.
-  local out, writes = { 0, 0, 0, 0 }, nil
+  local out, pending = { 0, 0, 0, 0 }, false
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
   for i = 1, n do
     local an, r, p, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
     local alg, ok, rem, reset, retry = ALGS[an], false, 0, 0, NEVER
+    local j = 3 * i - 2
+    PENDING[j] = false
     if alg ~= nil then
       local key = keys[k0 + i]
       local x1, x2, x3, x4
@@ -149,9 +158,12 @@ local function take_distinct(now, keys, k0, ops, n, charges)
           -- One op, allowed: the batch is admitted, and there is nothing
           -- to keep for the end.
           write_state(alg.kind, key, x1, x2, x3, x4, now)
+        elseif alg.kind == REGS then
+          PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), ttl_arg(x4, now)
+          pending = true
         else
-          writes = writes or {}
-          writes[i] = { alg.kind, h, x1, x2, x3, x4 }
+          PENDING[j], PENDING[j + 1], PENDING[j + 2] = LOG, x1, x2
+          pending = true
         end
       end
     end
@@ -177,17 +189,25 @@ local function take_distinct(now, keys, k0, ops, n, charges)
     end
     return out
   end
-  if writes ~= nil then
-    for i = 1, n do
-      local w = writes[i]
-      if w ~= nil then
-        local kind, st = w[1], w[3]
-        write_state(kind, keys[k0 + i], w[3], w[4], w[5], w[6], now)
-        if charges then
-          if kind == REGS then st = { a = w[3], b = w[4], c = w[5], e = w[6] } end
-          charge_of(out, kind, i, w[2], st, now)
-        end
+  if not pending then
+    return out
+  end
+  for i = 1, n do
+    local j = 3 * i - 2
+    local kind = PENDING[j]
+    if kind == REGS then
+      regs_put(keys[k0 + i], PENDING[j + 1], PENDING[j + 2])
+    elseif kind == LOG then
+      log_write(keys[k0 + i], PENDING[j + 1], PENDING[j + 2], now)
+    end
+    if kind and charges then
+      local _, _, _, _, _, _, h = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+      local st = PENDING[j + 1]
+      if kind == REGS then
+        local a, b, c, e = struct.unpack(REGS_FORMAT, st)
+        st = { a = a, b = b, c = c, e = e }
       end
+      charge_of(out, kind, i, h, st, now)
     end
   end
   return out
@@ -263,9 +283,19 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
   return out
 end
 
--- distinct reports whether no key repeats among keys[k0 + 1 .. k0 + n].
+-- distinct reports whether no key repeats among keys[k0 + 1 .. k0 + n]:
+-- by pairs for the few keys of nearly every take (interned strings compare
+-- by address), where a set would cost a table and its growth.
 local function distinct(keys, k0, n)
-  if n == 1 then return true end
+  if n <= 8 then
+    for i = k0 + 2, k0 + n do
+      local key = keys[i]
+      for j = k0 + 1, i - 1 do
+        if keys[j] == key then return false end
+      end
+    end
+    return true
+  end
   local seen = {}
   for i = k0 + 1, k0 + n do
     local key = keys[i]
