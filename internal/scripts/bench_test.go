@@ -2,8 +2,11 @@ package scripts_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +77,55 @@ func BenchmarkRunnerTake(b *testing.B) {
 					b.ReportMetric(redisMicrosPerCall(b, rdb, v.cmd), "redis-µs/call")
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkTakeUnderLoad is redis-benchmark's view of a take, which it
+// cannot send itself (the ops are binary): 20 clients calling at once, each
+// take of 1 or 4 ops on keys drawn from 100,000 (so most are fresh, as
+// under real traffic), by FCALL. redis-µs/call is Redis's own time per call
+// (INFO commandstats usec_per_call, wall time in Redis, so a busy machine
+// inflates it); per extra op is (op4 - op1) / 3. A sequential caller
+// (BenchmarkRunnerTake) leaves Redis idle between calls, and cold.
+func BenchmarkTakeUnderLoad(b *testing.B) {
+	ctx := context.Background()
+	srv := redistest.Start(b)
+	const clients, keys = 20, 100_000
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: clients})
+	b.Cleanup(func() { _ = rdb.Close() })
+	r := scripts.NewRunner()
+	for _, alg := range algorithms.All() {
+		for _, n := range []int{1, 4} {
+			b.Run(alg.String()+"/op"+strconv.Itoa(n), func(b *testing.B) {
+				lim := algorithms.Limit{Algorithm: alg, Requests: 1e9, Period: time.Second}
+				take := func(rng *rand.Rand) error {
+					ops := make([]algorithms.Op, n)
+					for i := range ops {
+						ops[i] = algorithms.Op{Key: "load:" + strconv.Itoa(i) + ":" + strconv.Itoa(rng.IntN(keys)), Limit: lim, Hits: 1}
+					}
+					_, err := r.Take(ctx, rdb, ops, time.Time{})
+					return err
+				}
+				if err := take(rand.New(rand.NewPCG(0, 0))); err != nil { // loads the library
+					b.Fatal(err)
+				}
+				if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+					b.Fatal(err)
+				}
+				b.SetParallelism(clients/runtime.GOMAXPROCS(0) + 1)
+				var seed atomic.Uint64
+				b.RunParallel(func(pb *testing.PB) {
+					rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+					for pb.Next() {
+						if err := take(rng); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(redisMicrosPerCall(b, rdb, "fcall"), "redis-µs/call")
+			})
 		}
 	}
 }
