@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,16 +141,47 @@ func redisMicrosPerCall(b *testing.B, rdb *redis.Client, cmd string) float64 {
 	return stat.UsecPerCall()
 }
 
-// BenchmarkTakeInRedis times takes inside Redis (LoopLibrary): redis-µs/take
-// is Redis's own time per take of 1 or 3 ops on fresh keys, by Redis TIME,
-// free of the network and of the client's scheduling, next to the floor of
-// the same commands without logic. Run with -count for A B A B pairs.
+// BenchmarkTakeInRedis times takes inside Redis (LoopLibrary): Redis's own
+// time per take of 1 or 3 ops on fresh keys, by Redis TIME, free of the
+// network and of the client's scheduling. Each iteration runs the take
+// (take-µs), the same commands without logic (floor-µs) and, if given,
+// another commit's take (baseline-µs), one after the other: on a machine
+// whose speed drifts between runs, only side by side figures compare. Use
+// -benchtime 15x or more.
+//
+// For a baseline, run it at the old commit with
+// RATELIMITD_WRITE_LOOP_LIBRARY=file, then at the new one with
+// RATELIMITD_BASELINE_LOOP_LIBRARY=file.
 func BenchmarkTakeInRedis(b *testing.B) {
 	ctx := context.Background()
 	rdb := newRedis(b)
 	lib, loop, floor, ok := scripts.LoopLibrary()
 	if !ok {
 		b.Fatal("LoopLibrary no longer finds the take function")
+	}
+	if path := os.Getenv("RATELIMITD_WRITE_LOOP_LIBRARY"); path != "" {
+		if err := os.WriteFile(path, []byte(loop+"\n"+lib), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	type variant struct{ metric, fn string }
+	variants := []variant{{"take-µs", loop}, {"floor-µs", floor}}
+	if path := os.Getenv("RATELIMITD_BASELINE_LOOP_LIBRARY"); path != "" {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fn, baseLib, ok := strings.Cut(string(text), "\n")
+		if !ok {
+			b.Fatalf("%s: want the loop function's name, a newline and the library", path)
+		}
+		if fn == loop {
+			b.Fatalf("%s is this commit's library", path)
+		}
+		if err := rdb.FunctionLoadReplace(ctx, baseLib).Err(); err != nil {
+			b.Fatalf("%s: %v", path, err)
+		}
+		variants = append(variants, variant{"baseline-µs", fn})
 	}
 	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 		b.Fatal(err)
@@ -167,29 +199,36 @@ func BenchmarkTakeInRedis(b *testing.B) {
 				b.Fatal(err)
 			}
 			args = append(args, iters)
-			for _, fn := range []struct{ name, fn string }{{"take", loop}, {"floor", floor}} {
-				if fn.name == "floor" && alg != algorithms.FixedWindow {
-					continue // the floor does not depend on the algorithm
-				}
-				name := alg.String() + "/op" + strconv.Itoa(n) + "/" + fn.name
-				if fn.name == "floor" {
-					name = "floor/op" + strconv.Itoa(n)
-				}
-				b.Run(name, func(b *testing.B) {
-					var us, takes int64
-					for b.Loop() {
-						if err := rdb.FlushAll(ctx).Err(); err != nil {
-							b.Fatal(err)
-						}
-						got, err := rdb.FCall(ctx, fn.fn, keys, args...).Int64()
-						if err != nil {
-							b.Fatal(err)
-						}
-						us, takes = us+got, takes+iters
+			b.Run(alg.String()+"/op"+strconv.Itoa(n), func(b *testing.B) {
+				take := func(v variant) int64 {
+					if err := rdb.FlushAll(ctx).Err(); err != nil {
+						b.Fatal(err)
 					}
-					b.ReportMetric(float64(us)/float64(takes), "redis-µs/take")
-				})
-			}
+					us, err := rdb.FCall(ctx, v.fn, keys, args...).Int64()
+					if err != nil {
+						b.Fatal(err)
+					}
+					return us
+				}
+				// One round untimed, so no variant pays for the change of
+				// algorithm or batch size alone.
+				for _, v := range variants {
+					take(v)
+				}
+				us := make([]int64, len(variants))
+				var loops int64
+				for b.Loop() {
+					// In turn first, so none always runs right after another.
+					for j := range variants {
+						i := (j + int(loops)) % len(variants)
+						us[i] += take(variants[i])
+					}
+					loops++
+				}
+				for i, v := range variants {
+					b.ReportMetric(float64(us[i])/float64(loops*iters), v.metric)
+				}
+			})
 		}
 	}
 }
