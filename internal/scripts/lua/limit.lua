@@ -2,20 +2,15 @@
 -- requests, period µs, burst, refill interval µs, max debt (scripts/encode.go
 -- writes them).
 
--- limit_new returns the limit in lim, a table it fills (reusing one saves
--- an allocation per op), or in a new one.
-local function limit_new(alg, req, period, burst, refill, debt, lim)
+-- limit_new is the limit table of the tables' paths: a log's take, and
+-- take_general and the undo script for every algorithm.
+local function limit_new(alg, req, period, burst, refill, debt)
   local capacity = burst
   if capacity == 0 then capacity = req end
-  if lim == nil then
-    return {
-      alg = alg, req = req, period = period, burst = burst, refill = refill, debt = debt,
-      capacity = capacity,
-    }
-  end
-  lim.alg, lim.req, lim.period, lim.burst, lim.refill, lim.debt = alg, req, period, burst, refill, debt
-  lim.capacity = capacity
-  return lim
+  return {
+    alg = alg, req = req, period = period, burst = burst, refill = refill, debt = debt,
+    capacity = capacity,
+  }
 end
 
 -- limit_of reads the six fields as decimal ARGV from ARGV[j] (undo.lua).
@@ -30,9 +25,9 @@ end
 -- call instead of eight tonumber.
 local OP_FORMAT, OP_BYTES = '<dddddddd', 64
 
--- op_of decodes op i of a take's packed ops: its limit (in lim, if given:
--- see limit_new), hits and mode. The caller checked the length of ops.
-local function op_of(ops, i, lim)
+-- op_of decodes op i of a take's packed ops: its limit, hits and mode. The
+-- caller checked the length of ops.
+local function op_of(ops, i)
   local alg, req, period, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-  return limit_new(alg, req, period, burst, refill, debt, lim), h, mode
+  return limit_new(alg, req, period, burst, refill, debt), h, mode
 end

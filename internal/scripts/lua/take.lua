@@ -74,7 +74,7 @@ end
 
 -- decide_stored is decide on the stored state of key, for an op given by
 -- its fields (limit.lua): ok, rem, reset, retry, then the new state: a, b,
--- c, e for registers, tables-free; a view and its typeok for a log.
+-- c, e for registers (no table built), or a view and its typeok for a log.
 local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now)
   if alg.kind == REGS then
     local cap = burst
