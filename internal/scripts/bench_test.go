@@ -85,10 +85,13 @@ func BenchmarkRunnerTake(b *testing.B) {
 // BenchmarkTakeUnderLoad is redis-benchmark's view of a take, which it
 // cannot send itself (the ops are binary): 20 clients calling at once, each
 // take of 1 or 4 ops on keys drawn from 100,000 (so most are fresh, as
-// under real traffic), by FCALL. redis-µs/call is Redis's own time per call
+// under real traffic), by FCALL. take-µs/call is Redis's own time per call
 // (INFO commandstats usec_per_call, wall time in Redis, so a busy machine
-// inflates it); per extra op is (op4 - op1) / 3. A sequential caller
-// (BenchmarkRunnerTake) leaves Redis idle between calls, and cold.
+// inflates it); per extra op is (op4 - op1) / 3. Each client alternates
+// with floorScript on other keys, whose floor-µs/call (EVALSHA, so
+// commandstats keeps it apart) is what the same commands cost without
+// logic. A sequential caller (BenchmarkRunnerTake) leaves Redis idle
+// between calls, and cold.
 func BenchmarkTakeUnderLoad(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.Start(b)
@@ -100,15 +103,24 @@ func BenchmarkTakeUnderLoad(b *testing.B) {
 		for _, n := range []int{1, 4} {
 			b.Run(alg.String()+"/op"+strconv.Itoa(n), func(b *testing.B) {
 				lim := algorithms.Limit{Algorithm: alg, Requests: 1e9, Period: time.Second}
+				keysOf := func(rng *rand.Rand, prefix string) []string {
+					ks := make([]string, n)
+					for i := range ks {
+						ks[i] = prefix + strconv.Itoa(i) + ":" + strconv.Itoa(rng.IntN(keys))
+					}
+					return ks
+				}
 				take := func(rng *rand.Rand) error {
 					ops := make([]algorithms.Op, n)
-					for i := range ops {
-						ops[i] = algorithms.Op{Key: "load:" + strconv.Itoa(i) + ":" + strconv.Itoa(rng.IntN(keys)), Limit: lim, Hits: 1}
+					for i, k := range keysOf(rng, "load:") {
+						ops[i] = algorithms.Op{Key: k, Limit: lim, Hits: 1}
 					}
-					_, err := r.Take(ctx, rdb, ops, time.Time{})
-					return err
+					if _, err := r.Take(ctx, rdb, ops, time.Time{}); err != nil {
+						return err
+					}
+					return floorScript.Run(ctx, rdb, keysOf(rng, "floor:"), floorValue, 1000).Err()
 				}
-				if err := take(rand.New(rand.NewPCG(0, 0))); err != nil { // loads the library
+				if err := take(rand.New(rand.NewPCG(0, 0))); err != nil { // loads the library and the script
 					b.Fatal(err)
 				}
 				if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
@@ -125,11 +137,23 @@ func BenchmarkTakeUnderLoad(b *testing.B) {
 						}
 					}
 				})
-				b.ReportMetric(redisMicrosPerCall(b, rdb, "fcall"), "redis-µs/call")
+				b.ReportMetric(redisMicrosPerCall(b, rdb, "fcall"), "take-µs/call")
+				b.ReportMetric(redisMicrosPerCall(b, rdb, "evalsha"), "floor-µs/call")
 			})
 		}
 	}
 }
+
+// floorScript does what a register take cannot do without, and no logic:
+// TIME, and per key GET and SET ... PX of a 32-byte value.
+var floorScript = redis.NewScript(`redis.call('TIME')
+for i = 1, #KEYS do
+  redis.call('GET', KEYS[i])
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+end
+return 0`)
+
+var floorValue = strings.Repeat("x", 32)
 
 // redisMicrosPerCall reads usec_per_call of cmd since the last CONFIG
 // RESETSTAT.
