@@ -67,15 +67,22 @@ func TestBackgroundSweep(t *testing.T) {
 }
 
 func TestCloseStopsSweeper(t *testing.T) {
-	// Counting sweepers by their stacks, not all goroutines: other tests'
-	// goroutines may exit meanwhile and hide a missing one.
+	// Sweepers are told apart by goroutine ID, not counted among all
+	// goroutines: other tests' goroutines, sweepers included, may exit
+	// meanwhile and hide a missing one.
 	before := sweepers()
 	stores := make([]*memstore.Store, 20)
 	for i := range stores {
 		stores[i] = memstore.New(memstore.WithSweep(time.Millisecond, time.Millisecond))
 	}
-	if got := sweepers(); got != before+len(stores) {
-		t.Fatalf("%d sweepers, want %d: one per store", got, before+len(stores))
+	var started []string
+	for id := range sweepers() {
+		if !before[id] {
+			started = append(started, id)
+		}
+	}
+	if len(started) != len(stores) {
+		t.Fatalf("%d sweepers started, want %d: one per store", len(started), len(stores))
 	}
 	for _, s := range stores {
 		if err := s.Close(); err != nil {
@@ -84,21 +91,28 @@ func TestCloseStopsSweeper(t *testing.T) {
 	}
 	// Close waits for its sweeper to finish; polling only covers the
 	// instant between that and the goroutine's exit. A leak stays.
-	waitFor(t, "every sweeper to stop", 2*time.Second, func() bool { return sweepers() == before })
+	waitFor(t, "every sweeper to stop", 2*time.Second, func() bool {
+		now := sweepers()
+		return !slices.ContainsFunc(started, func(id string) bool { return now[id] })
+	})
 }
 
-// sweepers counts the goroutines memstore.New started (its sweepers only),
-// by the "created by" line of their stacks: a goroutine not yet running
-// shows a compiler wrapper, not sweepLoop, as its function.
-func sweepers() int {
+// sweepers is the set of IDs of the goroutines memstore.New started (its
+// sweepers only), found by the "created by" line of their stacks: a
+// goroutine not yet running shows a compiler wrapper, not sweepLoop.
+func sweepers() map[string]bool {
 	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "created by github.com/ratelimitd/ratelimitd/pkg/store/memstore.New ")
-		}
+	for len(buf) == runtime.Stack(buf, true) {
 		buf = make([]byte, 2*len(buf))
 	}
+	ids := map[string]bool{}
+	for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "\ncreated by github.com/ratelimitd/ratelimitd/pkg/store/memstore.New ") {
+			id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+			ids[id] = true
+		}
+	}
+	return ids
 }
 
 func heapInUse() uint64 {
