@@ -118,7 +118,7 @@ func BenchmarkTakeUnderLoad(b *testing.B) {
 					if _, err := r.Take(ctx, rdb, ops, time.Time{}); err != nil {
 						return err
 					}
-					return floorScript.Run(ctx, rdb, keysOf(rng, "floor:"), floorValue, 1000).Err()
+					return floorScript.Run(ctx, rdb, keysOf(rng, "floor:")).Err()
 				}
 				if err := take(rand.New(rand.NewPCG(0, 0))); err != nil { // loads the library and the script
 					b.Fatal(err)
@@ -144,16 +144,8 @@ func BenchmarkTakeUnderLoad(b *testing.B) {
 	}
 }
 
-// floorScript does what a register take cannot do without, and no logic:
-// TIME, and per key GET and SET ... PX of a 32-byte value.
-var floorScript = redis.NewScript(`redis.call('TIME')
-for i = 1, #KEYS do
-  redis.call('GET', KEYS[i])
-  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-end
-return 0`)
-
-var floorValue = strings.Repeat("x", 32)
+// floorScript is FloorBody as a script.
+var floorScript = redis.NewScript(scripts.FloorBody + "return 0")
 
 // redisMicrosPerCall reads usec_per_call of cmd since the last CONFIG
 // RESETSTAT.
