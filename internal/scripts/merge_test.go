@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,13 @@ func TestMergedTakes(t *testing.T) {
 	}
 	rng := newRand(t)
 	m := model{}
+	// Most takes use the first four keys; one in eight has 9-12 ops (past
+	// the pairwise check of take.lua's distinct), on distinct keys or on
+	// those four.
 	keys := []string{"m:a", "m:b", "m:c", "m:d"}
+	for i := range 12 {
+		keys = append(keys, "m:wide"+strconv.Itoa(i))
+	}
 	lims := map[algorithms.Algorithm]algorithms.Limit{}
 	for _, alg := range algorithms.All() {
 		lims[alg] = randomLimit(rng, alg)
@@ -60,8 +67,16 @@ func TestMergedTakes(t *testing.T) {
 		for i := range takes {
 			alg := algorithms.All()[rng.IntN(len(algorithms.All()))]
 			ops := make([]algorithms.Op, 1+rng.IntN(3))
+			keyOf := func(int) string { return keys[rng.IntN(4)] }
+			if rng.IntN(8) == 0 {
+				ops = make([]algorithms.Op, 9+rng.IntN(4))
+				if rng.IntN(2) == 0 {
+					perm := rng.Perm(len(keys))
+					keyOf = func(j int) string { return keys[perm[j]] }
+				}
+			}
 			for j := range ops {
-				ops[j] = algorithms.Op{Key: keys[rng.IntN(len(keys))], Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(4))}
+				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(4))}
 			}
 			takes[i], calls[i] = ops, fcallArgs(t, ops, time.UnixMicro(now))
 			if n, ok := scripts.Mergeable(calls[i]); !ok || n != now {
