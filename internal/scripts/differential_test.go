@@ -152,7 +152,8 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 		s.lim = mutate(rng, s.lim)
 	}
 	if rng.IntN(8) != 0 {
-		return []algorithms.Op{{Key: s.keys[0], Limit: s.lim, Hits: randomHits(rng, s.lim)}}
+		// One in four is a usage report, recorded past the limit.
+		return []algorithms.Op{{Key: s.keys[0], Limit: s.lim, Hits: randomHits(rng, s.lim), Usage: rng.IntN(4) == 0}}
 	}
 	ops := make([]algorithms.Op, 2+rng.IntN(3))
 	distinct := rng.Perm(len(s.keys))
@@ -173,7 +174,7 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 		if distinct != nil {
 			key = s.keys[distinct[i]]
 		}
-		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(4))}
+		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(4)), Usage: rng.IntN(4) == 0}
 	}
 	return ops
 }
@@ -282,7 +283,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			want, writes := goState.take(p.ops, time.UnixMicro(s.now))
 			var b strings.Builder
 			for j, op := range p.ops {
-				fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d go=%s lua=%s", j, op.Key, op.Limit, op.Hits, fmtDecision(want[j]), fmtDecision(got[j]))
+				fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d mode=%d usage=%t go=%s lua=%s", j, op.Key, op.Limit, op.Hits, op.Mode, op.Usage, fmtDecision(want[j]), fmtDecision(got[j]))
 			}
 			s.note("t=%d%s", s.now, b.String())
 			fail := func(format string, args ...any) {

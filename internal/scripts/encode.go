@@ -14,6 +14,10 @@ import (
 // (lua/limit.lua's OP_FORMAT).
 const opBytes = 64
 
+// usageFlag is added to an op's mode in the take's ARGV when its hits are
+// usage (algorithms.Op.Usage): lua/take.lua records them past the limit.
+const usageFlag = 16
+
 // maxHits bounds the hits sent to Lua: any hits above every capacity is
 // denied with RetryAfter Never whatever its value, so clamping keeps uint64
 // requests exact in binary64 without changing a decision.
@@ -23,7 +27,7 @@ const maxHits = 4 * algorithms.MaxCount
 // Redis TIME), ARGV[2] every op packed, opBytes each: its algorithm (0 for a
 // limit that fails Validate, which the script denies like algorithms.Take
 // does), requests, period µs, burst, refill interval µs, max debt, hits and
-// mode (algorithms.Mode). One binary argument instead of eight decimal ones
+// mode (algorithms.Mode, plus usageFlag for usage). One binary argument instead of eight decimal ones
 // per op saves formatting here, and argument handling and tonumber in Redis.
 func Encode(ops []algorithms.Op, now time.Time) ([]string, []any, error) {
 	us, err := nowArg(now)
@@ -54,7 +58,11 @@ func appendOp(buf []byte, op algorithms.Op) []byte {
 			float64(lim.MaxDebt),
 		}
 	}
-	f[6], f[7] = float64(min(op.Hits, maxHits)), float64(op.Mode)
+	mode := float64(op.Mode)
+	if op.Usage {
+		mode += usageFlag
+	}
+	f[6], f[7] = float64(min(op.Hits, maxHits)), mode
 	for _, v := range f {
 		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
 	}

@@ -76,7 +76,7 @@ func TestMergedTakes(t *testing.T) {
 				}
 			}
 			for j := range ops {
-				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(4))}
+				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(4)), Usage: rng.IntN(4) == 0}
 			}
 			takes[i], calls[i] = ops, fcallArgs(t, ops, time.UnixMicro(now))
 			if n, ok := scripts.Mergeable(calls[i]); !ok || n != now {

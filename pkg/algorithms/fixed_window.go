@@ -40,6 +40,19 @@ func micros(us int64) time.Duration {
 	return time.Duration(us) * time.Microsecond
 }
 
+// fixedWindowForce counts hits past the limit: the window's count may exceed
+// Requests (up to MaxCount) until the window ends.
+func fixedWindowForce(lim Limit, st State, hits uint64, now int64) State {
+	period := lim.Period.Microseconds()
+	start := now - now%period
+	count := int64(0)
+	if w := st.Window(); w.Start == start && w.Count > 0 {
+		count = w.Count
+	}
+	count = min(count+int64(hits), MaxCount)
+	return Window{Start: start, Count: count}.State(start + period)
+}
+
 func fixedWindowHorizon(l Limit) int64 { return l.Period.Microseconds() }
 
 func fixedWindowValid(_ Limit, st State, _, _ int64) bool {

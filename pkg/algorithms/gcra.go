@@ -13,26 +13,20 @@ package algorithms
 // Remaining: hits admissible now, Capacity() - ceil((TAT-now)/T).
 // ResetAfter: until the TAT. RetryAfter: until TAT - now <= (Capacity()-hits)*T.
 //
-// A lowered rate or burst clamps the TAT to now + Capacity()*T.
+// Usage recorded past the limit (Record) moves the TAT up to
+// 2*Capacity()*T ahead of the clock, so the longest wait it causes is two
+// bursts' worth of emission intervals. A lowered rate or burst clamps the
+// TAT to that bound.
 func gcra(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)
 	}
 	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
-	// The TAT may run at most window = capacity*T = q + rem/r µs ahead.
+	// Admitted hits keep the TAT within window = capacity*T = q + rem/r µs
+	// of the clock.
 	q, rem := mad(capacity, p, 0, r)
-	tat, frac := now, int64(0)
-	if st.ExpiresAt != 0 {
-		a := st.Arrival()
-		tat, frac = a.TAT, clamp(a.Frac, 0, r-1)
-		if tat > now+q || (tat == now+q && frac > rem) {
-			tat, frac = now+q, rem
-		}
-	}
-	if tat < now {
-		tat, frac = now, 0
-	}
-	remaining := capacity - ceilDiv(tat-now, r, frac, p)
+	tat, frac := gcraAt(lim, st, now)
+	remaining := max(capacity-ceilDiv(tat-now, r, frac, p), 0)
 	reset := tat - now
 	if frac > 0 {
 		reset++
@@ -69,8 +63,50 @@ func ceilDiv(a, b, c, d int64) int64 {
 	return q
 }
 
+// gcraAt is the TAT st holds at now (whole µs and fraction in 1/Requests
+// units): never behind the clock, never more than 2*Capacity()*T ahead.
+// lim.Requests > 0.
+func gcraAt(lim Limit, st State, now int64) (tat, frac int64) {
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	tat = now
+	if st.ExpiresAt != 0 {
+		q2, rem2 := mad(2*capacity, p, 0, r)
+		a := st.Arrival()
+		tat, frac = a.TAT, clamp(a.Frac, 0, r-1)
+		if tat > now+q2 || (tat == now+q2 && frac > rem2) {
+			tat, frac = now+q2, rem2
+		}
+	}
+	if tat < now {
+		tat, frac = now, 0
+	}
+	return tat, frac
+}
+
+// gcraForce moves the TAT by hits*T past the limit, up to 2*Capacity()*T
+// ahead of the clock.
+func gcraForce(lim Limit, st State, hits uint64, now int64) State {
+	if lim.Requests == 0 {
+		return st
+	}
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	q2, rem2 := mad(2*capacity, p, 0, r)
+	tat, frac := gcraAt(lim, st, now)
+	add, frac := mad(int64(min(hits, 2*lim.Capacity())), p, frac, r)
+	tat += add
+	if tat > now+q2 || (tat == now+q2 && frac > rem2) {
+		tat, frac = now+q2, rem2
+	}
+	expires := tat
+	if frac > 0 {
+		expires++
+	}
+	return Arrival{TAT: tat, Frac: frac}.State(expires)
+}
+
+// gcraHorizon is how far ahead the TAT may run, plus its fraction.
 func gcraHorizon(l Limit) int64 {
-	q, _ := mad(int64(l.Capacity()), l.Period.Microseconds(), 0, int64(l.Requests))
+	q, _ := mad(2*int64(l.Capacity()), l.Period.Microseconds(), 0, int64(l.Requests))
 	return q + 1
 }
 

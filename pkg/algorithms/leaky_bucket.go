@@ -13,7 +13,9 @@ package algorithms
 // ResetAfter: at the meter is empty. RetryAfter: at the level is at
 // most Capacity() - hits.
 //
-// A lowered Capacity clamps the level to it.
+// Usage recorded past the limit (Record) fills the meter up to twice
+// Capacity(), so the longest wait it causes is the time to drain two
+// buckets. A lowered Capacity clamps the level to twice the new one.
 func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)
@@ -25,7 +27,7 @@ func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		return anchor + refillTime(level-x, frac, p, r)
 	}
 	if hits > uint64(capacity) {
-		d := Decision{Remaining: uint64(capacity - level), RetryAfter: Never}
+		d := Decision{Remaining: uint64(max(capacity-level, 0)), RetryAfter: Never}
 		if level > 0 {
 			d.ResetAfter = micros(at(0) - now)
 		}
@@ -33,7 +35,7 @@ func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	}
 	if target := capacity - int64(hits); level > target {
 		return Decision{
-			Remaining:  uint64(capacity - level),
+			Remaining:  uint64(max(capacity-level, 0)),
 			ResetAfter: micros(at(0) - now),
 			RetryAfter: micros(at(target) - now),
 		}, st
@@ -58,7 +60,7 @@ func leakyBucketAt(lim Limit, st State, now int64) (level, frac, anchor int64) {
 		return 0, 0, now
 	}
 	m := st.Meter()
-	level, frac, anchor = clamp(m.Level, 0, capacity), clamp(m.Frac, 0, p-1), max(m.Last, now)
+	level, frac, anchor = clamp(m.Level, 0, 2*capacity), clamp(m.Frac, 0, p-1), max(m.Last, now)
 	if level == 0 {
 		return 0, 0, anchor
 	}
@@ -73,8 +75,20 @@ func leakyBucketAt(lim Limit, st State, now int64) (level, frac, anchor int64) {
 	return level, frac, anchor
 }
 
+// leakyBucketForce adds hits past the limit, up to twice Capacity().
+func leakyBucketForce(lim Limit, st State, hits uint64, now int64) State {
+	if lim.Requests == 0 {
+		return st
+	}
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	level, frac, anchor := leakyBucketAt(lim, st, now)
+	level = min(level+int64(min(hits, MaxCount)), 2*capacity)
+	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, p, r))
+}
+
+// leakyBucketHorizon is the time to drain the fullest meter usage leaves.
 func leakyBucketHorizon(l Limit) int64 {
-	return refillTime(int64(l.Capacity()), 0, l.Period.Microseconds(), int64(l.Requests))
+	return refillTime(int64(2*l.Capacity()), 0, l.Period.Microseconds(), int64(l.Requests))
 }
 
 func leakyBucketValid(_ Limit, st State, now, h int64) bool {

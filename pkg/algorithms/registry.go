@@ -11,7 +11,7 @@ type Family uint8
 
 const (
 	// Registers: a few named integers (State.Window, Bucket, Meter or
-	// Arrival); Redis keeps a hash (registers.go).
+	// Arrival); Redis keeps them packed in one string (registers.go).
 	Registers Family = iota + 1
 	// Log: State.Log, one entry per admitted request; Redis keeps a ZSET.
 	Log
@@ -26,7 +26,10 @@ type spec struct {
 	family Family
 	bucket bool
 	take   func(Limit, State, uint64, int64) (Decision, State)
-	undo   func(Limit, State, Charged, int64) State
+	// force charges hits past the limit (see Record): the state take would
+	// have written had the hits fitted, bounded as its doc comment says.
+	force func(Limit, State, uint64, int64) State
+	undo  func(Limit, State, Charged, int64) State
 	// horizon and valid: see Limit.Horizon and inRange.
 	horizon func(Limit) int64
 	valid   func(lim Limit, st State, now, horizon int64) bool
@@ -37,17 +40,17 @@ type spec struct {
 // docs section, a schema enum value and a storetest step table; tests fail
 // until all of them exist.
 var registry = [...]spec{
-	FixedWindow - 1: {name: "fixed_window", family: Registers, take: fixedWindow, undo: fixedWindowUndo,
+	FixedWindow - 1: {name: "fixed_window", family: Registers, take: fixedWindow, force: fixedWindowForce, undo: fixedWindowUndo,
 		horizon: fixedWindowHorizon, valid: fixedWindowValid},
-	SlidingLog - 1: {name: "sliding_log", family: Log, take: slidingLog, undo: slidingLogUndo,
+	SlidingLog - 1: {name: "sliding_log", family: Log, take: slidingLog, force: slidingLogForce, undo: slidingLogUndo,
 		horizon: slidingLogHorizon, valid: slidingLogValid},
-	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow, undo: slidingWindowUndo,
+	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow, force: slidingWindowForce, undo: slidingWindowUndo,
 		horizon: slidingWindowHorizon, valid: slidingWindowValid},
-	TokenBucket - 1: {name: "token_bucket", family: Registers, bucket: true, take: tokenBucket, undo: tokenBucketUndo,
+	TokenBucket - 1: {name: "token_bucket", family: Registers, bucket: true, take: tokenBucket, force: tokenBucketForce, undo: tokenBucketUndo,
 		horizon: tokenBucketHorizon, valid: tokenBucketValid},
-	LeakyBucket - 1: {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket, undo: leakyBucketUndo,
+	LeakyBucket - 1: {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket, force: leakyBucketForce, undo: leakyBucketUndo,
 		horizon: leakyBucketHorizon, valid: leakyBucketValid},
-	GCRA - 1: {name: "gcra", family: Registers, bucket: true, take: gcra, undo: gcraUndo,
+	GCRA - 1: {name: "gcra", family: Registers, bucket: true, take: gcra, force: gcraForce, undo: gcraUndo,
 		horizon: gcraHorizon, valid: gcraValid},
 }
 

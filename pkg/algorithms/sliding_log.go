@@ -86,6 +86,25 @@ func logRoomAt(log []LogEntry, excess int64) int64 {
 	return log[len(log)-1].At
 }
 
+// slidingLogForce logs hits past the limit as one entry at now, which
+// leaves the window a Period later like any other; the log's sum stays
+// within MaxCount. It is what slidingLog admits under a limit of MaxCount.
+func slidingLogForce(lim Limit, st State, hits uint64, now int64) State {
+	var sum int64
+	for _, e := range st.Log {
+		if e.At > now-lim.Period.Microseconds() {
+			sum += e.Hits
+		}
+	}
+	hits = min(hits, uint64(max(MaxCount-sum, 0)))
+	if hits == 0 {
+		return st
+	}
+	lim.Requests = MaxCount
+	_, next := slidingLog(lim, st, hits, now)
+	return next
+}
+
 func slidingLogHorizon(l Limit) int64 { return l.Period.Microseconds() }
 
 func slidingLogValid(_ Limit, st State, now, h int64) bool {

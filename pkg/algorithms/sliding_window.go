@@ -27,20 +27,7 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 		return zeroRate(st, hits)
 	}
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
-	start := now - now%p
-	var cur, prev int64
-	if w := st.Window(); st.ExpiresAt != 0 {
-		switch {
-		case w.Start == start:
-			cur, prev = w.Count, w.Prev
-		case w.Start == start-p:
-			prev = w.Count
-		case w.Start > start && (w.Start-start)%p == 0:
-			// The clock went back a window or more: keep the newer counts.
-			start, cur, prev = w.Start, w.Count, w.Prev
-		}
-		cur, prev = max(cur, 0), max(prev, 0)
-	}
+	start, cur, prev := slidingWindowAt(lim, st, now)
 	elapsed := max(now-start, 0)
 	weighted, _ := mad(prev, p-elapsed, p-1, p)
 	room := r - cur - weighted
@@ -80,6 +67,34 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 		Remaining:  uint64(room - int64(hits)),
 		ResetAfter: micros(next.ExpiresAt - now),
 	}, next
+}
+
+// slidingWindowAt is the window st holds at now: its start, its count and
+// the previous window's.
+func slidingWindowAt(lim Limit, st State, now int64) (start, cur, prev int64) {
+	p := lim.Period.Microseconds()
+	start = now - now%p
+	if w := st.Window(); st.ExpiresAt != 0 {
+		switch {
+		case w.Start == start:
+			cur, prev = w.Count, w.Prev
+		case w.Start == start-p:
+			prev = w.Count
+		case w.Start > start && (w.Start-start)%p == 0:
+			// The clock went back a window or more: keep the newer counts.
+			start, cur, prev = w.Start, w.Count, w.Prev
+		}
+		cur, prev = max(cur, 0), max(prev, 0)
+	}
+	return start, cur, prev
+}
+
+// slidingWindowForce counts hits past the limit in the current window (up
+// to MaxCount): they weigh on the next window too, as admitted hits do.
+func slidingWindowForce(lim Limit, st State, hits uint64, now int64) State {
+	start, cur, prev := slidingWindowAt(lim, st, now)
+	cur = min(cur+int64(hits), MaxCount)
+	return Window{Start: start, Count: cur, Prev: prev}.State(start + 2*lim.Period.Microseconds())
 }
 
 func slidingWindowHorizon(l Limit) int64 { return 2 * l.Period.Microseconds() }

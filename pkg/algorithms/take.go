@@ -66,21 +66,80 @@ type Op struct {
 	Limit Limit
 	Hits  uint64
 	Mode  Mode
+	// Usage says Hits were already consumed (a token count Envoy reports
+	// when a response ends): they are recorded as Record does, past the
+	// limit too, whatever the batch's verdict. Its decision still says
+	// whether the key is within its limit afterwards, and counts in the
+	// verdict by Mode.
+	Usage bool
 }
 
-// TakeAll decides ops as one atomic, all-or-nothing unit, the contract every
-// store implements. Ops are evaluated in order, each against the state the
-// ops before it left (a key named twice is charged twice). Whether the batch
-// is denied is the Verdict of its decisions. If the batch is allowed, it
-// returns the decisions and the states to write: one per key that an
-// allowed op with hits > 0 charged. If the batch is denied, nothing is
-// written and each allowed op reports the unchanged state (as a check with
-// zero hits would).
+// Record applies hits to state at now under lim whatever the limit says:
+// hits that fit are taken exactly as Take takes them; hits that do not are
+// still recorded, taking the key past its limit (a window's count exceeds
+// Requests; a bucket goes into a debt bounded as its algorithm says), and
+// the decision is then a denial: what a check would answer on the state
+// written (Remaining 0, RetryAfter until a check would pass again).
+// hits == 0 and a limit of zero Requests record nothing: Record is Take.
+func Record(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
+	d, next, _ := record(lim, st, hits, now)
+	return d, next
+}
+
+// record is Record, also saying whether it changed the state (so that a
+// store writes it).
+func record(lim Limit, st State, hits uint64, now time.Time) (Decision, State, bool) {
+	d, next := Take(lim, st, hits, now)
+	return recordPast(lim, hits, now, d, next)
+}
+
+// recordPast is record after Take decided d and returned next.
+func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (Decision, State, bool) {
+	if d.Allowed || hits == 0 || lim.Requests == 0 || lim.Validate() != nil {
+		return d, next, d.Allowed && hits > 0
+	}
+	// Take returned the state as it read it (expired or out-of-range
+	// states as fresh ones), which force starts from.
+	alg, _ := lim.Algorithm.lookup()
+	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
+	forced := alg.force(lim, next, min(hits, MaxCount), us)
+	d, _ = alg.take(lim, forced, 0, us)
+	d.Allowed = false
+	return d, forced, true
+}
+
+// TakeAll decides ops as one atomic unit, the contract every store
+// implements. Ops are evaluated in order, each against the state the ops
+// before it left (a key named twice is judged on its running total).
+// Whether the batch is denied is the Verdict of its decisions.
+//
+// An admitted batch charges every op in full: Shadow and Quota ops and
+// Usage ops are recorded past their limits (Record), as envoyproxy counts
+// every descriptor of a request it admits; Enforce ops were all allowed.
+// A denied batch charges only its Usage ops (against the running total of
+// the Usage ops before them): every other op is left uncharged, an allowed
+// one reporting what a check would on that state, a denied one its denial.
+//
+// It returns the decisions and the states to write: one per key that an
+// op with hits > 0 charged.
 func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
 	if distinctKeys(ops) {
 		return takeDistinct(ops, load, now)
 	}
 	return takeGeneral(ops, load, now)
+}
+
+// firstPass decides one op in a batch's first pass, which assumes the batch
+// is admitted: every op but an Enforce one is recorded in full. It returns
+// the decision, the state and whether it changed, and Take's decision: what
+// the op answers if the batch turns out denied and the op is not Usage.
+func firstPass(op Op, st State, now time.Time) (Decision, State, bool, Decision) {
+	d, next := Take(op.Limit, st, op.Hits, now)
+	if op.Usage || op.Mode == Shadow || op.Mode == Quota {
+		rd, rnext, ch := recordPast(op.Limit, op.Hits, now, d, next)
+		return rd, rnext, ch, d
+	}
+	return d, next, d.Allowed && op.Hits > 0, d
 }
 
 // takeGeneral is TakeAll for any ops: a key's later ops see the pending
@@ -89,6 +148,8 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decisi
 	decisions := make([]Decision, len(ops))
 	original := make(map[string]State, len(ops))
 	pending := make(map[string]State, len(ops))
+	charged := make(map[string]bool, len(ops))
+	taken := make([]Decision, len(ops))
 	var verdict Verdict
 	for i, op := range ops {
 		st, seen := pending[op.Key]
@@ -96,23 +157,43 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decisi
 			st = load(op.Key)
 			original[op.Key] = st
 		}
-		var next State
-		decisions[i], next = Take(op.Limit, st, op.Hits, now)
-		pending[op.Key] = next
+		var ch bool
+		decisions[i], pending[op.Key], ch, taken[i] = firstPass(op, st, now)
+		charged[op.Key] = charged[op.Key] || ch
 		verdict.Add(op.Mode, decisions[i].Allowed)
 	}
-	if verdict.Denied() {
-		for i, op := range ops {
-			if decisions[i].Allowed {
-				decisions[i], _ = Take(op.Limit, original[op.Key], 0, now)
+	if !verdict.Denied() {
+		writes := make(map[string]State, len(ops))
+		for key, ch := range charged {
+			if ch {
+				writes[key] = pending[key]
 			}
 		}
-		return decisions, nil
+		return decisions, writes
 	}
-	writes := make(map[string]State, len(ops))
+	// Denied: start again from the stored states, recording usage only
+	// (a usage op moves its key's running state on as in the first pass).
+	clear(charged)
+	running := original
 	for i, op := range ops {
-		if op.Hits > 0 && decisions[i].Allowed {
-			writes[op.Key] = pending[op.Key]
+		switch {
+		case op.Usage:
+			var ch bool
+			decisions[i], running[op.Key], ch = record(op.Limit, running[op.Key], op.Hits, now)
+			charged[op.Key] = charged[op.Key] || ch
+		case decisions[i].Allowed:
+			decisions[i], _ = Take(op.Limit, running[op.Key], 0, now)
+		default:
+			decisions[i] = taken[i]
+		}
+	}
+	var writes map[string]State
+	for key, ch := range charged {
+		if ch {
+			if writes == nil {
+				writes = make(map[string]State, len(ops))
+			}
+			writes[key] = running[key]
 		}
 	}
 	return decisions, writes
@@ -148,23 +229,26 @@ func takeDistinct(ops []Op, load func(key string) State, now time.Time) ([]Decis
 	decisions := make([]Decision, len(ops))
 	states := make([]State, 2*len(ops)) // stored, then next, per op
 	original, next := states[:len(ops)], states[len(ops):]
+	charged := make([]bool, len(ops))
+	taken := make([]Decision, len(ops))
 	var verdict Verdict
 	for i, op := range ops {
 		original[i] = load(op.Key)
-		decisions[i], next[i] = Take(op.Limit, original[i], op.Hits, now)
+		decisions[i], next[i], charged[i], taken[i] = firstPass(op, original[i], now)
 		verdict.Add(op.Mode, decisions[i].Allowed)
 	}
-	if verdict.Denied() {
-		for i, op := range ops {
-			if decisions[i].Allowed {
-				decisions[i], _ = Take(op.Limit, original[i], 0, now)
-			}
-		}
-		return decisions, nil
-	}
+	denied := verdict.Denied()
 	var writes map[string]State
 	for i, op := range ops {
-		if op.Hits > 0 && decisions[i].Allowed {
+		if denied && !op.Usage {
+			if decisions[i].Allowed {
+				decisions[i], _ = Take(op.Limit, original[i], 0, now)
+			} else {
+				decisions[i] = taken[i]
+			}
+			continue
+		}
+		if charged[i] {
 			if writes == nil {
 				writes = make(map[string]State, len(ops))
 			}

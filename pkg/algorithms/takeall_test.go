@@ -29,11 +29,12 @@ func TestTakeAll(t *testing.T) {
 			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(1), Hits: 2}, {Key: "c", Limit: fw(3), Hits: 3}},
 			want: []Decision{ok(2, 40*s), no(1, 40*s, Never), ok(3, 40*s)},
 		},
-		"a denied shadow op denies nothing and alone is not charged": {
+		"a denied shadow op denies nothing and is counted past its limit": {
 			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(1), Hits: 2, Mode: Shadow}},
-			want: []Decision{ok(1, 40*s), no(1, 40*s, Never)},
+			want: []Decision{ok(1, 40*s), no(0, 40*s, 40*s)},
 			wantWrites: map[string]State{
 				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+				"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
 			},
 		},
 		"an allowed shadow op is charged": {
@@ -49,8 +50,9 @@ func TestTakeAll(t *testing.T) {
 		},
 		"one quota op with room carries the batch": {
 			ops:  []Op{{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fw(3), Hits: 2, Mode: Quota}, {Key: "e", Limit: fw(5), Hits: 2}},
-			want: []Decision{no(1, 40*s, Never), ok(1, 40*s), ok(3, 40*s)},
+			want: []Decision{no(0, 40*s, 40*s), ok(1, 40*s), ok(3, 40*s)},
 			wantWrites: map[string]State{
+				"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
 				"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
 				"e":  Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
 			},
@@ -58,6 +60,35 @@ func TestTakeAll(t *testing.T) {
 		"every quota op denied denies the batch": {
 			ops:  []Op{{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "e", Limit: fw(5), Hits: 2}},
 			want: []Decision{no(1, 40*s, Never), no(1, 40*s, Never), ok(5, 40*s)},
+		},
+		"usage is recorded past the limit and denies": {
+			ops:  []Op{{Key: "u", Limit: fw(3), Hits: 5, Usage: true}, {Key: "t", Limit: fw(10), Hits: 5, Usage: true}},
+			want: []Decision{no(0, 40*s, 40*s), ok(5, 40*s)},
+			wantWrites: map[string]State{
+				"u": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+				"t": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a denied batch records its usage only": {
+			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "u", Limit: fw(10), Hits: 4, Usage: true}, {Key: "d", Limit: fw(1), Hits: 2}},
+			want: []Decision{ok(3, 40*s), ok(6, 40*s), no(1, 40*s, Never)},
+			wantWrites: map[string]State{
+				"u": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a check after usage on one key sees the running total": {
+			ops:  []Op{{Key: "a", Limit: fw(10), Hits: 1699, Usage: true}, {Key: "a", Limit: fw(10), Hits: 1}},
+			want: []Decision{no(0, 40*s, 40*s), no(0, 40*s, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1699}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a usage exactly at the limit is allowed": {
+			ops:  []Op{{Key: "a", Limit: fw(10), Hits: 10, Usage: true}, {Key: "a", Limit: fw(10), Hits: 0}},
+			want: []Decision{ok(0, 40*s), ok(0, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.State(t0.UnixMicro() + 40e6),
+			},
 		},
 		"a repeated key is charged twice": {
 			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 2}, {Key: "a", Limit: fw(3), Hits: 1}},

@@ -23,7 +23,11 @@ package algorithms
 // ResetAfter: at the bucket is full. RetryAfter: at tokens reach
 // max(0, hits - MaxDebt).
 //
-// A lowered Capacity or MaxDebt clamps tokens into -MaxDebt..Capacity.
+// Usage recorded past the limit (Record) takes tokens down to
+// -(Capacity()+MaxDebt), one whole bucket below the deepest debt a request
+// may take, so the longest wait it causes is the time to refill twice the
+// bucket plus the debt. A lowered Capacity or MaxDebt clamps tokens into
+// that range.
 func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)
@@ -74,7 +78,7 @@ func tokenBucketAt(lim Limit, st State, now int64) (tokens, frac, anchor int64) 
 		return capacity, 0, boundary
 	}
 	b := st.Bucket()
-	tokens, frac, anchor = clamp(b.Tokens, -debt, capacity), clamp(b.Frac, 0, p-1), max(b.Last, boundary)
+	tokens, frac, anchor = clamp(b.Tokens, -(capacity+debt), capacity), clamp(b.Frac, 0, p-1), max(b.Last, boundary)
 	if tokens == capacity {
 		return tokens, 0, anchor
 	}
@@ -89,9 +93,24 @@ func tokenBucketAt(lim Limit, st State, now int64) (tokens, frac, anchor int64) 
 	return tokens, frac, anchor
 }
 
+// tokenBucketForce takes hits past the limit, down to the floor of
+// -(Capacity()+MaxDebt).
+func tokenBucketForce(lim Limit, st State, hits uint64, now int64) State {
+	if lim.Requests == 0 {
+		return st
+	}
+	p, r := lim.Period.Microseconds(), int64(lim.Requests)
+	capacity, debt := int64(lim.Capacity()), int64(lim.MaxDebt)
+	step := max(lim.RefillInterval.Microseconds(), 1)
+	tokens, frac, anchor := tokenBucketAt(lim, st, now)
+	tokens = max(tokens-int64(min(hits, MaxCount)), -(capacity + debt))
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step))
+}
+
+// tokenBucketHorizon is the time to refill from the floor usage may reach.
 func tokenBucketHorizon(l Limit) int64 {
 	step := max(l.RefillInterval.Microseconds(), 1)
-	return ceilTo(refillTime(int64(l.Capacity()+l.MaxDebt), 0, l.Period.Microseconds(), int64(l.Requests)), step) + step
+	return ceilTo(refillTime(int64(2*l.Capacity()+l.MaxDebt), 0, l.Period.Microseconds(), int64(l.Requests)), step) + step
 }
 
 func tokenBucketValid(_ Limit, st State, now, h int64) bool {

@@ -42,20 +42,21 @@ func (l Limit) Validate() error {
 		errs = append(errs, errors.New("refill_interval and max_debt apply to token_bucket only"))
 	}
 	if len(errs) == 0 && !l.refillsInTime() {
-		errs = append(errs, fmt.Errorf("a bucket of %d (burst+max_debt) refilling at %d per %s takes longer than %s to refill", l.Capacity()+l.MaxDebt, l.Requests, l.Period, MaxPeriod))
+		errs = append(errs, fmt.Errorf("a bucket of %d (2*burst+max_debt, the deepest recorded usage) refilling at %d per %s takes longer than %s to refill", 2*l.Capacity()+l.MaxDebt, l.Requests, l.Period, MaxPeriod))
 	}
 	return errors.Join(errs...)
 }
 
 // refillsInTime reports whether a bucket (token_bucket, leaky_bucket, gcra)
-// goes from empty (or fully in debt) to full, plus one refill step, within
-// MaxPeriod: every time a bucket stores or reports is bounded by that.
+// goes from the deepest debt recorded usage may leave (one bucket below
+// -MaxDebt, see Record) to full, plus one refill step, within MaxPeriod:
+// every time a bucket stores or reports is bounded by that.
 func (l Limit) refillsInTime() bool {
 	if !l.Algorithm.Bucket() || l.Requests == 0 {
 		return true
 	}
-	// (Capacity+MaxDebt) * Period <= (MaxPeriod - RefillInterval) * Requests
-	hiNeed, loNeed := bits.Mul64(l.Capacity()+l.MaxDebt, uint64(l.Period.Microseconds()))
+	// (2*Capacity+MaxDebt) * Period <= (MaxPeriod - RefillInterval) * Requests
+	hiNeed, loNeed := bits.Mul64(2*l.Capacity()+l.MaxDebt, uint64(l.Period.Microseconds()))
 	budget := uint64((MaxPeriod - l.RefillInterval).Microseconds())
 	hiHave, loHave := bits.Mul64(budget, l.Requests)
 	return hiNeed < hiHave || (hiNeed == hiHave && loNeed <= loHave)

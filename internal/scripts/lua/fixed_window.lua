@@ -24,6 +24,18 @@ local function fixed_window(r, p, cap, refill, debt, a, b, c, e, h, now)
   return true, r - count, reset, 0, start, count, 0, start + p
 end
 
+-- fixed_window_force mirrors algorithms.fixedWindowForce: count hits past
+-- the limit, up to MAX_COUNT, until the window ends.
+local function fixed_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
+  local _, off = divmod(now, p)
+  local start = now - off
+  local count = 0
+  if a == start and b > 0 then
+    count = b
+  end
+  return start, math.min(count + h, MAX_COUNT), 0, start + p
+end
+
 -- undo only {
 -- fixed_window_undo mirrors algorithms.fixedWindowUndo.
 local function fixed_window_undo(lim, st, ch, now)

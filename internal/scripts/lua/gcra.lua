@@ -7,22 +7,30 @@ local function ceil_div(a, b, c, d)
   return q
 end
 
-local function gcra(r, p, cap, refill, debt, a, b, c, e, h, now)
-  if r == 0 then
-    return zero_rate(h, a, b, c, e)
-  end
-  local q, rem = mad(cap, p, 0, r)
+-- gcra_at mirrors algorithms.gcraAt: the TAT at now, never behind the
+-- clock nor more than 2*cap*T ahead.
+local function gcra_at(r, p, cap, a, b, e, now)
   local tat, frac = now, 0
   if e ~= 0 then
+    local q2, rem2 = mad(2 * cap, p, 0, r)
     tat, frac = a, clamp(b, 0, r - 1)
-    if tat > now + q or (tat == now + q and frac > rem) then
-      tat, frac = now + q, rem
+    if tat > now + q2 or (tat == now + q2 and frac > rem2) then
+      tat, frac = now + q2, rem2
     end
   end
   if tat < now then
     tat, frac = now, 0
   end
-  local remaining = cap - ceil_div(tat - now, r, frac, p)
+  return tat, frac
+end
+
+local function gcra(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return zero_rate(h, a, b, c, e)
+  end
+  local q, rem = mad(cap, p, 0, r)
+  local tat, frac = gcra_at(r, p, cap, a, b, e, now)
+  local remaining = math.max(cap - ceil_div(tat - now, r, frac, p), 0)
   local reset = tat - now
   if frac > 0 then reset = reset + 1 end
   if h > cap then
@@ -39,6 +47,25 @@ local function gcra(r, p, cap, refill, debt, a, b, c, e, h, now)
   local expires = nxt
   if nfrac > 0 then expires = expires + 1 end
   return true, cap - ceil_div(nxt - now, r, nfrac, p), expires - now, 0, nxt, nfrac, 0, expires
+end
+
+-- gcra_force mirrors algorithms.gcraForce: move the TAT by h*T past the
+-- limit, up to 2*cap*T ahead of the clock.
+local function gcra_force(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return a, b, c, e
+  end
+  local q2, rem2 = mad(2 * cap, p, 0, r)
+  local tat, frac = gcra_at(r, p, cap, a, b, e, now)
+  local add
+  add, frac = mad(math.min(h, 2 * cap), p, frac, r)
+  tat = tat + add
+  if tat > now + q2 or (tat == now + q2 and frac > rem2) then
+    tat, frac = now + q2, rem2
+  end
+  local expires = tat
+  if frac > 0 then expires = expires + 1 end
+  return tat, frac, 0, expires
 end
 
 -- undo only {
@@ -61,6 +88,6 @@ end
 
 -- gcra_valid mirrors algorithms.gcraValid (and its horizon).
 local function gcra_valid(r, p, cap, refill, debt, a, b, c, now)
-  local q = mad(cap, p, 0, r)
-  return b >= 0 and b <= MAX_COUNT and a <= now + 2 * (q + 1)
+  local q2 = mad(2 * cap, p, 0, r)
+  return b >= 0 and b <= MAX_COUNT and a <= now + 2 * (q2 + 1)
 end

@@ -8,7 +8,7 @@ local function leaky_bucket_at(r, p, cap, a, b, c, e, now)
   if e == 0 then
     return 0, 0, now
   end
-  local level, frac, anchor = clamp(b, 0, cap), clamp(c, 0, p - 1), math.max(a, now)
+  local level, frac, anchor = clamp(b, 0, 2 * cap), clamp(c, 0, p - 1), math.max(a, now)
   if level == 0 then
     return 0, 0, anchor
   end
@@ -38,17 +38,28 @@ local function leaky_bucket(r, p, cap, refill, debt, a, b, c, e, h, now)
   if h > cap then
     local reset = 0
     if level > 0 then reset = leaky_bucket_when(0, level, frac, anchor, p, r) - now end
-    return false, cap - level, reset, NEVER, a, b, c, e
+    return false, math.max(cap - level, 0), reset, NEVER, a, b, c, e
   end
   local target = cap - h
   if level > target then
-    return false, cap - level, leaky_bucket_when(0, level, frac, anchor, p, r) - now,
+    return false, math.max(cap - level, 0), leaky_bucket_when(0, level, frac, anchor, p, r) - now,
       leaky_bucket_when(target, level, frac, anchor, p, r) - now, a, b, c, e
   end
   level = level + h
   local expires = now
   if level > 0 then expires = leaky_bucket_when(0, level, frac, anchor, p, r) end
   return true, cap - level, expires - now, 0, anchor, level, frac, expires
+end
+
+-- leaky_bucket_force mirrors algorithms.leakyBucketForce: add hits past
+-- the limit, up to twice the capacity.
+local function leaky_bucket_force(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return a, b, c, e
+  end
+  local level, frac, anchor = leaky_bucket_at(r, p, cap, a, b, c, e, now)
+  level = math.min(level + math.min(h, MAX_COUNT), 2 * cap)
+  return anchor, level, frac, leaky_bucket_when(0, level, frac, anchor, p, r)
 end
 
 -- undo only {
@@ -71,6 +82,6 @@ end
 
 -- leaky_bucket_valid mirrors algorithms.leakyBucketValid (and its horizon).
 local function leaky_bucket_valid(r, p, cap, refill, debt, a, b, c, now)
-  local h = refill_time(cap, 0, p, r)
+  local h = refill_time(2 * cap, 0, p, r)
   return b >= 0 and b <= MAX_COUNT and c >= 0 and c <= MAX_PERIOD and a <= now + h
 end

@@ -154,6 +154,19 @@ local function sliding_log(lim, view, h, now)
   return true, room - h, nv.exp - now, 0, nv
 end
 
+-- sliding_log_force mirrors algorithms.slidingLogForce: log h past the
+-- limit as one entry at now (the log's sum stays within MAX_COUNT), as
+-- sliding_log admits it under a limit of MAX_COUNT.
+local function sliding_log_force(lim, view, h, now)
+  local cut = now - lim.period
+  if view.cut ~= nil and view.cut > cut then cut = view.cut end
+  h = math.min(h, MAX_COUNT - log_sum_above(view, cut) - view.psum)
+  if h <= 0 then return view end
+  local big = { alg = lim.alg, req = MAX_COUNT, period = lim.period }
+  local _, _, _, _, nv = sliding_log(big, view, h, now)
+  return nv
+end
+
 local function log_write(key, view, typeok, now)
   if view.fresh or not typeok then
     redis.call('DEL', key)

@@ -2,10 +2,9 @@
 -- the semantics). Registers as Go's window view: a = start (µs) of the
 -- current window, b = count (its hits), c = prev (the previous window's).
 
-local function sliding_window(r, p, cap, refill, debt, a, b, c, e, h, now)
-  if r == 0 then
-    return zero_rate(h, a, b, c, e)
-  end
+-- sliding_window_at mirrors algorithms.slidingWindowAt: the window's start,
+-- its count and the previous window's at now.
+local function sliding_window_at(p, a, b, c, e, now)
   local _, off = divmod(now, p)
   local start = now - off
   local cur, prev = 0, 0
@@ -22,6 +21,14 @@ local function sliding_window(r, p, cap, refill, debt, a, b, c, e, h, now)
     end
     cur, prev = math.max(cur, 0), math.max(prev, 0)
   end
+  return start, cur, prev
+end
+
+local function sliding_window(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return zero_rate(h, a, b, c, e)
+  end
+  local start, cur, prev = sliding_window_at(p, a, b, c, e, now)
   local elapsed = math.max(now - start, 0)
   local weighted = mad(prev, p - elapsed, p - 1, p)
   local room = r - cur - weighted
@@ -52,6 +59,12 @@ local function sliding_window(r, p, cap, refill, debt, a, b, c, e, h, now)
     expires = start + p
   end
   return true, room - h, expires - now, 0, start, cur, prev, expires
+end
+
+-- sliding_window_force mirrors algorithms.slidingWindowForce.
+local function sliding_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
+  local start, cur, prev = sliding_window_at(p, a, b, c, e, now)
+  return start, math.min(cur + h, MAX_COUNT), prev, start + 2 * p
 end
 
 -- undo only {

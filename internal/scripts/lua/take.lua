@@ -6,16 +6,19 @@
 -- ARGV[2]: every op, packed (limit.lua's OP_FORMAT, OP_BYTES each):
 --   algorithm (0 = invalid limit), requests, period µs, burst, refill
 --   interval µs, max debt, hits, mode (algorithms.Mode: 0/ENFORCE, SHADOW,
---   QUOTA).
+--   QUOTA; plus USAGE when the hits are usage, algorithms.Op.Usage).
 -- ARGV[3], if present: reply the charges too (scripts.WithCharges).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
 --   (-1 = never); then, if the batch was admitted and ARGV[3] asked for
 --   them, one charge per key it wrote (see
 --   charge_of): 7 integers, plus 2 per sliding_log entry added.
 --
--- Phase 1 reads and computes every op without writing; phase 2 writes the
--- final state of each key that an allowed op charged, only if the batch is
--- allowed: no enforce op denied, and not every quota op denied.
+-- Phase 1 reads and computes every op without writing, assuming the batch
+-- is admitted (so usage, shadow and quota ops are recorded past their
+-- limits, as algorithms.Record does); phase 2 writes the final state of
+-- each key an op charged if the batch is admitted (no enforce op denied,
+-- and not every quota op denied), and else only what its usage ops
+-- recorded.
 
 -- REGS, LOG, ENFORCE, SHADOW, QUOTA and ALGS (algorithm number -> state kind
 -- and step function) are generated from the Go registry (scripts/source.go).
@@ -72,10 +75,39 @@ local function decide(alg, lim, key, st, h, now)
   return alg.take(lim, st, h, now)
 end
 
+-- record mirrors algorithms.Record after decide denied h hits on st (the
+-- state decide returned, as it read it): the forced state, then what a
+-- check answers on it. Only for h > 0 and a limit of some requests.
+local function record(alg, lim, key, st, h, now)
+  local forced
+  if alg.kind == REGS then
+    local a, b, c, e = alg.force(lim.req, lim.period, lim.capacity, lim.refill, lim.debt, st.a, st.b, st.c, st.e, h, now)
+    forced = { a = a, b = b, c = c, e = e }
+  else
+    forced = alg.force(lim, st, h, now)
+  end
+  local _, rem, reset, retry = decide(alg, lim, key, forced, 0, now)
+  return rem, reset, retry, forced
+end
+
+-- records reports whether an op whose take was denied is recorded anyway
+-- in the first phase: usage always; shadow and quota ops count past their
+-- limits when the batch is admitted, which phase 1 assumes.
+local function records(usage, mode, h, r)
+  return h > 0 and r > 0 and (usage or mode == SHADOW or mode == QUOTA)
+end
+
+-- mark_usage flags the log entry a usage op just added, which a charge
+-- leaves out (usage is never undone).
+local function mark_usage(kind, st)
+  if kind == LOG and #st.pend > 0 then st.pend[#st.pend].u = true end
+end
+
 -- decide_stored is decide on the stored state of key, for an op given by
 -- its fields (limit.lua): ok, rem, reset, retry, then the new state: a, b,
--- c, e for registers (no table built), or a view and its typeok for a log.
-local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now)
+-- c, e for registers (no table built), or a view and its typeok for a log;
+-- then whether the op was recorded past its limit (record: it may be).
+local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, rec)
   if alg.kind == REGS then
     local cap = burst
     if cap == 0 then cap = r end
@@ -84,12 +116,22 @@ local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now)
     if (e ~= 0 and now >= e) or (r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now)) then
       a, b, c, e = 0, 0, 0, 0
     end
-    return alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
+    local ok, rem, reset, retry, na, nb, nc, ne = alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
+    if ok or not rec then
+      return ok, rem, reset, retry, na, nb, nc, ne, false
+    end
+    na, nb, nc, ne = alg.force(r, p, cap, refill, debt, a, b, c, e, h, now)
+    ok, rem, reset, retry = alg.take(r, p, cap, refill, debt, na, nb, nc, ne, 0, now)
+    return false, rem, reset, retry, na, nb, nc, ne, true
   end
   local view, typeok = log_load(key, now)
   local lim = limit_new(an, r, p, burst, refill, debt)
   local ok, rem, reset, retry, nview = decide(alg, lim, key, log_expire(view, now), h, now)
-  return ok, rem, reset, retry, nview, typeok
+  if ok or not rec then
+    return ok, rem, reset, retry, nview, typeok, nil, nil, false
+  end
+  rem, reset, retry, nview = record(alg, lim, key, nview, h, now)
+  return false, rem, reset, retry, nview, typeok, nil, nil, true
 end
 
 -- write_state stores what decide_stored returned for an allowed op.
@@ -102,17 +144,23 @@ local function write_state(kind, key, x1, x2, x3, x4, now)
 end
 
 -- charge_of appends what the batch charged a key, for an exact undo
--- (scripts.Charge): the last op that charged it, the hits charged, and the
--- state st written: a, b, c, e and no entries for registers; now, 0, 0,
--- ExpiresAt and the (seq, hits) of each entry added for a log.
+-- (scripts.Charge): the last op that charged it, the hits charged (usage
+-- left out: it is never undone), and the state st written: a, b, c, e and
+-- no entries for registers; now, 0, 0, ExpiresAt and the (seq, hits) of
+-- each entry added for a log but by usage.
 local function charge_of(out, kind, last, hits, st, now)
   local n = #out
   if kind == LOG then
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, now, 0
-    out[n + 5], out[n + 6], out[n + 7] = 0, st.exp, #st.pend
-    for i, e in ipairs(st.pend) do
-      out[n + 6 + 2 * i], out[n + 7 + 2 * i] = e.seq, e.hits
+    out[n + 5], out[n + 6] = 0, st.exp
+    local m = 0
+    for _, e in ipairs(st.pend) do
+      if not e.u then
+        m = m + 1
+        out[n + 6 + 2 * m], out[n + 7 + 2 * m] = e.seq, e.hits
+      end
     end
+    out[n + 7] = m
   else
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, st.a, st.b
     out[n + 5], out[n + 6], out[n + 7] = st.c, st.e, 0
@@ -128,11 +176,12 @@ end
 -- A take decides n ops, packed in ops (checked: OP_BYTES each), on
 -- keys[k0 + 1 .. k0 + n]; charges asks for the charges in the reply.
 
--- PENDING holds take_distinct's writes until the batch is decided, three
+-- PENDING holds take_distinct's writes until the batch is decided, four
 -- slots per op: its kind (false: nothing to write), then the packed state
--- and its TTL argument for registers, or the view and its typeok for a log.
--- One table serves every take (a library outlives its calls, and takes run
--- one at a time) instead of one per op: a take sets every slot it reads.
+-- and its TTL argument for registers, or the view and its typeok for a log,
+-- then whether the op is usage. One table serves every take (a library
+-- outlives its calls, and takes run one at a time) instead of one per op: a
+-- take sets every slot it reads.
 local PENDING = {}
 
 -- take_distinct is take_general for ops on distinct keys, nearly every
@@ -146,22 +195,27 @@ local function take_distinct(now, keys, k0, ops, n, charges)
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
   for i = 1, n do
     local an, r, p, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+    local usage = mode >= USAGE
+    if usage then mode = mode - USAGE end
     local alg, ok, rem, reset, retry = ALGS[an], false, 0, 0, NEVER
-    local j = 3 * i - 2
-    PENDING[j] = false
+    local j = 4 * i - 3
+    PENDING[j], PENDING[j + 3] = false, usage
     if alg ~= nil then
       local key = keys[k0 + i]
-      local x1, x2, x3, x4
-      ok, rem, reset, retry, x1, x2, x3, x4 = decide_stored(alg, an, r, p, burst, refill, debt, key, h, now)
-      if ok and h > 0 then
-        if n == 1 and not charges then
-          -- One op, allowed: the batch is admitted, and there is nothing
-          -- to keep for the end.
+      local x1, x2, x3, x4, forced
+      ok, rem, reset, retry, x1, x2, x3, x4, forced =
+        decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, records(usage, mode, h, r))
+      if (ok and h > 0) or forced then
+        if n == 1 and not charges and (ok or usage or mode == SHADOW) then
+          -- One op that the batch's verdict cannot undo: write at once,
+          -- there is nothing to keep for the end.
+          if usage then mark_usage(alg.kind, x1) end
           write_state(alg.kind, key, x1, x2, x3, x4, now)
         elseif alg.kind == REGS then
           PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), ttl_arg(x4, now)
           pending = true
         else
+          if usage then mark_usage(LOG, x1) end
           PENDING[j], PENDING[j + 1], PENDING[j + 2] = LOG, x1, x2
           pending = true
         end
@@ -176,31 +230,34 @@ local function take_distinct(now, keys, k0, ops, n, charges)
     local k = 4 * (i - 1)
     out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
   end
-  if not admits(enforced_denied, quota_ops, quota_denied) then
-    -- Nothing is written: an allowed op reports what a check would. No op
-    -- wrote, so the stored state is still each key's.
+  local admitted = admits(enforced_denied, quota_ops, quota_denied)
+  if not admitted then
+    -- Only usage is written. Every other op is uncharged: an allowed one
+    -- reports what a check would, one recorded past its limit its own
+    -- denial. No op wrote yet, so the stored state is still each key's.
     for i = 1, n do
-      if out[4 * i - 3] == 1 then
-        local an, r, p, burst, refill, debt = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-        local ok, rem, reset, retry = decide_stored(ALGS[an], an, r, p, burst, refill, debt, keys[k0 + i], 0, now)
-        local k = 4 * (i - 1)
+      local j, k = 4 * i - 3, 4 * (i - 1)
+      if not PENDING[j + 3] and (out[k + 1] == 1 or PENDING[j]) then
+        local an, r, p, burst, refill, debt, h = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+        if out[k + 1] == 1 then h = 0 end
+        local ok, rem, reset, retry = decide_stored(ALGS[an], an, r, p, burst, refill, debt, keys[k0 + i], h, now, false)
         out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
+        PENDING[j] = false
       end
     end
-    return out
   end
   if not pending then
     return out
   end
   for i = 1, n do
-    local j = 3 * i - 2
+    local j = 4 * i - 3
     local kind = PENDING[j]
     if kind == REGS then
       regs_put(keys[k0 + i], PENDING[j + 1], PENDING[j + 2])
     elseif kind == LOG then
       log_write(keys[k0 + i], PENDING[j + 1], PENDING[j + 2], now)
     end
-    if kind and charges then
+    if kind and charges and admitted and not PENDING[j + 3] then
       local _, _, _, _, _, _, h = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
       local st = PENDING[j + 1]
       if kind == REGS then
@@ -213,6 +270,42 @@ local function take_distinct(now, keys, k0, ops, n, charges)
   return out
 end
 
+-- peek is the state an op of kind sees on rec without changing rec: the
+-- running one, or (on a family switch, or before any op) as current would
+-- make it.
+local function peek(rec, kind, now)
+  if rec.kind == kind then
+    return KINDS[kind].expire(rec.cur, now)
+  elseif rec.kind == nil then
+    return KINDS[kind].expire(original(rec, kind, now), now)
+  end
+  return KINDS[kind].fresh(rec.key)
+end
+
+-- step decides op on rec's running state, recording it past its limit when
+-- rec_past says so, and moves rec's state on.
+local function step(op, rec_past, now)
+  local rec, alg, h = op.rec, op.alg, op.h
+  local st = current(rec, alg.kind, now)
+  local ok, rem, reset, retry, nst = decide(alg, op.lim, rec.key, st, h, now)
+  local charged = ok and h > 0
+  if not ok and rec_past then
+    op.taken = { rem, reset, retry }
+    rem, reset, retry, nst = record(alg, op.lim, rec.key, nst, h, now)
+    charged = true
+  end
+  op.ok, op.rem, op.reset, op.retry = ok, rem, reset, retry
+  rec.cur = nst
+  if charged then
+    rec.hit = true
+    if op.usage then
+      mark_usage(alg.kind, nst)
+    else
+      rec.hits, rec.last = (rec.hits or 0) + h, op.i
+    end
+  end
+end
+
 -- take_general decides a batch whose ops may share keys: a key's later ops
 -- see its earlier ops' pending state, as in algorithms.TakeAll.
 local function take_general(now, keys, k0, ops_packed, n, charges)
@@ -220,6 +313,8 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
   local enforced_denied, quota_ops, quota_denied = false, 0, 0
   for i = 1, n do
     local lim, h, mode = op_of(ops_packed, i)
+    local usage = mode >= USAGE
+    if usage then mode = mode - USAGE end
     local key = keys[k0 + i]
     local rec = recs[key]
     if rec == nil then
@@ -228,20 +323,14 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
       order[#order + 1] = rec
     end
     local alg = ALGS[lim.alg]
-    local op = { rec = rec, lim = lim, h = h, alg = alg }
+    local op = { i = i, rec = rec, lim = lim, h = h, alg = alg, usage = usage }
     ops[i] = op
     if alg == nil then
       op.ok, op.rem, op.reset, op.retry = false, 0, 0, NEVER
       -- algorithms.Take still drops an expired pending state.
       if rec.kind ~= nil then rec.cur = KINDS[rec.kind].expire(rec.cur, now) end
     else
-      local st = current(rec, alg.kind, now)
-      local nst
-      op.ok, op.rem, op.reset, op.retry, nst = decide(alg, op.lim, rec.key, st, h, now)
-      rec.cur = nst
-      if h > 0 and op.ok then
-        rec.hit, rec.hits, rec.last = true, (rec.hits or 0) + h, i
-      end
+      step(op, records(usage, mode, h, lim.req), now)
     end
     if mode == QUOTA then
       quota_ops = quota_ops + 1
@@ -251,20 +340,29 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
     end
   end
   local admitted = admits(enforced_denied, quota_ops, quota_denied)
-  if admitted then
+  if not admitted then
+    -- Start again from the stored states and record usage only, as
+    -- algorithms.TakeAll does: every other op is uncharged, an allowed one
+    -- reporting what a check would on its key's running state, one
+    -- recorded past its limit its own denial.
     for _, rec in ipairs(order) do
-      if rec.hit then
-        KINDS[rec.kind].write(rec.key, rec.cur, rec.typeok[rec.kind], now)
+      rec.kind, rec.cur, rec.hit, rec.hits = nil, nil, false, nil
+    end
+    for _, op in ipairs(ops) do
+      if op.alg ~= nil then
+        if op.usage then
+          step(op, op.h > 0 and op.lim.req > 0, now)
+        elseif op.ok then
+          op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, peek(op.rec, op.alg.kind, now), 0, now)
+        elseif op.taken then
+          op.rem, op.reset, op.retry = op.taken[1], op.taken[2], op.taken[3]
+        end
       end
     end
-  else
-    -- Nothing is written: an allowed op reports what a check would.
-    for _, op in ipairs(ops) do
-      if op.ok then
-        local kind = op.alg.kind
-        local st = KINDS[kind].expire(original(op.rec, kind, now), now)
-        op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, st, 0, now)
-      end
+  end
+  for _, rec in ipairs(order) do
+    if rec.hit then
+      KINDS[rec.kind].write(rec.key, rec.cur, rec.typeok[rec.kind], now)
     end
   end
   local out = {}
@@ -277,7 +375,7 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
   end
   if admitted and charges then
     for _, rec in ipairs(order) do
-      if rec.hit then charge_of(out, rec.kind, rec.last, rec.hits, rec.cur, now) end
+      if rec.hits then charge_of(out, rec.kind, rec.last, rec.hits, rec.cur, now) end
     end
   end
   return out

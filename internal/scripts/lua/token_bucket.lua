@@ -11,7 +11,7 @@ local function token_bucket_at(r, p, cap, refill, debt, a, b, c, e, now)
   if e == 0 then
     return cap, 0, boundary
   end
-  local tokens, frac, anchor = clamp(b, -debt, cap), clamp(c, 0, p - 1), math.max(a, boundary)
+  local tokens, frac, anchor = clamp(b, -(cap + debt), cap), clamp(c, 0, p - 1), math.max(a, boundary)
   if tokens == cap then
     return tokens, 0, anchor
   end
@@ -55,6 +55,18 @@ local function token_bucket(r, p, cap, refill, debt, a, b, c, e, h, now)
   return true, math.max(tokens, 0), expires - now, 0, anchor, tokens, frac, expires
 end
 
+-- token_bucket_force mirrors algorithms.tokenBucketForce: take hits past
+-- the limit, down to -(cap + debt).
+local function token_bucket_force(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 then
+    return a, b, c, e
+  end
+  local step = math.max(refill, 1)
+  local tokens, frac, anchor = token_bucket_at(r, p, cap, refill, debt, a, b, c, e, now)
+  tokens = math.max(tokens - math.min(h, MAX_COUNT), -(cap + debt))
+  return anchor, tokens, frac, token_bucket_when(cap, tokens, frac, anchor, p, r, step)
+end
+
 -- undo only {
 -- token_bucket_undo mirrors algorithms.tokenBucketUndo: give back
 -- min(hits, what the charged bucket would still lack now).
@@ -77,6 +89,6 @@ end
 -- token_bucket_valid mirrors algorithms.tokenBucketValid (and its horizon).
 local function token_bucket_valid(r, p, cap, refill, debt, a, b, c, now)
   local step = math.max(refill, 1)
-  local h = ceil_to(refill_time(cap + debt, 0, p, r), step) + step
+  local h = ceil_to(refill_time(2 * cap + debt, 0, p, r), step) + step
   return b >= -MAX_COUNT and b <= MAX_COUNT and c >= 0 and c <= MAX_PERIOD and a <= now + h
 end
