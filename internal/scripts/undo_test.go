@@ -58,11 +58,36 @@ func TestUndoLua(t *testing.T) {
 				if rng.IntN(4) == 0 {
 					ops = append(ops, algorithms.Op{Key: key, Limit: lim, Hits: 1})
 				}
+				// Usage on another key (in shadow mode, so that it never denies the
+				// batch) is recorded and never charged; on the
+				// key itself it leaves the key without a charge (take.lua).
+				usage := algorithms.Op{Key: key + ":usage", Limit: lim, Hits: 1 + rng.Uint64N(3*lim.Capacity()+1), Usage: true, Mode: algorithms.Shadow}
+				switch rng.IntN(6) {
+				case 0:
+					ops = append(ops, usage)
+				case 1:
+					usage.Key = key
+					ops = append(ops, usage)
+				}
 				before := m[key]
 				before.Log = slices.Clone(before.Log)
 				ds, charges := u.take(m, ops, now)
-				if !ds[0].Allowed || (len(ops) == 2 && !ds[1].Allowed) {
+				if !ds[0].Allowed || (len(ops) >= 2 && !ds[1].Allowed && !ops[1].Usage) {
 					continue
+				}
+				if ops[len(ops)-1].Usage {
+					if ops[len(ops)-1].Key == key && len(charges) != 0 {
+						t.Fatalf("trial %d: a key usage also charged reported charges %+v", trial, charges)
+					}
+					for _, c := range charges {
+						if c.Key != key {
+							t.Fatalf("trial %d: usage was reported as a charge %+v", trial, c)
+						}
+					}
+					if ops[len(ops)-1].Key == key {
+						continue
+					}
+					ops = ops[:len(ops)-1]
 				}
 				var hits uint64
 				for _, op := range ops {

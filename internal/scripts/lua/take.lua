@@ -97,12 +97,6 @@ local function records(usage, mode, h, r)
   return h > 0 and r > 0 and (usage or mode == SHADOW or mode == QUOTA)
 end
 
--- mark_usage flags the log entry a usage op just added, which a charge
--- leaves out (usage is never undone).
-local function mark_usage(kind, st)
-  if kind == LOG and #st.pend > 0 then st.pend[#st.pend].u = true end
-end
-
 -- decide_stored is decide on the stored state of key, for an op given by
 -- its fields (limit.lua): ok, rem, reset, retry, then the new state: a, b,
 -- c, e for registers (no table built), or a view and its typeok for a log;
@@ -144,23 +138,18 @@ local function write_state(kind, key, x1, x2, x3, x4, now)
 end
 
 -- charge_of appends what the batch charged a key, for an exact undo
--- (scripts.Charge): the last op that charged it, the hits charged (usage
--- left out: it is never undone), and the state st written: a, b, c, e and
--- no entries for registers; now, 0, 0, ExpiresAt and the (seq, hits) of
--- each entry added for a log but by usage.
+-- (scripts.Charge): the last op that charged it, the hits charged, and the
+-- state st written: a, b, c, e and no entries for registers; now, 0, 0,
+-- ExpiresAt and the (seq, hits) of each entry added for a log. Usage is
+-- never undone, so a key usage charged has no charge (take_general).
 local function charge_of(out, kind, last, hits, st, now)
   local n = #out
   if kind == LOG then
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, now, 0
-    out[n + 5], out[n + 6] = 0, st.exp
-    local m = 0
-    for _, e in ipairs(st.pend) do
-      if not e.u then
-        m = m + 1
-        out[n + 6 + 2 * m], out[n + 7 + 2 * m] = e.seq, e.hits
-      end
+    out[n + 5], out[n + 6], out[n + 7] = 0, st.exp, #st.pend
+    for i, e in ipairs(st.pend) do
+      out[n + 6 + 2 * i], out[n + 7 + 2 * i] = e.seq, e.hits
     end
-    out[n + 7] = m
   else
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, st.a, st.b
     out[n + 5], out[n + 6], out[n + 7] = st.c, st.e, 0
@@ -209,13 +198,11 @@ local function take_distinct(now, keys, k0, ops, n, charges)
         if n == 1 and not charges and (ok or usage or mode == SHADOW) then
           -- One op that the batch's verdict cannot undo: write at once,
           -- there is nothing to keep for the end.
-          if usage then mark_usage(alg.kind, x1) end
           write_state(alg.kind, key, x1, x2, x3, x4, now)
         elseif alg.kind == REGS then
           PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), ttl_arg(x4, now)
           pending = true
         else
-          if usage then mark_usage(LOG, x1) end
           PENDING[j], PENDING[j + 1], PENDING[j + 2] = LOG, x1, x2
           pending = true
         end
@@ -299,7 +286,7 @@ local function step(op, rec_past, now)
   if charged then
     rec.hit = true
     if op.usage then
-      mark_usage(alg.kind, nst)
+      rec.usage = true
     else
       rec.hits, rec.last = (rec.hits or 0) + h, op.i
     end
@@ -346,7 +333,7 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
     -- reporting what a check would on its key's running state, one
     -- recorded past its limit its own denial.
     for _, rec in ipairs(order) do
-      rec.kind, rec.cur, rec.hit, rec.hits = nil, nil, false, nil
+      rec.kind, rec.cur, rec.hit, rec.hits, rec.usage = nil, nil, false, nil, nil
     end
     for _, op in ipairs(ops) do
       if op.alg ~= nil then
@@ -374,8 +361,11 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
     out[k + 4] = op.retry
   end
   if admitted and charges then
+    -- A key that usage also charged reports no charge: giving its other
+    -- hits back could return what a bucket's floor absorbed of the usage
+    -- (a denied cross-slot request then consumes them: under-admission).
     for _, rec in ipairs(order) do
-      if rec.hits then charge_of(out, rec.kind, rec.last, rec.hits, rec.cur, now) end
+      if rec.hits and not rec.usage then charge_of(out, rec.kind, rec.last, rec.hits, rec.cur, now) end
     end
   end
   return out
