@@ -28,7 +28,7 @@ const DefaultDetailedSeries = 1000
 type Metrics struct {
 	reg *prometheus.Registry
 
-	totalHits, overLimit, nearLimit, withinLimit, shadowMode, overLimitLocalCache *prometheus.CounterVec
+	totalHits, overLimit, nearLimit, withinLimit, shadowMode, overLimitLocalCache, usageOverLimit *prometheus.CounterVec
 
 	configLoads   *prometheus.CounterVec
 	backendErrors *prometheus.CounterVec
@@ -47,7 +47,7 @@ type ruleKey struct{ domain, rule string }
 // ruleCounters are one rule's resolved counters, so the hot path does one
 // map lookup instead of six label hashes.
 type ruleCounters struct {
-	total, over, near, within, shadow, overCache prometheus.Counter
+	total, over, near, within, shadow, overCache, usageOver prometheus.Counter
 }
 
 // Option configures Metrics.
@@ -75,6 +75,7 @@ func New(opts ...Option) *Metrics {
 	m.withinLimit = rule("within_limit_total", "Admitted hits.")
 	m.shadowMode = rule("shadow_mode_total", "Hits over the limit of a shadow_mode rule (answered OK).")
 	m.overLimitLocalCache = rule("over_limit_with_local_cache_total", "Hits denied by the local over-limit cache, without the backend.")
+	m.usageOverLimit = rule("usage_over_limit_total", "Usage hits (a descriptor's own hits_addend, such as LLM tokens) recorded although they took the rule past its limit.")
 	m.configLoads = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "config_load_total",
 		Help: "Config loads by result (success, error); a failed load keeps the previous config."}, []string{"result"})
 	m.backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "backend_errors_total",
@@ -86,7 +87,7 @@ func New(opts ...Option) *Metrics {
 	m.undoFailures = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "redis_undo_failures_total",
 		Help: "Denied cross-slot Redis Cluster requests whose undo failed: their hits stay charged until the window passes or the bucket refills."})
 	m.reg.MustRegister(m.undoFailures)
-	m.reg.MustRegister(m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode, m.overLimitLocalCache,
+	m.reg.MustRegister(m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode, m.overLimitLocalCache, m.usageOverLimit,
 		m.configLoads, m.backendErrors, m.requests, m.roundTrips,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -114,6 +115,8 @@ type Hit struct {
 	Hits               uint64
 	Allowed, Shadow    bool
 	FromCache          bool
+	// Usage: the hits were usage, recorded whatever the decision.
+	Usage bool
 	// Capacity and Remaining (after the hit) drive near_limit.
 	Capacity, Remaining uint64
 }
@@ -130,6 +133,9 @@ func (m *Metrics) Observe(h Hit) {
 		}
 		if h.FromCache {
 			c.overCache.Add(hits)
+		}
+		if h.Usage {
+			c.usageOver.Add(hits)
 		}
 		return
 	}
@@ -162,6 +168,7 @@ func (m *Metrics) counters(domain, statKey, metricKey string) *ruleCounters {
 		within:    m.withinLimit.WithLabelValues(dl, ll),
 		shadow:    m.shadowMode.WithLabelValues(dl, ll),
 		overCache: m.overLimitLocalCache.WithLabelValues(dl, ll),
+		usageOver: m.usageOverLimit.WithLabelValues(dl, ll),
 	}
 	if prev, loaded := m.rules.LoadOrStore(ruleKey{domain, label}, c); loaded {
 		if label == metricKey && metricKey != statKey {

@@ -33,6 +33,12 @@ func TestObserve(t *testing.T) {
 		{"denied by the local cache",
 			metrics.Hit{Domain: "d", StatKey: "r", MetricKey: "r", Hits: 1, FromCache: true, Capacity: 10},
 			map[string]float64{"over_limit": 1, "over_limit_with_local_cache": 1}},
+		{"usage recorded past the limit",
+			metrics.Hit{Domain: "d", StatKey: "r", MetricKey: "r", Hits: 200, Usage: true, Capacity: 1000},
+			map[string]float64{"total_hits": 200, "over_limit": 200, "usage_over_limit": 200}},
+		{"usage within the limit",
+			metrics.Hit{Domain: "d", StatKey: "r", MetricKey: "r", Hits: 900, Allowed: true, Usage: true, Capacity: 1000, Remaining: 100},
+			map[string]float64{"within_limit": 900, "usage_over_limit": 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

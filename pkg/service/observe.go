@@ -35,6 +35,7 @@ func (s *Service) observe(domain string, p *plan, results []store.Result) {
 			MetricKey: r.MetricKey(sl.entries),
 			Hits:      p.reqs[sl.req].Hits,
 			Allowed:   res.Allowed,
+			Usage:     p.reqs[sl.req].Usage,
 			Shadow:    r.ShadowMode || s.globalShadow,
 			FromCache: res.FromCache,
 			Capacity:  r.Limit.Capacity(),

@@ -139,11 +139,13 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 		default:
 			sl.quota = !r.ShadowMode && (r.QuotaMode || s.globalQuota)
 			sl.kind, sl.req = counted, len(p.reqs)
+			h, usage := hits(req, descs[i])
 			p.reqs = append(p.reqs, store.Request{
 				Key:   s.keys.Key(r, sl.entries),
 				Limit: r.Limit,
-				Hits:  hits(req, descs[i]),
+				Hits:  h,
 				Mode:  s.modeOf(r, sl.quota),
+				Usage: usage,
 			})
 		}
 	}
@@ -172,14 +174,21 @@ func isReplaced(replacing map[string]struct{}, name string) bool {
 
 // hits follows envoyproxy: the descriptor's hits_addend wins, zero meaning
 // check only; otherwise the request's, where zero means one.
-func hits(req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor) uint64 {
+//
+// A descriptor's own non-zero hits_addend is usage (Envoy Gateway's cost,
+// AI Gateway's and apply_on_stream_done's token counts, which Envoy reports
+// when the response ends and whose answer it ignores): recorded in full,
+// past the limit too, whatever the request's verdict. Hits from the
+// request (or the implicit one) are admissions: all-or-nothing. See "Usage
+// and admissions" in README.md.
+func hits(req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor) (n uint64, usage bool) {
 	if h := d.GetHitsAddend(); h != nil {
-		return h.GetValue()
+		return h.GetValue(), h.GetValue() > 0
 	}
 	if n := req.GetHitsAddend(); n > 0 {
-		return uint64(n)
+		return uint64(n), false
 	}
-	return 1
+	return 1, false
 }
 
 // overrideRule is config.OverrideRule (envoyproxy's fixed window for a

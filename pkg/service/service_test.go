@@ -167,15 +167,21 @@ func TestShouldRateLimit(t *testing.T) {
 				want: response(OK, big(6))},
 		},
 	}, {
-		name: "hits: descriptor hits_addend wins, zero only checks",
+		// The descriptor's own hits_addend is usage, recorded past the limit
+		// as envoyproxy records it; the request's is an admission.
+		name: "hits: descriptor hits_addend wins and is usage, zero only checks",
 		steps: []step{
 			{req: &rlsv3.RateLimitRequest{Domain: "test", Descriptors: descs(withHits(desc("big", ""), 2)), HitsAddend: 5},
 				want: response(OK, big(8))},
 			{req: &rlsv3.RateLimitRequest{Domain: "test", Descriptors: descs(withHits(desc("big", ""), 0)), HitsAddend: 5},
 				want: response(OK, big(8))},
-			{req: request("test", withHits(desc("big", ""), 9)),
+			{req: &rlsv3.RateLimitRequest{Domain: "test", Descriptors: descs(desc("big", "")), HitsAddend: 9},
 				want: response(OVER, limited(OVER, 10, MINUTE, "", 8, time.Minute))},
-			{req: request("test", desc("big", "")), want: response(OK, big(7))},
+			{req: request("test", withHits(desc("big", ""), 9)),
+				want: response(OVER, limited(OVER, 10, MINUTE, "", 0, time.Minute))},
+			{req: request("test", withHits(desc("big", ""), 0)),
+				want: response(OVER, limited(OVER, 10, MINUTE, "", 0, time.Minute))},
+			{req: request("test", desc("big", "")), want: response(OVER, limited(OVER, 10, MINUTE, "", 0, time.Minute))},
 		},
 	}, {
 		name: "quota_mode: over only when every quota rule is",

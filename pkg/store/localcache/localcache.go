@@ -115,9 +115,10 @@ func (s *Store) answer(reqs []store.Request, now time.Time) ([]store.Result, boo
 	// Most requests miss: look everything up before allocating anything.
 	var out []store.Result
 	for i, r := range reqs {
-		if r.Mode == algorithms.Shadow || r.Mode == algorithms.Quota || namedBefore(reqs, i) {
-			// A key named twice is charged twice in order, and a shadow or
-			// quota denial does not decide the batch: the backend's job.
+		if r.Usage || r.Mode == algorithms.Shadow || r.Mode == algorithms.Quota || namedBefore(reqs, i) {
+			// Usage is recorded whatever the answer, a key named twice is
+			// charged twice in order, and a shadow or quota denial does not
+			// decide the batch: the backend's job.
 			return nil, false
 		}
 		el, ok := s.entries[r.Key]
@@ -165,6 +166,7 @@ func (s *Store) learn(reqs []store.Request, res []store.Result, now time.Time) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	denied := store.Verdict(reqs, res).Denied()
 	named := make(map[string]int, len(reqs))
 	for _, r := range reqs {
 		named[r.Key]++
@@ -179,9 +181,12 @@ func (s *Store) learn(reqs []store.Request, res []store.Result, now time.Time) {
 			if el, ok := s.entries[r.Key]; ok {
 				s.remove(el)
 			}
-		case d.Allowed && r.Hits > 0:
-			// Charged, or (in a denied batch) chargeable: either way the
-			// key is not what its entry says any more.
+		case (d.Allowed && r.Hits > 0) || (r.Hits > 0 && (r.Usage || (r.Mode != algorithms.Enforce && !denied))):
+			// Charged (usage, and shadow and quota ops of an admitted batch,
+			// past their limits too), or (in a denied batch) chargeable:
+			// either way the key is not what its entry says any more, and
+			// a denial recorded past the limit says nothing about the hits
+			// a later request brings.
 			if el, ok := s.entries[r.Key]; ok {
 				s.remove(el)
 			}

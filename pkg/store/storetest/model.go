@@ -21,10 +21,9 @@ func newModel() *model {
 }
 
 func (m *model) take(reqs []store.Request, now time.Time) []algorithms.Decision {
-	ops := make([]algorithms.Op, len(reqs))
-	for i, r := range reqs {
-		ops[i] = algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits, Mode: r.Mode}
-	}
+	// store.Request is algorithms.Op; the copy keeps TakeAll from sharing
+	// the caller's slice.
+	ops := slices.Clone(reqs)
 	// Cloning the log keeps an algorithm that edits it in place from
 	// changing the model's stored state behind TakeAll's back.
 	load := func(key string) algorithms.State {

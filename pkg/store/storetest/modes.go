@@ -35,6 +35,12 @@ func (p modeProbe) op(key string, hits uint64, m algorithms.Mode) store.Request 
 	return withMode(req(key, p.limit(key), hits), m)
 }
 
+func (p modeProbe) usage(key string, hits uint64) store.Request {
+	r := p.op(key, hits, algorithms.Enforce)
+	r.Usage = true
+	return r
+}
+
 func (p modeProbe) remaining() map[string]uint64 {
 	p.h.t.Helper()
 	checks := make([]store.Request, len(modeKeys))
@@ -71,7 +77,8 @@ func allowedAre(t *testing.T, what string, got []algorithms.Decision, want ...bo
 
 // testModes: Shadow and Quota ops ride in the same single round trip as the
 // others without letting a rule that must not deny the request veto them,
-// and without ever breaking all-or-nothing.
+// and are counted past their limits when the request is admitted; usage is
+// recorded whatever the verdict; admissions stay all-or-nothing.
 func testModes(t *testing.T, newStore Factory) {
 	const (
 		enforce = algorithms.Enforce
@@ -87,7 +94,8 @@ func testModes(t *testing.T, newStore Factory) {
 			before := p.remaining()
 			got := p.h.take(p.op("enforced", 2, enforce), p.op("small", 2, shadow))
 			allowedAre(t, "enforced beside an over-limit shadow op", got, true, false)
-			charged(t, before, p.remaining(), map[string]uint64{"enforced": 2})
+			// The shadow op is counted as usual: past its limit.
+			charged(t, before, p.remaining(), map[string]uint64{"enforced": 2, "small": 1})
 		},
 	}, {
 		name: "shadow_allowed_is_charged",
@@ -103,7 +111,7 @@ func testModes(t *testing.T, newStore Factory) {
 			before := p.remaining()
 			got := p.h.take(p.op("small", 2, shadow), p.op("room", 4, shadow))
 			allowedAre(t, "shadow ops only, one over", got, false, true)
-			charged(t, before, p.remaining(), map[string]uint64{"room": 4})
+			charged(t, before, p.remaining(), map[string]uint64{"room": 4, "small": 1})
 		},
 	}, {
 		name: "denied_batch_writes_no_shadow_op",
@@ -118,12 +126,13 @@ func testModes(t *testing.T, newStore Factory) {
 	}, {
 		name: "shadow_and_enforced_on_one_key",
 		run: func(t *testing.T, p modeProbe) {
-			// The denied shadow op leaves the key as it was for the enforced
-			// op after it, which alone is charged.
+			// The shadow op counts past the limit, so the enforced op after
+			// it on the same key is judged on that running total (as
+			// envoyproxy judges it) and denies the request: nothing charged.
 			before := p.remaining()
 			got := p.h.take(p.op("enforced", 11, shadow), p.op("enforced", 4, enforce))
-			allowedAre(t, "over-limit shadow op then enforced op, one key", got, false, true)
-			charged(t, before, p.remaining(), map[string]uint64{"enforced": 4})
+			allowedAre(t, "over-limit shadow op then enforced op, one key", got, false, false)
+			charged(t, before, p.remaining(), nil)
 		},
 	}, {
 		name: "quota_op_with_room_carries_the_batch",
@@ -131,7 +140,8 @@ func testModes(t *testing.T, newStore Factory) {
 			before := p.remaining()
 			got := p.h.take(p.op("q1", 2, quota), p.op("q2", 2, quota), p.op("enforced", 1, enforce))
 			allowedAre(t, "quota ops (over, room) + enforced", got, false, true, true)
-			charged(t, before, p.remaining(), map[string]uint64{"q2": 2, "enforced": 1})
+			// The admitted request counts its over-limit quota op too.
+			charged(t, before, p.remaining(), map[string]uint64{"q1": 1, "q2": 2, "enforced": 1})
 		},
 	}, {
 		name: "every_quota_op_over_denies_the_batch",
@@ -150,6 +160,27 @@ func testModes(t *testing.T, newStore Factory) {
 				t.Fatalf("enforced op over its limit: %s, want denied", fmtDecision(got[1]))
 			}
 			charged(t, before, p.remaining(), nil)
+		},
+	}, {
+		name: "usage_is_recorded_past_the_limit",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.usage("small", 3), p.usage("room", 3))
+			allowedAre(t, "usage over the limit, usage within it", got, false, true)
+			charged(t, before, p.remaining(), map[string]uint64{"small": 1, "room": 3})
+			// The key stays over: a check and an admission are denied, and a
+			// report exactly at the limit of another key passes.
+			allowedAre(t, "check and admission after usage past the limit",
+				p.h.take(p.op("small", 0, enforce)), false)
+			allowedAre(t, "usage exactly at the limit", p.h.take(p.usage("q2", 10), p.op("q2", 0, enforce)), true, true)
+		},
+	}, {
+		name: "denied_batch_records_its_usage",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.usage("room", 3), p.op("enforced", 2, enforce), p.op("small", 2, enforce))
+			allowedAre(t, "usage, room, enforced over", got, true, true, false)
+			charged(t, before, p.remaining(), map[string]uint64{"room": 3})
 		},
 	}}
 	for _, c := range cases {
