@@ -7,6 +7,7 @@ import (
 
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/ratelimitd/ratelimitd/pkg/config"
@@ -31,6 +32,7 @@ type yamlDescriptor struct {
 	Descriptors    []yamlDescriptor `yaml:"descriptors,omitempty"`
 	ShadowMode     bool             `yaml:"shadow_mode,omitempty"`
 	DetailedMetric bool             `yaml:"detailed_metric,omitempty"`
+	QuotaMode      bool             `yaml:"quota_mode,omitempty"`
 }
 
 type yamlPolicy struct {
@@ -76,9 +78,44 @@ func descriptors(in []*rlsconfv3.RateLimitDescriptor) []yamlDescriptor {
 			Descriptors:    descriptors(d.GetDescriptors()),
 			ShadowMode:     d.GetShadowMode(),
 			DetailedMetric: d.GetDetailedMetric(),
+			QuotaMode:      quotaMode(d),
 		})
 	}
 	return out
+}
+
+// quotaModeField is RateLimitDescriptor.quota_mode's number. The proto
+// gained it after the go-control-plane release this module builds with,
+// so it arrives as an unknown field; Envoy AI Gateway sets it on every
+// descriptor it serves.
+const quotaModeField = 7
+
+// quotaMode reads quota_mode from d's unknown fields (the last occurrence
+// wins, as protobuf merges a repeated scalar).
+func quotaMode(d *rlsconfv3.RateLimitDescriptor) bool {
+	b := d.ProtoReflect().GetUnknown()
+	on := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return on
+		}
+		b = b[n:]
+		if num == quotaModeField && typ == protowire.VarintType {
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return on
+			}
+			on, b = v != 0, b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return on
+		}
+		b = b[m:]
+	}
+	return on
 }
 
 // policy keeps every field the proto sets, so that the loader refuses the

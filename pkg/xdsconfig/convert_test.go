@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -94,6 +95,49 @@ func TestParseErrors(t *testing.T) {
 			var ce *config.Error
 			if errors.As(err, &ce) && ce.Line != 0 {
 				t.Errorf("error keeps line %d of the rendered YAML", ce.Line)
+			}
+		})
+	}
+}
+
+// TestParseQuotaMode: quota_mode (field 7, newer than the proto this module
+// builds with) arrives as an unknown field, as Envoy AI Gateway sends it on
+// every descriptor, and still marks the rule; other unknown fields beside it
+// are skipped.
+func TestParseQuotaMode(t *testing.T) {
+	quota := func(d *rlsconfv3.RateLimitDescriptor, unknown ...byte) *rlsconfv3.RateLimitDescriptor {
+		d.ProtoReflect().SetUnknown(unknown)
+		return d
+	}
+	perMinute := &rlsconfv3.RateLimitPolicy{Unit: rlsconfv3.RateLimitUnit_MINUTE, RequestsPerUnit: 5}
+	tests := []struct {
+		name    string
+		unknown []byte
+		want    bool
+	}{
+		{"absent", nil, false},
+		{"true", protowire.AppendVarint(protowire.AppendTag(nil, 7, protowire.VarintType), 1), true},
+		{"false", protowire.AppendVarint(protowire.AppendTag(nil, 7, protowire.VarintType), 0), false},
+		{"after another unknown field", protowire.AppendVarint(protowire.AppendTag(
+			protowire.AppendString(protowire.AppendTag(nil, 99, protowire.BytesType), "x"), 7, protowire.VarintType), 1), true},
+		{"the last occurrence wins", protowire.AppendVarint(protowire.AppendTag(
+			protowire.AppendVarint(protowire.AppendTag(nil, 7, protowire.VarintType), 1), 7, protowire.VarintType), 0), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &rlsconfv3.RateLimitConfig{Name: "n", Domain: "ai-gateway-quota", Descriptors: []*rlsconfv3.RateLimitDescriptor{
+				{Key: "backend_name", Value: "default/openai", Descriptors: []*rlsconfv3.RateLimitDescriptor{
+					quota(&rlsconfv3.RateLimitDescriptor{Key: "model_name_override", Value: "gpt-4o", RateLimit: perMinute}, tt.unknown...)}},
+			}}
+			// Round-trip through the wire, as a control plane's resource
+			// arrives.
+			cfg, err := xdsconfig.Parse([]*anypb.Any{mustAny(t, c)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := cfg.Match("ai-gateway-quota", []config.Entry{{Key: "backend_name", Value: "default/openai"}, {Key: "model_name_override", Value: "gpt-4o"}})
+			if r == nil || r.QuotaMode != tt.want {
+				t.Errorf("rule %+v, want quota_mode %v", r, tt.want)
 			}
 		})
 	}
