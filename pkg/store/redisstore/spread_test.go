@@ -258,3 +258,45 @@ func TestCrossSlotQuota(t *testing.T) {
 		t.Errorf("denied request left the enforced counter at %d, want 1", remaining(keys[2]))
 	}
 }
+
+// Usage spread over slots is recorded on every slot, never undone, and
+// past the limit; the request's admissions stay all-or-nothing.
+func TestCrossSlotUsage(t *testing.T) {
+	nodes, admins := startCluster(t)
+	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)))
+	keys := keysOnMasters(t, admins, "usage")
+	lim := window(10)
+	check := func() []store.Result {
+		var reqs []store.Request
+		for _, k := range keys {
+			reqs = append(reqs, store.Request{Key: k, Limit: lim})
+		}
+		return mustTake(t, s, reqs)
+	}
+	// Usage past the limit on one master, an admission on another, usage
+	// within the limit on the third: denied, the admission undone, both
+	// reports kept.
+	res := mustTake(t, s, []store.Request{
+		{Key: keys[0], Limit: lim, Hits: 15, Usage: true},
+		{Key: keys[1], Limit: lim, Hits: 1},
+		{Key: keys[2], Limit: lim, Hits: 3, Usage: true},
+	})
+	if res[0].Allowed || res[0].Remaining != 0 || !res[1].Allowed || !res[2].Allowed || res[2].Remaining != 7 {
+		t.Fatalf("usage 15 of 10, admission, usage 3 of 10: %+v", res)
+	}
+	got := check()
+	if got[0].Allowed || got[0].Remaining != 0 || got[1].Remaining != 10 || got[2].Remaining != 7 {
+		t.Errorf("after the denied request: %+v, want [over 0, 10 left, 7 left]", got)
+	}
+	// A report on an over counter is still recorded; the others' too.
+	res = mustTake(t, s, []store.Request{
+		{Key: keys[0], Limit: lim, Hits: 1, Usage: true},
+		{Key: keys[1], Limit: lim, Hits: 4, Usage: true},
+	})
+	if res[0].Allowed || !res[1].Allowed || res[1].Remaining != 6 {
+		t.Fatalf("reports on an over and a fresh counter: %+v", res)
+	}
+	if got := check(); got[1].Remaining != 6 {
+		t.Errorf("the report beside an over counter was not kept: %+v", got)
+	}
+}
