@@ -80,7 +80,9 @@ type Op struct {
 // Requests; a bucket goes into a debt bounded as its algorithm says), and
 // the decision is then a denial: what a check would answer on the state
 // written (Remaining 0, RetryAfter until a check would pass again).
-// hits == 0 and a limit of zero Requests record nothing: Record is Take.
+// hits == 0 records nothing: Record is Take; so does a limit of zero
+// Requests but for fixed_window, whose count envoyproxy keeps at any limit
+// (the other algorithms keep no state at a zero rate).
 func Record(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	d, next, _ := record(lim, st, hits, now)
 	return d, next
@@ -95,7 +97,7 @@ func record(lim Limit, st State, hits uint64, now time.Time) (Decision, State, b
 
 // recordPast is record after Take decided d and returned next.
 func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (Decision, State, bool) {
-	if d.Allowed || hits == 0 || lim.Requests == 0 || lim.Validate() != nil {
+	if d.Allowed || hits == 0 || (lim.Requests == 0 && lim.Algorithm != FixedWindow) || lim.Validate() != nil {
 		return d, next, d.Allowed && hits > 0
 	}
 	// Take returned the state as it read it (expired or out-of-range
@@ -118,7 +120,9 @@ func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (
 // every descriptor of a request it admits; Enforce ops were all allowed.
 // A denied batch charges only its Usage ops (against the running total of
 // the Usage ops before them): every other op is left uncharged, an allowed
-// one reporting what a check would on that state, a denied one its denial.
+// one reporting what a check would on that state, a denied one its denial
+// (a denied Usage op also reports its first decision), so the decisions'
+// Verdict is the batch's.
 //
 // It returns the decisions and the states to write: one per key that an
 // op with hits > 0 charged.
@@ -173,13 +177,20 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decisi
 	}
 	// Denied: start again from the stored states, recording usage only
 	// (a usage op moves its key's running state on as in the first pass).
+	// A usage op the first pass denied keeps that decision, so that the
+	// verdict still reads off the decisions: with fewer hits before it its
+	// record may now fit, but the request it was denied with is still over.
 	clear(charged)
 	running := original
 	for i, op := range ops {
 		switch {
 		case op.Usage:
 			var ch bool
-			decisions[i], running[op.Key], ch = record(op.Limit, running[op.Key], op.Hits, now)
+			var d Decision
+			d, running[op.Key], ch = record(op.Limit, running[op.Key], op.Hits, now)
+			if decisions[i].Allowed {
+				decisions[i] = d
+			}
 			charged[op.Key] = charged[op.Key] || ch
 		case decisions[i].Allowed:
 			decisions[i], _ = Take(op.Limit, running[op.Key], 0, now)

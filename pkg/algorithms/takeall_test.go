@@ -83,6 +83,13 @@ func TestTakeAll(t *testing.T) {
 				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1699}.State(t0.UnixMicro() + 40e6),
 			},
 		},
+		"usage over only with the request's admission stays denied with it": {
+			ops:  []Op{{Key: "a", Limit: fw(7), Hits: 2}, {Key: "a", Limit: fw(7), Hits: 6, Usage: true}, {Key: "b", Limit: fw(7), Hits: 2}},
+			want: []Decision{ok(7, 40*s), no(0, 40*s, 40*s), ok(7, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 6}.State(t0.UnixMicro() + 40e6),
+			},
+		},
 		"a usage exactly at the limit is allowed": {
 			ops:  []Op{{Key: "a", Limit: fw(10), Hits: 10, Usage: true}, {Key: "a", Limit: fw(10), Hits: 0}},
 			want: []Decision{ok(0, 40*s), ok(0, 40*s)},

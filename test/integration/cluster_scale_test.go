@@ -128,15 +128,20 @@ func TestClusterScaleOut(t *testing.T) {
 
 	t.Run("cross-slot all-or-nothing and round trips", func(t *testing.T) {
 		vals := []string{valueOn(t, masters, 0, "small", "fixed_window", "a"), valueOn(t, masters, 1, "small", "fixed_window", "b"), valueOn(t, masters, 2, "small", "fixed_window", "c")}
-		three := func(hits ...uint64) *rlsv3.RateLimitRequest {
-			return request("scale", withHits(desc("small", vals[0]), hits[0]), withHits(desc("small", vals[1]), hits[1]), withHits(desc("small", vals[2]), hits[2]))
+		// Admissions (the request's hits_addend): a descriptor's own
+		// hits_addend would be usage, recorded and never undone.
+		three := func(hits uint32) *rlsv3.RateLimitRequest {
+			r := request("scale", desc("small", vals[0]), desc("small", vals[1]), desc("small", vals[2]))
+			r.HitsAddend = hits
+			return r
 		}
 		// Warm the take and undo scripts on every master (an exhausted
 		// counter beside two others denies and undoes on their masters).
 		for i := range vals {
-			hits := []uint64{1, 1, 1}
-			hits[i] = 4
-			svc.call(three(hits...))
+			exhaust := request("scale", desc("small", vals[i]))
+			exhaust.HitsAddend = 3
+			svc.call(exhaust)
+			svc.call(three(1))
 		}
 		for _, m := range masters {
 			m.FlushAll(context.Background())
@@ -149,7 +154,7 @@ func TestClusterScaleOut(t *testing.T) {
 		for _, m := range masters {
 			m.ConfigResetStat(context.Background())
 		}
-		if resp, err := svc.call(three(1, 1, 1)); err != nil || resp.GetOverallCode() != ok {
+		if resp, err := svc.call(three(1)); err != nil || resp.GetOverallCode() != ok {
 			t.Fatalf("three descriptors on three masters: %v %v", resp, err)
 		}
 		threeRT := clusterScriptCalls(t, masters)
@@ -162,7 +167,7 @@ func TestClusterScaleOut(t *testing.T) {
 		for _, m := range masters {
 			m.ConfigResetStat(context.Background())
 		}
-		resp, err := svc.call(three(2, 1, 1))
+		resp, err := svc.call(three(2))
 		if err != nil || resp.GetOverallCode() != over {
 			t.Fatalf("one exhausted counter: %v %v, want OVER_LIMIT", resp, err)
 		}

@@ -92,9 +92,10 @@ end
 
 -- records reports whether an op whose take was denied is recorded anyway
 -- in the first phase: usage always; shadow and quota ops count past their
--- limits when the batch is admitted, which phase 1 assumes.
-local function records(usage, mode, h, r)
-  return h > 0 and r > 0 and (usage or mode == SHADOW or mode == QUOTA)
+-- limits when the batch is admitted, which phase 1 assumes. A zero rate
+-- records nothing but in fixed_window (algorithms.Record).
+local function records(alg, usage, mode, h, r)
+  return h > 0 and (r > 0 or alg.take == fixed_window) and (usage or mode == SHADOW or mode == QUOTA)
 end
 
 -- decide_stored is decide on the stored state of key, for an op given by
@@ -193,7 +194,7 @@ local function take_distinct(now, keys, k0, ops, n, charges)
       local key = keys[k0 + i]
       local x1, x2, x3, x4, forced
       ok, rem, reset, retry, x1, x2, x3, x4, forced =
-        decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, records(usage, mode, h, r))
+        decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, records(alg, usage, mode, h, r))
       if (ok and h > 0) or forced then
         if n == 1 and not charges and (ok or usage or mode == SHADOW) then
           -- One op that the batch's verdict cannot undo: write at once,
@@ -317,7 +318,7 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
       -- algorithms.Take still drops an expired pending state.
       if rec.kind ~= nil then rec.cur = KINDS[rec.kind].expire(rec.cur, now) end
     else
-      step(op, records(usage, mode, h, lim.req), now)
+      step(op, records(alg, usage, mode, h, lim.req), now)
     end
     if mode == QUOTA then
       quota_ops = quota_ops + 1
@@ -338,7 +339,11 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
     for _, op in ipairs(ops) do
       if op.alg ~= nil then
         if op.usage then
-          step(op, op.h > 0 and op.lim.req > 0, now)
+          -- A usage op denied with the whole request keeps that denial
+          -- (algorithms.TakeAll), whatever its record says now.
+          local ok, rem, reset, retry = op.ok, op.rem, op.reset, op.retry
+          step(op, records(op.alg, true, ENFORCE, op.h, op.lim.req), now)
+          if not ok then op.ok, op.rem, op.reset, op.retry = ok, rem, reset, retry end
         elseif op.ok then
           op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, peek(op.rec, op.alg.kind, now), 0, now)
         elseif op.taken then

@@ -1,0 +1,455 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+)
+
+// Issue 17: usage reports (descriptor hits_addend > 0, as Envoy Gateway's
+// cost and AI Gateway's apply_on_stream_done send them) and checks
+// (descriptor hits_addend 0) must get envoyproxy's answers. The rules are
+// plain envoyproxy YAML so the same file would run unchanged on
+// envoyproxy/ratelimit.
+const llmConfig = `domain: llm
+descriptors:
+  - key: user
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1000
+  - key: team
+    rate_limit:
+      unit: hour
+      requests_per_unit: 100000
+`
+
+// llmXDS is llmConfig as Envoy Gateway would push it over xDS.
+func llmXDS() *rlsconfv3.RateLimitConfig {
+	rule := func(key string, rpu uint32) *rlsconfv3.RateLimitDescriptor {
+		return &rlsconfv3.RateLimitDescriptor{Key: key, RateLimit: &rlsconfv3.RateLimitPolicy{Unit: rlsconfv3.RateLimitUnit_HOUR, RequestsPerUnit: rpu}}
+	}
+	return &rlsconfv3.RateLimitConfig{Name: "llm", Domain: "llm", Descriptors: []*rlsconfv3.RateLimitDescriptor{rule("user", 1000), rule("team", 100000)}}
+}
+
+// usageSemanticsConfig holds the rules of the documented edge cases; it is a
+// separate domain so the table's domain stays exactly envoyproxy's example.
+const usageSemanticsConfig = `domain: usage
+descriptors:
+  - key: shadow
+    shadow_mode: true
+    rate_limit:
+      unit: minute
+      requests_per_unit: 2
+  - key: path
+    value: /health
+    rate_limit:
+      unit: hour
+      requests_per_unit: 10
+  - key: tight
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
+  - key: wide
+    rate_limit:
+      unit: hour
+      requests_per_unit: 100
+`
+
+// usageBackend is one store the binary runs on.
+type usageBackend struct {
+	name string
+	// start brings the store up and returns the binary's settings for it,
+	// plus the cluster's masters when it is a Redis Cluster.
+	start func(t *testing.T) (env []string, masters []*redis.Client)
+}
+
+var (
+	memoryBackend = usageBackend{"memory", func(t *testing.T) ([]string, []*redis.Client) {
+		return []string{"BACKEND_TYPE=memory"}, nil
+	}}
+	redisBackend = usageBackend{"redis", func(t *testing.T) ([]string, []*redis.Client) {
+		rds := redistest.Start(t)
+		return []string{"BACKEND_TYPE=redis", "REDIS_SOCKET_TYPE=tcp", "REDIS_TYPE=SINGLE", "REDIS_URL=" + rds.Addr}, nil
+	}}
+	clusterBackend = usageBackend{"cluster", func(t *testing.T) ([]string, []*redis.Client) {
+		nodes := redistest.StartCluster(t, 3)
+		return []string{"BACKEND_TYPE=redis", "REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(nodes)}, redistest.Clients(t, nodes)
+	}}
+)
+
+// startUsageXDS runs go-control-plane's ADS server over a snapshot cache
+// that serves llmXDS to node envoy-ratelimit from the start, so the binary
+// loads it as its initial config (no force start needed).
+func startUsageXDS(t *testing.T) string {
+	t.Helper()
+	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
+	snap, err := cachev3.NewSnapshot("1", map[resourcev3.Type][]types.Resource{resourcev3.RateLimitConfigType: {llmXDS()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.SetSnapshot(context.Background(), "envoy-ratelimit", snap); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(context.Background(), cache, nil))
+	go func() { _ = g.Serve(ln) }()
+	t.Cleanup(g.Stop)
+	return ln.Addr().String()
+}
+
+// awayFromBoundary waits out the end of the current epoch-aligned window
+// when fewer than margin remain, so a sequence of steps never straddles a
+// window reset (which would zero the counters mid-sequence).
+func awayFromBoundary(t *testing.T, window, margin time.Duration) {
+	t.Helper()
+	now := time.Now()
+	if left := now.Truncate(window).Add(window).Sub(now); left < margin {
+		t.Logf("waiting %s for the next %s window", left, window)
+		time.Sleep(left + 100*time.Millisecond)
+	}
+}
+
+type descWant struct {
+	code      rlsv3.RateLimitResponse_Code
+	remaining uint32
+}
+
+// usageStep is one row of issue 17's table. hits is the descriptor-level
+// hits_addend sent on every descriptor of the request; overall holds for the
+// user alone too, since the user decides it whenever the team is sent.
+type usageStep struct {
+	name    string
+	hits    uint64
+	overall rlsv3.RateLimitResponse_Code
+	user    descWant
+	team    descWant
+	// teamOnly sends (team) alone: the way to read the team counter
+	// without touching the user's.
+	teamOnly bool
+}
+
+// usageTable is envoyproxy's column: a report is always recorded, even past
+// the limit (step 4), so the user stays over (step 5) and the team counter
+// holds 900+200 (step 6).
+var usageTable = []usageStep{
+	{name: "1 check", hits: 0, overall: ok, user: descWant{ok, 1000}, team: descWant{ok, 100000}},
+	{name: "2 report 900", hits: 900, overall: ok, user: descWant{ok, 100}, team: descWant{ok, 99100}},
+	{name: "3 check", hits: 0, overall: ok, user: descWant{ok, 100}, team: descWant{ok, 99100}},
+	{name: "4 report 200", hits: 200, overall: over, user: descWant{over, 0}, team: descWant{ok, 98900}},
+	{name: "5 check", hits: 0, overall: over, user: descWant{over, 0}, team: descWant{ok, 98900}},
+	{name: "6 team counter", hits: 0, teamOnly: true, overall: ok, team: descWant{ok, 98900}},
+}
+
+// runUsageTable runs usageTable for one user and, when team is not empty,
+// one team.
+func runUsageTable(t *testing.T, svc *service, user, team string) {
+	t.Helper()
+	awayFromBoundary(t, time.Hour, 30*time.Second)
+	for _, st := range usageTable {
+		var descs []*rlcommon.RateLimitDescriptor
+		var want []descWant
+		var limits []uint32
+		if st.teamOnly {
+			if team == "" {
+				continue // one-descriptor mode never charged a team
+			}
+		} else {
+			descs = append(descs, withHits(desc("user", user), st.hits))
+			want = append(want, st.user)
+			limits = append(limits, 1000)
+		}
+		if team != "" {
+			descs = append(descs, withHits(desc("team", team), st.hits))
+			want = append(want, st.team)
+			limits = append(limits, 100000)
+		}
+		resp, err := svc.call(request("llm", descs...))
+		if err != nil {
+			t.Fatalf("step %s: %v", st.name, err)
+		}
+		got := make([]descWant, len(resp.GetStatuses()))
+		for i, s := range resp.GetStatuses() {
+			got[i] = descWant{s.GetCode(), s.GetLimitRemaining()}
+			// The rule matched is the one configured, whatever the source.
+			if i < len(limits) && s.GetCurrentLimit().GetRequestsPerUnit() != limits[i] {
+				t.Errorf("step %s: status %d current_limit %v, want %d/hour", st.name, i, s.GetCurrentLimit(), limits[i])
+			}
+		}
+		// Later steps still run after a wrong answer: which of them differ
+		// tells a report that was not recorded from one judged wrongly.
+		if resp.GetOverallCode() != st.overall || !equal(got, want) {
+			t.Errorf("step %s (descriptor hits_addend %d): overall %v statuses %s, want overall %v statuses %s",
+				st.name, st.hits, resp.GetOverallCode(), fmtWant(got), st.overall, fmtWant(want))
+		}
+	}
+}
+
+func fmtWant(ws []descWant) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = fmt.Sprintf("%v/%d left", w.code, w.remaining)
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+// oneEntryKey is the store key of a one-entry fixed-window counter
+// (config.KeyBuilder without a CACHE_KEY_PREFIX): its hash tag is the domain
+// and the entry, so only the slot computed from it matters here.
+func oneEntryKey(domain, key, value string, window time.Duration) string {
+	return fmt.Sprintf("{%s:%d:%s:%d:%s}:fixed_window:%ds", domain, len(key), key, len(value), value, int(window/time.Second))
+}
+
+// valueApart returns prefix, or prefix-N for the first N, whose counter of
+// key lands on a master other than other's; without a cluster, prefix.
+func valueApart(masterOf func(string) int, domain, key, prefix, otherKey, other string, window time.Duration) string {
+	v := prefix
+	if masterOf == nil {
+		return v
+	}
+	for n := 0; masterOf(oneEntryKey(domain, key, v, window)) == masterOf(oneEntryKey(domain, otherKey, other, window)); n++ {
+		v = prefix + "-" + strconv.Itoa(n)
+	}
+	return v
+}
+
+// assertApart checks, by scanning every master's keys, that the counters of
+// values a and b each exist on exactly one master and not the same one.
+func assertApart(t *testing.T, masters []*redis.Client, a, b string) {
+	t.Helper()
+	ha, hb := holders(t, masters, a), holders(t, masters, b)
+	if len(ha) != 1 || len(hb) != 1 || ha[0] == hb[0] {
+		t.Fatalf("counter of %q on masters %v, of %q on masters %v; want one each, different", a, ha, b, hb)
+	}
+}
+
+// slotMasters returns a function giving the index in masters of the master
+// that serves a key's slot, from CLUSTER SLOTS and CLUSTER KEYSLOT.
+func slotMasters(t *testing.T, masters []*redis.Client) func(key string) int {
+	t.Helper()
+	ctx := context.Background()
+	slots, err := masters[0].ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := map[string]int{}
+	for i, m := range masters {
+		index[m.Options().Addr] = i
+	}
+	return func(key string) int {
+		slot, err := masters[0].ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range slots {
+			if int64(s.Start) <= slot && slot <= int64(s.End) {
+				if i, found := index[s.Nodes[0].Addr]; found {
+					return i
+				}
+			}
+		}
+		t.Fatalf("no master serves slot %d of %q (slots %v)", slot, key, slots)
+		return -1
+	}
+}
+
+// holders lists the masters that hold a key whose hash tag ends with value.
+func holders(t *testing.T, masters []*redis.Client, value string) []int {
+	t.Helper()
+	var out []int
+	for i, m := range masters {
+		keys, err := m.Keys(context.Background(), "*:"+value+"}*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// TestUsageReportTable runs issue 17's table against the built binary on
+// every store, with the rules from files and from xDS, with the user
+// descriptor alone and with user and team in one request.
+func TestUsageReportTable(t *testing.T) {
+	xdsAddr := startUsageXDS(t)
+	sources := []struct {
+		name  string
+		start func(t *testing.T, env []string) *service
+	}{
+		{"file", func(t *testing.T, env []string) *service {
+			root, _ := newConfigRoot(t, map[string]string{"llm.yaml": llmConfig})
+			return startService(t, root, slices.Concat(env, []string{"USE_STATSD=false"})...)
+		}},
+		{"xds", func(t *testing.T, env []string) *service {
+			// Nothing is read from RUNTIME_ROOT with xDS; an empty one
+			// proves the rules came from the snapshot.
+			return startService(t, t.TempDir(), slices.Concat(env, []string{"USE_STATSD=false",
+				"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL=" + xdsAddr, "CONFIG_GRPC_XDS_NODE_ID=envoy-ratelimit"})...)
+		}},
+	}
+	for _, be := range []usageBackend{memoryBackend, redisBackend, clusterBackend} {
+		t.Run(be.name, func(t *testing.T) {
+			// The Cluster's start dominates; the others run beside it.
+			t.Parallel()
+			env, masters := be.start(t)
+			var masterOf func(string) int
+			if masters != nil {
+				masterOf = slotMasters(t, masters)
+			}
+			for _, src := range sources {
+				svc := src.start(t, env)
+				for _, mode := range []string{"user", "user+team"} {
+					t.Run(src.name+"/"+mode, func(t *testing.T) {
+						// Per-sub-test values: no two sub-tests share a counter.
+						label := be.name + "-" + src.name + "-" + strings.ReplaceAll(mode, "+", "-")
+						user, team := "u-"+label, ""
+						if mode == "user+team" {
+							// The point on a Cluster: a report whose counters live
+							// on different masters is still recorded on both.
+							team = valueApart(masterOf, "llm", "team", "t-"+label, "user", user, time.Hour)
+						}
+						runUsageTable(t, svc, user, team)
+						if masters != nil && team != "" {
+							assertApart(t, masters, user, team)
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestUsageSemantics covers the three documented cases around the table:
+// shadow rules are counted as usual, a counter named twice is judged on its
+// running total, and a denied request charges its admissions nothing
+// (ratelimitd's all-or-nothing difference from envoyproxy). On a Cluster the
+// denied request's two counters live on different masters, so the charged
+// master's share must be undone.
+func TestUsageSemantics(t *testing.T) {
+	for _, be := range []usageBackend{memoryBackend, redisBackend, clusterBackend} {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			env, masters := be.start(t)
+			var masterOf func(string) int
+			if masters != nil {
+				masterOf = slotMasters(t, masters)
+			}
+			root, _ := newConfigRoot(t, map[string]string{"usage.yaml": usageSemanticsConfig})
+			svc := startService(t, root, slices.Concat(env, []string{"USE_STATSD=false"})...)
+
+			shadow := "s-" + be.name
+			tight := "a-" + be.name
+			wide := valueApart(masterOf, "usage", "wide", "b-"+be.name, "tight", tight, time.Hour)
+			withRequestHits := func(r *rlsv3.RateLimitRequest, hits uint32) *rlsv3.RateLimitRequest {
+				r.HitsAddend = hits
+				return r
+			}
+			type call struct {
+				req     *rlsv3.RateLimitRequest
+				overall rlsv3.RateLimitResponse_Code
+				want    []descWant
+				// onCluster, when set, replaces want on a Cluster: a denied
+				// cross-slot request reports the descriptors that fit after
+				// their (then undone) charge, as README's Redis Cluster
+				// section documents.
+				onCluster []descWant
+			}
+			cases := []struct {
+				name   string
+				window time.Duration
+				calls  []call
+				after  func(t *testing.T)
+			}{
+				{
+					// envoyproxy counts a shadow rule past its limit and
+					// answers OK: the 5 hits leave nothing, and so does the next.
+					name: "shadow rule counted as usual", window: time.Minute,
+					calls: []call{
+						{withRequestHits(request("usage", desc("shadow", shadow)), 5), ok, []descWant{{ok, 0}}, nil},
+						{withRequestHits(request("usage", desc("shadow", shadow)), 1), ok, []descWant{{ok, 0}}, nil},
+					},
+				},
+				{
+					// The report's 1699 is on the counter before the second
+					// descriptor is judged, so both are over.
+					name: "same counter twice judged on its running total", window: time.Hour,
+					calls: []call{
+						{request("usage", withHits(desc("path", "/health"), 1699), desc("path", "/health")), over, []descWant{{over, 0}, {over, 0}}, nil},
+						// The report was recorded although the request was denied.
+						{request("usage", withHits(desc("path", "/health"), 0)), over, []descWant{{over, 0}}, nil},
+					},
+				},
+				{
+					// envoyproxy would charge wide for a request tight denied;
+					// ratelimitd leaves it at 3 and answers with that count,
+					// in either order and for any request hits_addend.
+					name: "denied request leaves the other counter unchanged", window: time.Hour,
+					calls: []call{
+						{request("usage", desc("tight", tight)), ok, []descWant{{ok, 0}}, nil},
+						{withRequestHits(request("usage", desc("wide", wide)), 3), ok, []descWant{{ok, 97}}, nil},
+						{request("usage", desc("tight", tight), desc("wide", wide)), over, []descWant{{over, 0}, {ok, 97}}, []descWant{{over, 0}, {ok, 96}}},
+						{withRequestHits(request("usage", desc("wide", wide), desc("tight", tight)), 5), over, []descWant{{ok, 97}, {over, 0}}, []descWant{{ok, 92}, {over, 0}}},
+						// Whatever was reported, the count is back to 3.
+						{request("usage", withHits(desc("wide", wide), 0)), ok, []descWant{{ok, 97}}, nil},
+					},
+					after: func(t *testing.T) {
+						if masters != nil {
+							assertApart(t, masters, tight, wide)
+						}
+					},
+				},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					awayFromBoundary(t, tc.window, 3*time.Second)
+					for i, c := range tc.calls {
+						resp, err := svc.call(c.req)
+						if err != nil {
+							t.Fatalf("call %d: %v", i, err)
+						}
+						got := make([]descWant, len(resp.GetStatuses()))
+						for j, s := range resp.GetStatuses() {
+							got[j] = descWant{s.GetCode(), s.GetLimitRemaining()}
+						}
+						// Later calls still run: they show whether a wrong
+						// answer also left a wrong count behind.
+						want := c.want
+						if masters != nil && c.onCluster != nil {
+							want = c.onCluster
+						}
+						if resp.GetOverallCode() != c.overall || !equal(got, want) {
+							t.Errorf("call %d %v (request hits_addend %d): overall %v statuses %s, want overall %v statuses %s",
+								i, c.req.GetDescriptors(), c.req.GetHitsAddend(), resp.GetOverallCode(), fmtWant(got), c.overall, fmtWant(want))
+						}
+					}
+					if tc.after != nil {
+						tc.after(t)
+					}
+				})
+			}
+		})
+	}
+}
