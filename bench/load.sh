@@ -39,12 +39,12 @@ pids+=($!)
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
 start_service redis REDIS_URL="127.0.0.1:$REDIS_PORT" REDIS_POOL_SIZE=64
-before=$(redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[=,:]' '/cmdstat_evalsha|cmdstat_eval:/{s+=$3} END{print s+0}')
+before=$(redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[=,:]' '/cmdstat_fcall:|cmdstat_evalsha|cmdstat_eval:/{s+=$3} END{print s+0}')
 for alg in fixed_window token_bucket gcra sliding_window leaky_bucket sliding_log; do
   load "redis $alg, 1 descriptor" -key "$alg" -values 10000
 done
 load "redis fixed_window, 5 descriptors per request" -key fixed_window -values 10000 -descriptors 5
-after=$(redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[=,:]' '/cmdstat_evalsha|cmdstat_eval:/{s+=$3} END{print s+0}')
+after=$(redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[=,:]' '/cmdstat_fcall:|cmdstat_evalsha|cmdstat_eval:/{s+=$3} END{print s+0}')
 echo "redis script calls during the redis runs: $((after - before))"
 
 start_service memory

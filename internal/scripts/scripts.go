@@ -61,9 +61,9 @@ func NewRunner(opts ...RunnerOption) *Runner {
 // fallen back to EVALSHA).
 func (r *Runner) UsesFunctions() bool { return !r.evalOnly.Load() }
 
-// Hash is the SHA1 of the take script, for EVALSHA in a pipeline (see
-// Scripter). On a cluster every op's key must map to one slot, as for any
-// script.
+// Hash is the SHA1 of the take script, which the EVALSHA fallback calls
+// (see Scripter). On a cluster every op's key must map to one slot, as for
+// any script.
 func (r *Runner) Hash() string { return r.script.Hash() }
 
 // Source is the assembled Lua script.
@@ -81,7 +81,7 @@ func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, no
 	return Decode(reply, len(ops))
 }
 
-// TakeCharged is Take (the same single EVALSHA) that also returns what the
+// TakeCharged is Take (the same single FCALL) that also returns what the
 // batch charged: one Charge per key it wrote, none when it was denied. A
 // caller that must deny the request after all (another Cluster slot group
 // denied it) passes them to Undo.
@@ -120,7 +120,7 @@ func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now
 	return reply, nil
 }
 
-// Undo takes back charges as ONE atomic EVALSHA of the undo script (every
+// Undo takes back charges as ONE atomic call of the undo function (every
 // key must be in one Cluster slot). A zero now means Redis TIME. However
 // late it runs, it never leaves more room than the keys would have had
 // without the charges. It is not idempotent: run it at most once per
