@@ -104,6 +104,42 @@ func TestValueRegexStatKeyAndSource(t *testing.T) {
 	}
 }
 
+func TestValueRegexMetricKey(t *testing.T) {
+	c := parseOne(t, `
+domain: d
+descriptors:
+  - key: a
+    value_regex: "x.*"
+    value_to_metric: true
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: b
+    value_regex: "y.*"
+    share_threshold: true
+    value_to_metric: true
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: c
+    value_regex: "z.*"
+    detailed_metric: true
+    rate_limit: {unit: second, requests_per_unit: 1}
+`)
+	for _, tt := range []struct {
+		entry Entry
+		want  string
+	}{
+		{Entry{"a", "x1"}, "d.a_x1"},   // value_to_metric: the request's value
+		{Entry{"b", "y1"}, "d.b=~y.*"}, // shared: the pattern, as for a wildcard
+		{Entry{"c", "z1"}, "d.c_z1"},   // detailed_metric: the value
+	} {
+		r := c.Match("d", []Entry{tt.entry})
+		if r == nil {
+			t.Fatalf("no rule for %v", tt.entry)
+		}
+		if got := r.MetricKey([]Entry{tt.entry}); got != tt.want {
+			t.Errorf("MetricKey(%v) = %q, want %q", tt.entry, got, tt.want)
+		}
+	}
+}
+
 func TestValueRegexKeys(t *testing.T) {
 	c := parseOne(t, `
 domain: d
