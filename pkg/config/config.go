@@ -168,10 +168,11 @@ func (c *Config) Domains() []string {
 // Match finds the rule for one request descriptor as envoyproxy does: walk
 // the entries from the domain's root, at each level taking the key_value
 // node, else the first matching wildcard, else (our extension) the first
-// matching value_regex, else the key-only node, never backtracking. The rule applies only at the node reached by the last
-// entry. It returns nil for an unknown domain, no match, or a node without
-// a rate_limit. Match does not allocate; the Rule is shared by every caller
-// and must not be modified.
+// matching value_regex, else the key-only node, never backtracking. The
+// rule applies only at the node reached by the last entry. It returns nil
+// for an unknown domain, no match, or a node without a rate_limit. Match
+// does not allocate; the Rule is shared by every caller and must not be
+// modified.
 func (c *Config) Match(domain string, entries []Entry) *Rule {
 	if c == nil || len(entries) == 0 {
 		return nil

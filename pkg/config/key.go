@@ -24,9 +24,8 @@ import (
 // share a counter (unlike envoyproxy's key_value joins); a wildcard's
 // pattern shared through share_threshold is written as *len:pattern, and a
 // shared value_regex as ~len:pattern, so neither equals a literal value or
-// the other. The algorithm and period are part of the key
-// so that changing either starts from fresh state instead of misreading the
-// old one.
+// the other. The algorithm and period are part of the key so that changing
+// either starts from fresh state instead of misreading the old one.
 type KeyBuilder struct {
 	Prefix string
 }

@@ -174,10 +174,9 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 	return d
 }
 
-// valueRegex reads value_regex into d. One node has one way to match a
-// value: with both value and value_regex, which one ranks where would be
-// a guess, so that is an error.
-// It reports false when it reported an error.
+// valueRegex reads value_regex into d and reports false when it reported an
+// error. One node has one way to match a value: with both value and
+// value_regex, which one ranks where would be a guess, so that is an error.
 func (r *reader) valueRegex(d *descSpec, value *pair, p pair, field string) bool {
 	d.regexLine = p.key.Line
 	pattern, ok := r.str(p.val, field)

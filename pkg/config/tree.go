@@ -68,8 +68,8 @@ func (n *node) child(e Entry) *node {
 
 // lookupRegex finds a sibling with the same key and the same value_regex
 // text, for duplicate detection. Two different texts that match the same
-// values are not detected (that is undecidable in general for a loader's
-// budget); the first in config order wins for them.
+// values are not detected (deciding that is too costly for a loader); the
+// first in config order wins for them.
 func (n *node) lookupRegex(key, pattern string) *node {
 	for _, r := range n.byRegex[key] {
 		if r.re.pattern == pattern {
