@@ -175,6 +175,24 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 		{"share_threshold without a wildcard", "domain: d\ndescriptors:\n  - key: k\n    value: plain\n    share_threshold: true\n", false},
 		{"share_threshold (y) without a value", desc("share_threshold: y"), false},
 		{"metadata not a mapping", "domain: d\ndescriptors:\n  - key: k\n    metadata: [1, 2]\n", false},
+		{"value_regex", desc(`value_regex: '/api/v[0-9]+/.*'`), true},
+		{"value_regex as a bare number", desc("value_regex: 500"), true},
+		{"value_regex null is absent", desc("value_regex: null"), true},
+		{"value_regex of the longest length, in characters", desc("value_regex: " + strings.Repeat("é", 1024)), true},
+		{"share_threshold on a value_regex", desc("value_regex: a.*, share_threshold: true"), true},
+		{"on_store_error", rl("unit: second, requests_per_unit: 1, on_store_error: allow"), true},
+		{"on_store_error in any case", rl("unit: second, requests_per_unit: 1, on_store_error: DENY"), true},
+		{"on_store_error unavailable", rl("unit: second, requests_per_unit: 1, on_store_error: unavailable"), true},
+		{"value and value_regex", desc("value: a, value_regex: a.*"), false},
+		{"value null and value_regex", desc("value: null, value_regex: a.*"), false},
+		{"an empty value_regex", desc("value_regex: ''"), false},
+		{"a value_regex too long", desc("value_regex: " + strings.Repeat("a", 1025)), false},
+		{"a value_regex not a scalar", desc("value_regex: [a]"), false},
+		{"share_threshold with a null value_regex", desc("value_regex: null, share_threshold: true"), false},
+		{"unknown on_store_error", rl("unit: second, requests_per_unit: 1, on_store_error: open"), false},
+		{"null on_store_error", rl("unit: second, requests_per_unit: 1, on_store_error: null"), false},
+		{"on_store_error as a boolean", rl("unit: second, requests_per_unit: 1, on_store_error: true"), false},
+		{"on_store_error with unlimited", rl("unlimited: true, on_store_error: allow"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,6 +223,9 @@ func TestLoaderOnlyChecks(t *testing.T) {
 		{"a quoted yes", desc("shadow_mode: 'yes'"), "want true or false"},
 		{"a whole number written as a float", rl("unit: second, requests_per_unit: 10.0"), "want a whole number"},
 		{"a second YAML document", "domain: d\n---\ndomain: e\n", "more than one YAML document"},
+		{"a value_regex that is not RE2", desc("value_regex: '(a)\\1'"), "invalid RE2 regular expression"},
+		{"an unbalanced value_regex", desc("value_regex: 'a(b'"), "invalid RE2 regular expression"},
+		{"the same value_regex twice under one key", "domain: d\ndescriptors:\n  - {key: k, value_regex: a.*}\n  - {key: k, value_regex: a.*}\n", "duplicate value_regex"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

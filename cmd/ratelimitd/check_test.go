@@ -89,6 +89,26 @@ func TestCheck(t *testing.T) {
 		files: map[string]string{},
 		want:  []string{"OK, 0 domain(s), 0 rule(s): no *.yaml or *.yml file"},
 	}, {
+		name: "value_regex and on_store_error",
+		files: map[string]string{"r.yaml": "domain: r\ndescriptors:\n  - key: path\n    value_regex: '/api/v[0-9]+/.*'\n" +
+			"    rate_limit: {unit: second, requests_per_unit: 5, on_store_error: allow}\n  - key: path\n    value_regex: '/admin/.*'\n" +
+			"    rate_limit: {unit: second, requests_per_unit: 1, on_store_error: deny}\n"},
+		want: []string{"OK, 1 domain(s), 2 rule(s): r (2)"},
+	}, {
+		name: "every value_regex and on_store_error error",
+		files: map[string]string{"r.yaml": "domain: r\ndescriptors:\n  - key: a\n    value_regex: 'x(y'\n" +
+			"  - key: b\n    value: v\n    value_regex: v.*\n" +
+			"  - key: c\n    value_regex: z+\n  - key: c\n    value_regex: z+\n" +
+			"  - key: d\n    rate_limit: {unit: second, requests_per_unit: 1, on_store_error: open}\n"},
+		wantErr:  true,
+		errLines: 4,
+		want: []string{
+			"r.yaml:4: descriptors[0].value_regex: invalid RE2 regular expression",
+			"r.yaml:7: descriptors[1].value_regex: set either value (line 6) or value_regex, not both",
+			`r.yaml:11: descriptors[3].value_regex: duplicate value_regex "z+" for key "c" (first at `, `r.yaml:8)`,
+			`r.yaml:13: descriptors[4].rate_limit.on_store_error: want unavailable, allow or deny, got string "open"`,
+		},
+	}, {
 		name:  "settings check has no use for are not read, even invalid ones",
 		files: map[string]string{"x.yaml": "domain: x\n"},
 		env:   map[string]string{"BACKEND_TYPE": "redis", "REDIS_TIMEOUT": "soon"},

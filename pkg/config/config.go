@@ -78,36 +78,22 @@ type builder struct {
 
 func (b builder) insert(parent *node, specs []*descSpec) {
 	for _, d := range specs {
-		if d.key == "" {
+		if d.invalid {
 			continue // already reported; nothing to index it by
 		}
-		segment := d.key
-		if d.value != "" {
-			segment += "_" + d.value
-		}
-		statKey := parent.statKey + "." + segment
-		source := fmt.Sprintf("%s:%d", b.file, d.line)
-		if prev := parent.lookup(d.key, d.value); prev != nil {
-			b.errs.add(b.file, d.line, d.field, "duplicate descriptor composite key %q (first at %s)", statKey, prev.source)
+		statKey, kind, ok := b.place(parent, d)
+		if !ok {
 			continue
 		}
-		kind := byKey
-		switch {
-		case strings.Contains(d.value, "*"):
-			kind = byWildcard
-		case d.value != "":
-			kind = byValue
-		}
+		source := fmt.Sprintf("%s:%d", b.file, d.line)
 		n := newNode()
 		n.statKey = statKey
 		n.source = source
-		n.path = append(slices.Clip(parent.path), level{
-			key:           d.key,
-			value:         d.value,
-			kind:          kind,
-			shared:        d.shareThreshold,
-			valueToMetric: d.valueToMetric,
-		})
+		lv := level{key: d.key, value: d.value, kind: kind, shared: d.shareThreshold, valueToMetric: d.valueToMetric}
+		if d.regex != nil {
+			lv.value = d.regex.pattern
+		}
+		n.path = append(slices.Clip(parent.path), lv)
 		if r := d.rule; r != nil {
 			r.Domain = b.domain
 			r.StatKey = statKey
@@ -122,9 +108,44 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			r.key = newKeyParts(r)
 			n.rule = r
 		}
-		parent.add(d.key, d.value, n)
+		if d.regex != nil {
+			parent.addRegex(d.key, d.regex, n)
+		} else {
+			parent.add(d.key, d.value, n)
+		}
 		b.insert(n, d.children)
 	}
+}
+
+// place names d's node (envoyproxy's stats key; a value_regex node is
+// key=~pattern, which no key_value can spell unless its key ends in '=')
+// and says how requests reach it. It reports a sibling with the same key
+// and value, or the same key and value_regex text, as a duplicate.
+func (b builder) place(parent *node, d *descSpec) (string, levelKind, bool) {
+	if d.regex != nil {
+		if prev := parent.lookupRegex(d.key, d.regex.pattern); prev != nil {
+			b.errs.add(b.file, d.regexLine, join(d.field, "value_regex"),
+				"duplicate value_regex %q for key %q (first at %s)", d.regex.pattern, d.key, prev.source)
+			return "", 0, false
+		}
+		return parent.statKey + "." + d.key + "=~" + d.regex.pattern, byRegex, true
+	}
+	segment, kind := d.key, byKey
+	switch {
+	case strings.Contains(d.value, "*"):
+		kind = byWildcard
+	case d.value != "":
+		kind = byValue
+	}
+	if d.value != "" {
+		segment += "_" + d.value
+	}
+	statKey := parent.statKey + "." + segment
+	if prev := parent.lookup(d.key, d.value); prev != nil {
+		b.errs.add(b.file, d.line, d.field, "duplicate descriptor composite key %q (first at %s)", statKey, prev.source)
+		return "", 0, false
+	}
+	return statKey, kind, true
 }
 
 // HasDomain reports whether any file configures domain.
@@ -146,11 +167,12 @@ func (c *Config) Domains() []string {
 
 // Match finds the rule for one request descriptor as envoyproxy does: walk
 // the entries from the domain's root, at each level taking the key_value
-// node, else the first matching wildcard, else the key-only node, never
-// backtracking. The rule applies only at the node reached by the last
-// entry. It returns nil for an unknown domain, no match, or a node without
-// a rate_limit. Match does not allocate; the Rule is shared by every caller
-// and must not be modified.
+// node, else the first matching wildcard, else (our extension) the first
+// matching value_regex, else the key-only node, never backtracking. The
+// rule applies only at the node reached by the last entry. It returns nil
+// for an unknown domain, no match, or a node without a rate_limit. Match
+// does not allocate; the Rule is shared by every caller and must not be
+// modified.
 func (c *Config) Match(domain string, entries []Entry) *Rule {
 	if c == nil || len(entries) == 0 {
 		return nil

@@ -43,6 +43,9 @@ func dumpNode(sb *strings.Builder, n *node) {
 		if len(r.Replaces) > 0 {
 			fmt.Fprintf(sb, ", replaces=%q", r.Replaces)
 		}
+		if r.OnStoreError != StoreErrorUnavailable {
+			fmt.Fprintf(sb, ", on_store_error=%s", r.OnStoreError)
+		}
 		for _, flag := range []struct {
 			on   bool
 			name string

@@ -22,10 +22,10 @@ import (
 // move its counter into another counter's key. Every key and value is
 // length-prefixed (by its unescaped length), so distinct descriptors never
 // share a counter (unlike envoyproxy's key_value joins); a wildcard's
-// pattern shared through share_threshold is written as *len:pattern so it
-// never equals a literal value. The algorithm and period are part of the key
-// so that changing either starts from fresh state instead of misreading the
-// old one.
+// pattern shared through share_threshold is written as *len:pattern, and a
+// shared value_regex as ~len:pattern, so neither equals a literal value or
+// the other. The algorithm and period are part of the key so that changing
+// either starts from fresh state instead of misreading the old one.
 type KeyBuilder struct {
 	Prefix string
 }
@@ -71,7 +71,7 @@ func (b KeyBuilder) Key(rule *Rule, entries []Entry) string {
 		writeField(&sb, num[:0], e.Key)
 		sb.WriteByte(':')
 		if i < len(rule.path) && rule.path[i].shared {
-			sb.WriteByte('*')
+			sb.WriteByte(rule.path[i].sharedMarker())
 			writeField(&sb, num[:0], rule.path[i].value)
 			continue
 		}
@@ -129,4 +129,12 @@ func writeEscaped(sb *strings.Builder, s string, colon bool) {
 		sb.WriteByte(hex[c>>4])
 		sb.WriteByte(hex[c&0xf])
 	}
+}
+
+// sharedMarker starts the pattern of a shared level in a key.
+func (l level) sharedMarker() byte {
+	if l.kind == byRegex {
+		return '~'
+	}
+	return '*'
 }

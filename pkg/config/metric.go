@@ -24,8 +24,8 @@ func (r *Rule) MetricKey(entries []Entry) string {
 		sb.WriteByte('.')
 		sb.WriteString(e.Key)
 		switch {
-		case l.kind == byWildcard && (l.shared || !l.valueToMetric):
-			sb.WriteByte('_')
+		case (l.kind == byWildcard || l.kind == byRegex) && (l.shared || !l.valueToMetric):
+			sb.WriteString(l.separator())
 			sb.WriteString(l.value)
 		case l.kind == byValue || l.valueToMetric:
 			if e.Value != "" {
@@ -54,7 +54,7 @@ func (r *Rule) detailedKey(entries []Entry) string {
 		sb.WriteString(e.Key)
 		switch {
 		case shared && i < len(r.path) && r.path[i].shared:
-			sb.WriteByte('_')
+			sb.WriteString(r.path[i].separator())
 			sb.WriteString(r.path[i].value)
 		case !shared || e.Value != "":
 			sb.WriteByte('_')
@@ -62,4 +62,13 @@ func (r *Rule) detailedKey(entries []Entry) string {
 		}
 	}
 	return sb.String()
+}
+
+// separator joins a level's key and its pattern in stats keys: a
+// value_regex node's segment is key=~pattern (see builder.place).
+func (l level) separator() string {
+	if l.kind == byRegex {
+		return "=~"
+	}
+	return "_"
 }

@@ -93,6 +93,13 @@ func (r *reader) rateLimitField(b *rateLimitBlock, p pair) bool {
 		rule.Limit.RefillInterval, ok = r.duration(p.val, sub)
 	case "max_debt":
 		rule.Limit.MaxDebt, ok = r.uint(p.val, sub, algorithms.MaxCount)
+	case "on_store_error":
+		var name string
+		if name, ok = r.str(p.val, sub); ok {
+			if rule.OnStoreError, ok = parseStoreErrorAction(name); !ok {
+				r.errorf(p.val, sub, "want unavailable, allow or deny, got %s", kindName(p.val))
+			}
+		}
 	}
 	return ok
 }
@@ -107,10 +114,11 @@ func (r *reader) checkReplaces(b *rateLimitBlock) {
 	}
 }
 
-// checkUnlimited refuses what an unlimited rule would silently ignore; like
+// checkUnlimited refuses what an unlimited rule would silently ignore (it
+// never reaches the store, so on_store_error has nothing to decide); like
 // envoyproxy it tolerates an empty unit.
 func (r *reader) checkUnlimited(b *rateLimitBlock) {
-	for _, k := range []string{"unit", "algorithm", "burst", "unit_multiplier", "refill_interval", "max_debt"} {
+	for _, k := range []string{"unit", "algorithm", "burst", "unit_multiplier", "refill_interval", "max_debt", "on_store_error"} {
 		if key := b.keys[k]; key != nil && (k != "unit" || b.unitName != "") {
 			r.errorf(key, join(b.field, k), "must not be set when unlimited is true")
 			b.valid = false

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"strings"
+
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
@@ -43,6 +45,9 @@ type Rule struct {
 	// Metadata is the node's user metadata (JSON-like values), sent back to
 	// the client while the descriptor is under its limit. Read-only.
 	Metadata map[string]any
+	// OnStoreError is what the rule answers when the store cannot decide
+	// (on_store_error).
+	OnStoreError StoreErrorAction
 	// Source is "file:line" of the node's key, for logs and /rlconfig.
 	Source string
 
@@ -61,15 +66,53 @@ const (
 	byValue    levelKind = iota + 1 // key and exact value
 	byWildcard                      // key and a value pattern containing '*'
 	byKey                           // key alone: every value
+	byRegex                         // key and a value_regex
 )
 
 // level is one node on a rule's path from the domain root.
 type level struct {
 	key   string
-	value string // exact value or wildcard pattern; empty for byKey
+	value string // exact value, wildcard pattern or regex; empty for byKey
 	kind  levelKind
-	// shared: values matching this wildcard share one counter
+	// shared: values matching this wildcard or regex share one counter
 	// (share_threshold).
 	shared        bool
 	valueToMetric bool
+}
+
+// StoreErrorAction is a rule's on_store_error: what it answers when the
+// store cannot decide (Redis down or too slow).
+type StoreErrorAction uint8
+
+const (
+	// StoreErrorUnavailable fails the request with UNAVAILABLE, as
+	// envoyproxy does; Envoy's failure_mode_deny then decides. The default.
+	StoreErrorUnavailable StoreErrorAction = iota
+	// StoreErrorAllow answers OK for this rule.
+	StoreErrorAllow
+	// StoreErrorDeny answers OVER_LIMIT for this rule.
+	StoreErrorDeny
+)
+
+func (a StoreErrorAction) String() string {
+	switch a {
+	case StoreErrorAllow:
+		return "allow"
+	case StoreErrorDeny:
+		return "deny"
+	default:
+		return "unavailable"
+	}
+}
+
+func parseStoreErrorAction(s string) (StoreErrorAction, bool) {
+	switch strings.ToLower(s) {
+	case "unavailable":
+		return StoreErrorUnavailable, true
+	case "allow":
+		return StoreErrorAllow, true
+	case "deny":
+		return StoreErrorDeny, true
+	}
+	return 0, false
 }

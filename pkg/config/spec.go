@@ -8,18 +8,19 @@ import (
 )
 
 // The keys allowed at each level mirror envoyproxy/ratelimit's YAML, plus
-// our rate_limit extensions (algorithm, burst, unit_multiplier,
-// refill_interval, max_debt).
+// our extensions: value_regex on descriptors, and algorithm, burst,
+// unit_multiplier, refill_interval, max_debt and on_store_error on
+// rate_limit.
 func rootKeys() []string { return []string{"domain", "descriptors"} }
 
 func descriptorKeys() []string {
-	return []string{"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+	return []string{"key", "value", "value_regex", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
 		"value_to_metric", "share_threshold", "quota_mode", "metadata"}
 }
 
 func rateLimitKeys() []string {
 	return []string{"unit", "requests_per_unit", "unlimited", "name", "replaces",
-		"algorithm", "burst", "unit_multiplier", "refill_interval", "max_debt"}
+		"algorithm", "burst", "unit_multiplier", "refill_interval", "max_debt", "on_store_error"}
 }
 
 // fileSpec is one file, read and checked field by field but not yet merged
@@ -36,6 +37,12 @@ type descSpec struct {
 	line  int
 	key   string
 	value string
+	// regex is the compiled value_regex, regexLine its line.
+	regex     *valueRegex
+	regexLine int
+	// invalid: the node's key or value is unusable (already reported), so
+	// it is not indexed.
+	invalid bool
 	// rule is nil when the node has no rate_limit, or an invalid one.
 	rule           *Rule
 	shadowMode     bool
@@ -118,6 +125,7 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 	d := &descSpec{field: field, line: n.Line}
 	var rateLimit, rateLimitKey *yaml.Node
 	var shareNode *yaml.Node
+	var valuePair, regexPair *pair
 	for _, p := range pairs {
 		sub := join(field, p.name)
 		switch p.name {
@@ -126,6 +134,9 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 			d.line = p.key.Line
 		case "value":
 			d.value, _ = r.str(p.val, sub)
+			valuePair = &p
+		case "value_regex":
+			regexPair = &p
 		case "rate_limit":
 			rateLimit, rateLimitKey = p.val, p.key
 		case "descriptors":
@@ -147,13 +158,44 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 	}
 	if d.key == "" {
 		r.errorf(n, join(field, "key"), "missing or empty: every descriptor needs a key")
+		d.invalid = true
 	}
-	if d.shareThreshold && !strings.Contains(d.value, "*") {
+	regexOK := true
+	if regexPair != nil {
+		regexOK = r.valueRegex(d, valuePair, *regexPair, join(field, "value_regex"))
+	}
+	if d.shareThreshold && !strings.Contains(d.value, "*") && d.regex == nil && regexOK {
 		r.errorf(shareNode, join(field, "share_threshold"),
-			"only applies to a wildcard value (containing \"*\"), got value %q", d.value)
+			"only applies to a wildcard value (containing \"*\") or a value_regex, got value %q", d.value)
 	}
 	if rateLimit != nil && !isNull(rateLimit) {
 		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"))
 	}
 	return d
+}
+
+// valueRegex reads value_regex into d and reports false when it reported an
+// error. One node has one way to match a value: with both value and
+// value_regex, which one ranks where would be a guess, so that is an error.
+func (r *reader) valueRegex(d *descSpec, value *pair, p pair, field string) bool {
+	d.regexLine = p.key.Line
+	pattern, ok := r.str(p.val, field)
+	switch {
+	case !ok:
+	case value != nil:
+		r.errorf(p.key, field, "set either value (line %d) or value_regex, not both", value.key.Line)
+	case isNull(p.val):
+		return true // null is absent, as for every other field
+	case pattern == "":
+		r.errorf(p.val, field, "empty (leave it out to match every value, or write ^$ for the empty value)")
+	default:
+		re, err := compileValueRegex(pattern)
+		if err == nil {
+			d.regex = re
+			return true
+		}
+		r.errorf(p.val, field, "%v", err)
+	}
+	d.invalid = true
+	return false
 }

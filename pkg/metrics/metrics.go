@@ -32,6 +32,7 @@ type Metrics struct {
 
 	configLoads   *prometheus.CounterVec
 	backendErrors *prometheus.CounterVec
+	storeAnswers  *prometheus.CounterVec
 	requests      *prometheus.HistogramVec
 	roundTrips    *prometheus.HistogramVec
 	undoFailures  prometheus.Counter
@@ -80,6 +81,8 @@ func New(opts ...Option) *Metrics {
 		Help: "Config loads by result (success, error); a failed load keeps the previous config."}, []string{"result"})
 	m.backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "backend_errors_total",
 		Help: "Decisions the backend could not make, by kind (unavailable, deadline, canceled)."}, []string{"kind"})
+	m.storeAnswers = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "store_error_answers_total",
+		Help: "Requests the backend failed to decide that their rules' on_store_error answered, by answer (allow: OK, deny: OVER_LIMIT)."}, []string{"answer"})
 	m.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ratelimitd", Name: "should_rate_limit_duration_seconds",
 		Help: "ShouldRateLimit latency by gRPC code.", Buckets: latencyBuckets()}, []string{"code"})
 	m.roundTrips = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ratelimitd", Name: "redis_round_trip_seconds",
@@ -88,7 +91,7 @@ func New(opts ...Option) *Metrics {
 		Help: "Denied cross-slot Redis Cluster requests whose undo failed: their hits stay charged until the window passes or the bucket refills."})
 	m.reg.MustRegister(m.undoFailures)
 	m.reg.MustRegister(m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode, m.overLimitLocalCache, m.usageOverLimit,
-		m.configLoads, m.backendErrors, m.requests, m.roundTrips,
+		m.configLoads, m.backendErrors, m.storeAnswers, m.requests, m.roundTrips,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -190,6 +193,9 @@ func (m *Metrics) ConfigLoad(err error) {
 
 // BackendError counts a decision the backend could not make.
 func (m *Metrics) BackendError(kind string) { m.backendErrors.WithLabelValues(kind).Inc() }
+
+// StoreErrorAnswer counts a request answered from on_store_error.
+func (m *Metrics) StoreErrorAnswer(answer string) { m.storeAnswers.WithLabelValues(answer).Inc() }
 
 // Request observes one ShouldRateLimit.
 func (m *Metrics) Request(code string, d time.Duration) {

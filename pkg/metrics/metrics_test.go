@@ -104,6 +104,9 @@ func TestOperationalMetrics(t *testing.T) {
 	m.ConfigLoad(nil)
 	m.ConfigLoad(errors.New("bad"))
 	m.BackendError("unavailable")
+	m.StoreErrorAnswer("allow")
+	m.StoreErrorAnswer("allow")
+	m.StoreErrorAnswer("deny")
 	m.Request("OK", 300*time.Microsecond)
 	m.RoundTrip(2*time.Millisecond, nil)
 	want := `
@@ -114,8 +117,13 @@ ratelimitd_config_load_total{result="success"} 1
 # HELP ratelimitd_backend_errors_total Decisions the backend could not make, by kind (unavailable, deadline, canceled).
 # TYPE ratelimitd_backend_errors_total counter
 ratelimitd_backend_errors_total{kind="unavailable"} 1
+# HELP ratelimitd_store_error_answers_total Requests the backend failed to decide that their rules' on_store_error answered, by answer (allow: OK, deny: OVER_LIMIT).
+# TYPE ratelimitd_store_error_answers_total counter
+ratelimitd_store_error_answers_total{answer="allow"} 2
+ratelimitd_store_error_answers_total{answer="deny"} 1
 `
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "ratelimitd_config_load_total", "ratelimitd_backend_errors_total"); err != nil {
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"ratelimitd_config_load_total", "ratelimitd_backend_errors_total", "ratelimitd_store_error_answers_total"); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(m.Registry(), "ratelimitd_should_rate_limit_duration_seconds", "ratelimitd_redis_round_trip_seconds"); n != 2 {

@@ -12,6 +12,10 @@ type Observer interface {
 	Observe(metrics.Hit)
 	Request(code string, took time.Duration)
 	BackendError(kind string)
+	// StoreErrorAnswer counts a request the backend failed to decide that
+	// its rules' on_store_error answered: "allow" (OK) or "deny"
+	// (OVER_LIMIT).
+	StoreErrorAnswer(answer string)
 }
 
 // WithObserver sends per-rule counts, latencies and backend errors to obs.

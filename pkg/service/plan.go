@@ -44,6 +44,9 @@ type slot struct {
 type plan struct {
 	slots []slot
 	reqs  []store.Request
+	// fallback: a counted rule has an on_store_error other than
+	// unavailable, so a store failure may still be answered.
+	fallback bool
 }
 
 // planOne and planFew hold a small request's plan, its slots, its store
@@ -139,6 +142,7 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 		default:
 			sl.quota = !r.ShadowMode && (r.QuotaMode || s.globalQuota)
 			sl.kind, sl.req = counted, len(p.reqs)
+			p.fallback = p.fallback || r.OnStoreError != config.StoreErrorUnavailable
 			h, usage := hits(req, descs[i])
 			p.reqs = append(p.reqs, store.Request{
 				Key:   s.keys.Key(r, sl.entries),

@@ -80,7 +80,8 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 
 // ShouldRateLimit decides req. Errors carry a gRPC status: InvalidArgument
 // for a malformed request, Unavailable when there is no config or the
-// backend fails, DeadlineExceeded/Canceled when the caller gave up. It never
+// backend fails (unless the matched rules' on_store_error decide the
+// request), DeadlineExceeded/Canceled when the caller gave up. It never
 // answers UNKNOWN, which Envoy would treat as OK.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if s.obs == nil {
@@ -106,6 +107,9 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	results, err := s.take(ctx, p)
 	if err != nil {
+		if resp, ok := s.answerStoreError(ctx, req, p, err); ok {
+			return resp, nil
+		}
 		return nil, s.backendError(ctx, err)
 	}
 	resp := s.respond(p, results)

@@ -15,6 +15,11 @@ func (s *Service) take(ctx context.Context, p *plan) ([]store.Result, error) {
 	if len(p.reqs) == 0 {
 		return nil, nil
 	}
+	if p.fallback {
+		var cancel context.CancelFunc
+		ctx, cancel = storeContext(ctx)
+		defer cancel()
+	}
 	res, err := s.store.Take(ctx, p.reqs)
 	if err != nil {
 		return nil, fmt.Errorf("take %d keys: %w", len(p.reqs), err)
