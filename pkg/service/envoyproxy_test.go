@@ -210,6 +210,7 @@ func TestEnvoyproxyAnswers(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d requests, %d denied", steps, denied)
 	if denied < steps/10 || denied > steps*9/10 {
 		t.Errorf("%d of %d requests denied: the random configs explore one outcome only", denied, steps)
 	}
