@@ -248,3 +248,6 @@ func (s *Store) Forget(keys ...string) {
 		}
 	}
 }
+
+// Unwrap returns the store the cache decorates.
+func (s *Store) Unwrap() store.Store { return s.next }
