@@ -135,13 +135,16 @@ func TestGRPCTokenGetResetList(t *testing.T) {
 	r.hit(t, "bob")
 
 	// Refused: no token, a wrong one, one of another length. Nothing changes.
-	for name, ctx := range map[string]context.Context{"none": context.Background(), "wrong": bearer(t, token[:len(token)-1] + "x"), "short": bearer(t, "x")} {
+	for name, ctx := range map[string]context.Context{"none": context.Background(), "wrong": bearer(t, token[:len(token)-1]+"x"), "short": bearer(t, "x")} {
 		_, err := c.Reset(ctx, &adminv1.ResetRequest{Domain: "d", Descriptors: descs("user", "alice")})
 		if status.Code(err) != codes.Unauthenticated {
 			t.Errorf("Reset with %s token: %v, want UNAUTHENTICATED", name, err)
 		}
 		for _, call := range []func() error{
-			func() error { _, err := c.Get(ctx, &adminv1.GetRequest{Domain: "d", Descriptors: descs("user", "alice")}); return err },
+			func() error {
+				_, err := c.Get(ctx, &adminv1.GetRequest{Domain: "d", Descriptors: descs("user", "alice")})
+				return err
+			},
 			func() error { _, err := c.List(ctx, &adminv1.ListRequest{Domain: "d"}); return err },
 		} {
 			if err := call(); status.Code(err) != codes.Unauthenticated {
