@@ -47,6 +47,11 @@ descriptors:
 				pk.Algorithm != tt.rule.Limit.Algorithm.String() || pk.Period != tt.rule.Limit.Period {
 				t.Errorf("ParseKey(%q) = %+v", key, pk)
 			}
+			// Entries read back from a key name its counter again, a
+			// shared wildcard's pattern included.
+			if r := c.Match(pk.Domain, pk.Entries); tt.name == "shared wildcard" && (r == nil || b.Key(r, pk.Entries) != key) {
+				t.Errorf("the entries read from %q do not build it again", key)
+			}
 		})
 	}
 }
