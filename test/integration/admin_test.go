@@ -82,6 +82,10 @@ func TestCountersAPI(t *testing.T) {
 		"redis": func(t *testing.T) []string {
 			return []string{"REDIS_URL=" + redistest.Start(t).Addr, "CACHE_KEY_PREFIX=rl:", "LOCAL_CACHE_SIZE_IN_BYTES=1048576"}
 		},
+		"sentinel": func(t *testing.T) []string {
+			master := redistest.Start(t)
+			return []string{"REDIS_TYPE=SENTINEL", "REDIS_URL=mymaster," + redistest.StartSentinel(t, "mymaster", master.Addr)}
+		},
 		"cluster": func(t *testing.T) []string {
 			return []string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(redistest.StartCluster(t, 3))}
 		},

@@ -71,3 +71,57 @@ func TestAdminConformance(t *testing.T) {
 		}
 	})
 }
+
+// A listing of a few keys among many others is time-bounded per call: each
+// page ends soon after its deadline, with a cursor, and the pages together
+// hold every key.
+func TestListBoundedInTime(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	const others, ours = 200_000, 500
+	for i := 0; i < others; i += 10_000 {
+		pipe := c.Pipeline()
+		for j := i; j < i+10_000; j++ {
+			pipe.Set(t.Context(), fmt.Sprintf("{other:%d}", j), "x", 0)
+		}
+		if _, err := pipe.Exec(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe := c.Pipeline()
+	for j := range ours {
+		pipe.Set(t.Context(), fmt.Sprintf("{ours:%d}", j), "x", 0)
+	}
+	if _, err := pipe.Exec(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, redisstore.WithAddr(srv.Addr))
+	const budget = 5 * time.Millisecond
+	found := map[string]bool{}
+	cursor, pages, slowest := "", 0, time.Duration(0)
+	start := time.Now()
+	for {
+		t0 := time.Now()
+		keys, next, err := s.List(t.Context(), "{ours:", cursor, 100, t0.Add(budget))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(t0))
+		for _, k := range keys {
+			found[k] = true
+		}
+		pages++
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	t.Logf("%d of %d keys listed in %d pages, %s in all, slowest page %s (budget %s)", len(found), others+ours, pages, time.Since(start), slowest, budget)
+	if len(found) != ours {
+		t.Errorf("listed %d keys, want %d", len(found), ours)
+	}
+	// One SCAN of COUNT 100 past the budget at most; generous for -race.
+	if slowest > budget+100*time.Millisecond {
+		t.Errorf("slowest page took %s with a budget of %s", slowest, budget)
+	}
+}
