@@ -134,24 +134,7 @@ func TestGRPCTokenGetResetList(t *testing.T) {
 	}
 	r.hit(t, "bob")
 
-	// Refused: no token, a wrong one, one of another length. Nothing changes.
-	for name, ctx := range map[string]context.Context{"none": context.Background(), "wrong": bearer(t, token[:len(token)-1]+"x"), "short": bearer(t, "x")} {
-		_, err := c.Reset(ctx, &adminv1.ResetRequest{Domain: "d", Descriptors: descs("user", "alice")})
-		if status.Code(err) != codes.Unauthenticated {
-			t.Errorf("Reset with %s token: %v, want UNAUTHENTICATED", name, err)
-		}
-		for _, call := range []func() error{
-			func() error {
-				_, err := c.Get(ctx, &adminv1.GetRequest{Domain: "d", Descriptors: descs("user", "alice")})
-				return err
-			},
-			func() error { _, err := c.List(ctx, &adminv1.ListRequest{Domain: "d"}); return err },
-		} {
-			if err := call(); status.Code(err) != codes.Unauthenticated {
-				t.Errorf("%s token: %v, want UNAUTHENTICATED", name, err)
-			}
-		}
-	}
+	refuseAll(t, c)
 	if r.hit(t, "alice") != rlsv3.RateLimitResponse_OVER_LIMIT {
 		t.Fatal("a refused Reset gave alice her quota back")
 	}
@@ -203,6 +186,29 @@ func TestGRPCTokenGetResetList(t *testing.T) {
 		for _, v := range e.ContextMap() {
 			if s, ok := v.(string); ok && strings.Contains(s, token) {
 				t.Errorf("the token was logged: %v", e)
+			}
+		}
+	}
+}
+
+// refuseAll checks every call without the token, with a wrong one and with
+// one of another length: 9 refusals.
+func refuseAll(t *testing.T, c adminv1.CountersClient) {
+	t.Helper()
+	for name, ctx := range map[string]context.Context{"none": context.Background(), "wrong": bearer(t, token[:len(token)-1]+"x"), "short": bearer(t, "x")} {
+		_, err := c.Reset(ctx, &adminv1.ResetRequest{Domain: "d", Descriptors: descs("user", "alice")})
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("Reset with %s token: %v, want UNAUTHENTICATED", name, err)
+		}
+		for _, call := range []func() error{
+			func() error {
+				_, err := c.Get(ctx, &adminv1.GetRequest{Domain: "d", Descriptors: descs("user", "alice")})
+				return err
+			},
+			func() error { _, err := c.List(ctx, &adminv1.ListRequest{Domain: "d"}); return err },
+		} {
+			if err := call(); status.Code(err) != codes.Unauthenticated {
+				t.Errorf("%s token: %v, want UNAUTHENTICATED", name, err)
 			}
 		}
 	}

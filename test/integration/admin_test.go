@@ -122,22 +122,7 @@ func testCounters(t *testing.T, svc *service) {
 		t.Fatal("alice not over her limit of 3")
 	}
 
-	// Without the credential: UNAUTHENTICATED (401), nothing changed.
-	for name, cctx := range map[string]context.Context{"no token": ctx, "wrong token": withToken(ctx, adminToken+"x")} {
-		_, err := c.Reset(cctx, &adminv1.ResetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice")})
-		_, errGet := c.Get(cctx, &adminv1.GetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice")})
-		_, errList := c.List(cctx, &adminv1.ListRequest{Domain: "shop"})
-		for _, e := range []error{err, errGet, errList} {
-			if status.Code(e) != codes.Unauthenticated {
-				t.Errorf("%s: %v, want UNAUTHENTICATED", name, e)
-			}
-		}
-	}
-	for _, auth := range []string{"", "Bearer wrong-token-0123456789", adminToken} {
-		if code, body := debugPost(t, svc, "/admin/counters/reset", auth, `{"domain":"shop","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`); code != http.StatusUnauthorized {
-			t.Errorf("HTTP reset with %q: %d %s, want 401", auth, code, body)
-		}
-	}
+	refuseWithoutToken(t, svc, c)
 	if !aliceOver() {
 		t.Fatal("a refused reset gave alice her quota back")
 	}
@@ -157,21 +142,7 @@ func testCounters(t *testing.T, svc *service) {
 	}
 
 	// Paged listing finds every user's counter.
-	listed := map[string]bool{}
-	token := ""
-	for page := 0; ; page++ {
-		resp, err := c.List(withToken(ctx, adminToken), &adminv1.ListRequest{Domain: "shop", PageSize: 2, PageToken: token})
-		if err != nil {
-			t.Fatalf("List page %d: %v", page, err)
-		}
-		for _, lc := range resp.GetCounters() {
-			listed[lc.GetEntries()[0].GetValue()] = true
-		}
-		if token = resp.GetNextPageToken(); token == "" || page > 100 {
-			break
-		}
-	}
-	if len(listed) != len(users) {
+	if listed := listAll(t, c, "shop", 2); len(listed) != len(users) {
 		t.Errorf("listed %v, want the %d users", listed, len(users))
 	}
 
@@ -202,6 +173,51 @@ func testCounters(t *testing.T, svc *service) {
 	}
 	if strings.Contains(logs, adminToken) {
 		t.Error("the token is in the logs")
+	}
+}
+
+// refuseWithoutToken checks that calls without the token, or with a wrong
+// one, are refused over gRPC and HTTP.
+func refuseWithoutToken(t *testing.T, svc *service, c adminv1.CountersClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for name, cctx := range map[string]context.Context{"no token": ctx, "wrong token": withToken(ctx, adminToken+"x")} {
+		_, err := c.Reset(cctx, &adminv1.ResetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice")})
+		_, errGet := c.Get(cctx, &adminv1.GetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice")})
+		_, errList := c.List(cctx, &adminv1.ListRequest{Domain: "shop"})
+		for _, e := range []error{err, errGet, errList} {
+			if status.Code(e) != codes.Unauthenticated {
+				t.Errorf("%s: %v, want UNAUTHENTICATED", name, e)
+			}
+		}
+	}
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789", adminToken} {
+		if code, body := debugPost(t, svc, "/admin/counters/reset", auth, `{"domain":"shop","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`); code != http.StatusUnauthorized {
+			t.Errorf("HTTP reset with %q: %d %s, want 401", auth, code, body)
+		}
+	}
+}
+
+// listAll pages through a domain's counters and returns the first entry's
+// values.
+func listAll(t *testing.T, c adminv1.CountersClient, domain string, pageSize uint32) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	listed := map[string]bool{}
+	token := ""
+	for page := 0; ; page++ {
+		resp, err := c.List(withToken(ctx, adminToken), &adminv1.ListRequest{Domain: domain, PageSize: pageSize, PageToken: token})
+		if err != nil {
+			t.Fatalf("List page %d: %v", page, err)
+		}
+		for _, lc := range resp.GetCounters() {
+			listed[lc.GetEntries()[0].GetValue()] = true
+		}
+		if token = resp.GetNextPageToken(); token == "" || page > 1000 {
+			return listed
+		}
 	}
 }
 

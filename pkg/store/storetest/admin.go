@@ -79,25 +79,9 @@ func mustAdminTake(t *testing.T, s store.Store, reqs ...store.Request) []store.R
 func testList(t *testing.T, newStore AdminFactory, exactPages bool) {
 	s := newStore(t, NewClock(Epoch()))
 	t.Cleanup(func() { _ = s.Close() })
-	win := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute}
 	// Glob characters in the prefix must match only themselves on Redis.
 	prefix := `p*[x]?\{dom:`
-	want := map[string]bool{}
-	var batch []store.Request
-	for i := range 250 {
-		k := fmt.Sprintf("%s1:k:%d:v%d}:fixed_window:60s", prefix, len(fmt.Sprint(i))+1, i)
-		want[k] = true
-		batch = append(batch, req(k, win, 1))
-		// Keys that only look alike: another domain, the prefix's glob read.
-		batch = append(batch, req(fmt.Sprintf(`p*[x]?\{dom2:1:k:%d}:fixed_window:60s`, i), win, 1))
-		batch = append(batch, req(fmt.Sprintf(`pa[x]?\{dom:1:k:%d}:fixed_window:60s`, i), win, 1))
-		if len(batch) >= 60 {
-			mustAdminTake(t, s, batch...)
-			batch = batch[:0]
-		}
-	}
-	mustAdminTake(t, s, batch...)
-
+	want := fillForList(t, s, prefix)
 	got := map[string]bool{}
 	cursor, pages := "", 0
 	for {
@@ -135,4 +119,27 @@ func testList(t *testing.T, newStore AdminFactory, exactPages bool) {
 	if keys, next, err := s.List(t.Context(), prefix, "", 1000, time.Now().Add(-time.Second)); err != nil || (len(keys) == 0 && next == "") {
 		t.Errorf("List past its time bound: %d keys, next %q, %v", len(keys), next, err)
 	}
+}
+
+// fillForList charges 250 keys under prefix and 500 that only look alike:
+// another domain, and the prefix's glob read as a pattern.
+func fillForList(t *testing.T, s store.Store, prefix string) map[string]bool {
+	t.Helper()
+	win := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute}
+	want := map[string]bool{}
+	var batch []store.Request
+	for i := range 250 {
+		k := fmt.Sprintf("%s1:k:%d:v%d}:fixed_window:60s", prefix, len(fmt.Sprint(i))+1, i)
+		want[k] = true
+		batch = append(batch, req(k, win, 1))
+		// Keys that only look alike: another domain, the prefix's glob read.
+		batch = append(batch, req(fmt.Sprintf(`p*[x]?\{dom2:1:k:%d}:fixed_window:60s`, i), win, 1))
+		batch = append(batch, req(fmt.Sprintf(`pa[x]?\{dom:1:k:%d}:fixed_window:60s`, i), win, 1))
+		if len(batch) >= 60 {
+			mustAdminTake(t, s, batch...)
+			batch = batch[:0]
+		}
+	}
+	mustAdminTake(t, s, batch...)
+	return want
 }
