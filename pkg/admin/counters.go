@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -211,5 +210,5 @@ func storeError(ctx context.Context, err error) error {
 	case errors.Is(ctx.Err(), context.Canceled):
 		return status.Errorf(codes.Canceled, "canceled waiting for the backend: %v", err)
 	}
-	return status.Error(codes.Unavailable, fmt.Sprintf("backend unavailable: %v", err))
+	return status.Errorf(codes.Unavailable, "backend unavailable: %v", err)
 }

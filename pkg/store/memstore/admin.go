@@ -56,6 +56,7 @@ func (s *Store) List(ctx context.Context, prefix, cursor string, count int, unti
 	if err != nil {
 		return nil, "", err
 	}
+	count = max(count, 1)
 	var out []string
 	for ; shard < numShards; shard, after = shard+1, "" {
 		if err := ctx.Err(); err != nil {

@@ -73,6 +73,7 @@ func (s *Store) List(ctx context.Context, prefix, cursor string, count int, unti
 		return nil, "", err
 	}
 	match := globEscape(prefix) + "*"
+	count = max(count, 1)
 	var out []string
 	scanned := false
 	for i := range nodes {
