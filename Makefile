@@ -54,7 +54,7 @@ image:
 	$(ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 	@echo "built $(IMAGE); run: $(ENGINE) run --rm -p 8081:8081 -p 8080:8080 -e BACKEND_TYPE=memory $(IMAGE)"
 
-# Regenerates api/queue/v1's Go code. Needs protoc (Debian protobuf-compiler)
+# Regenerates api/queue/v1's and api/admin/v1's Go code. Needs protoc (Debian protobuf-compiler)
 # and the plugins pinned to go.mod's versions:
 #   go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 #   go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
@@ -63,4 +63,4 @@ proto:
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --proto_path=api \
 		--go_out=api --go_opt=paths=source_relative \
 		--go-grpc_out=api --go-grpc_opt=paths=source_relative \
-		queue/v1/queue.proto
+		queue/v1/queue.proto admin/v1/counters.proto

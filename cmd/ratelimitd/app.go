@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/ratelimitd/ratelimitd/pkg/admin"
 	"github.com/ratelimitd/ratelimitd/pkg/config"
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
@@ -52,6 +53,8 @@ type app struct {
 	// tracing exports spans; nil unless TRACING_ENABLED.
 	tracing *tracing.Provider
 	queue   *delayQueue
+	// admin serves the counters API; nil unless a credential is configured.
+	admin *admin.Server
 
 	grpcLn, httpLn, debugLn net.Listener
 
@@ -153,6 +156,10 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	}
 	a.grpc = grpc.NewServer(grpcOpts...)
 	a.svc.RegisterGRPC(a.grpc)
+	if err := a.startAdmin(m); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	if a.queue, err = newDelayQueue(set, m, a.grpc); err != nil {
 		_ = st.Close()
 		return nil, err
@@ -165,7 +172,11 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	mux := http.NewServeMux()
 	a.svc.RegisterHTTP(mux)
 	a.http = newHTTPServer(mux)
-	a.debug = newHTTPServer(debugMux(w, m.Handler(), set.DebugPprof))
+	dbg := debugMux(w, m.Handler(), set.DebugPprof)
+	if a.admin != nil {
+		a.admin.RegisterHTTP(dbg)
+	}
+	a.debug = newHTTPServer(dbg)
 	if a.prom, err = promServer(set, m.Handler(), log); err != nil {
 		_ = st.Close()
 		return nil, err
@@ -226,7 +237,7 @@ func (a *app) announce(log *zap.Logger) {
 	fields := []zap.Field{
 		zap.String("grpc", a.grpcLn.Addr().String()),
 		zap.String("http", a.httpLn.Addr().String()+" (/healthcheck, /json)"),
-		zap.String("debug", a.debugLn.Addr().String()+debugEndpoints(a.set.DebugPprof)),
+		zap.String("debug", a.debugLn.Addr().String()+debugEndpoints(a.set.DebugPprof, a.set.Admin.Token != nil)),
 		zap.Stringer("backend", a.set.Backend),
 		zap.String("config", a.configDescription()),
 	}

@@ -44,9 +44,13 @@ func debugMux(cfg service.ConfigSource, metrics http.Handler, withPprof bool) *h
 }
 
 // debugEndpoints is what the debug port serves, for the startup line.
-func debugEndpoints(withPprof bool) string {
+func debugEndpoints(withPprof, withAdmin bool) string {
+	list := "/metrics, /rlconfig"
 	if withPprof {
-		return " (/metrics, /rlconfig, /debug/pprof/)"
+		list += ", /debug/pprof/"
 	}
-	return " (/metrics, /rlconfig)"
+	if withAdmin {
+		list += ", /admin/counters/"
+	}
+	return " (" + list + ")"
 }

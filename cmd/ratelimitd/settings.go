@@ -118,6 +118,8 @@ type settings struct {
 	// Tracing is TRACING_ENABLED and its settings (settings_tracing.go).
 	Tracing tracingSettings
 	Queue   queueSettings
+	// Admin is the counters API's credentials (settings_admin.go).
+	Admin adminSettings
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -160,6 +162,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.readPrometheus(env)
 	s.readTracing(env)
 	s.Queue = readQueueSettings(env)
+	s.readAdmin(env)
 	if err := env.err(); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)
 	}

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 
 	"go.uber.org/zap"
 
+	"github.com/ratelimitd/ratelimitd/internal/certname"
 	"github.com/ratelimitd/ratelimitd/internal/tlsreload"
 )
 
@@ -47,7 +47,7 @@ func grpcServerTLS(set settings, log *zap.Logger) (*tls.Config, error) {
 	cfg.ClientCAs = cas.CertPool()
 	if san := set.GRPCClientSAN; san != "" {
 		cfg.VerifyPeerCertificate = func(_ [][]byte, chains [][]*x509.Certificate) error {
-			if len(chains) == 0 || len(chains[0]) == 0 || !hasSAN(chains[0][0], san) {
+			if len(chains) == 0 || len(chains[0]) == 0 || !certname.Has(chains[0][0], san) {
 				return fmt.Errorf("client certificate lacks the SAN %q", san)
 			}
 			return nil
@@ -63,21 +63,6 @@ func grpcServerTLS(set settings, log *zap.Logger) (*tls.Config, error) {
 			return c, nil
 		},
 	}, nil
-}
-
-// hasSAN says whether c carries san. envoyproxy verifies it as a host name
-// (DNS names, wildcards included, or an IP address); URI SANs (SPIFFE
-// identities) and email addresses are matched exactly as well.
-func hasSAN(c *x509.Certificate, san string) bool {
-	if c.VerifyHostname(san) == nil || slices.Contains(c.EmailAddresses, san) {
-		return true
-	}
-	for _, u := range c.URIs {
-		if u.String() == san {
-			return true
-		}
-	}
-	return false
 }
 
 func certPool(file string) (*x509.CertPool, error) {

@@ -4,6 +4,7 @@ package store
 
 import (
 	"context"
+	"errors"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
@@ -42,3 +43,7 @@ func Verdict(reqs []Request, results []Result) algorithms.Verdict {
 	}
 	return v
 }
+
+// ErrBadCursor is a listing cursor the store did not issue (the counters
+// API answers it with INVALID_ARGUMENT).
+var ErrBadCursor = errors.New("bad page token")

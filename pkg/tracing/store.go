@@ -46,3 +46,6 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 
 // Close closes next.
 func (s *Store) Close() error { return s.next.Close() }
+
+// Unwrap returns the traced store.
+func (s *Store) Unwrap() store.Store { return s.next }

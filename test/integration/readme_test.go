@@ -151,7 +151,7 @@ func TestReadmeQueueExamples(t *testing.T) {
 
 // startExample serves the example config on the embedded store, as
 // `make run` does.
-func startExample(t *testing.T) *service {
+func startExample(t *testing.T, env ...string) *service {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "ratelimit", "config")
@@ -163,5 +163,49 @@ func startExample(t *testing.T) *service {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "config.yaml"), string(example))
-	return startService(t, root, "BACKEND_TYPE=memory", "REDIS_URL=")
+	return startService(t, root, append([]string{"BACKEND_TYPE=memory", "REDIS_URL="}, env...)...)
+}
+
+// TestReadmeCountersExamples runs the counters API's README examples
+// verbatim, as one script, against the example config with a token file.
+func TestReadmeCountersExamples(t *testing.T) {
+	if grpcurlPath == "" {
+		redistest.Missing(t, "grpcurl could not be installed")
+	}
+	scripts := readmeScripts(t, "ratelimitd.admin.v1.Counters/")
+	if len(scripts) != 1 {
+		t.Fatalf("found %d counters API example blocks in README.md, want 1", len(scripts))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "admin.token"), []byte("readme-example-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	svc := startExample(t, "ADMIN_TOKEN_FILE="+filepath.Join(dir, "admin.token"))
+
+	list, err := exec.Command(grpcurlPath, "-plaintext", svc.grpcAddr, "list").CombinedOutput()
+	if err != nil || !strings.Contains(string(list), "ratelimitd.admin.v1.Counters") {
+		t.Fatalf("reflection does not list the counters API: %v\n%s", err, list)
+	}
+	script := strings.ReplaceAll(scripts[0], "localhost:8081", svc.grpcAddr)
+	script = strings.ReplaceAll(script, "localhost:6070", svc.debugAddr)
+	script = strings.ReplaceAll(script, "grpcurl ", grpcurlPath+" ")
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+script)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README counters API examples failed: %v\n%s", err, out)
+	}
+	// What the README's comments promise, in order: the call, Get, List,
+	// the refused Reset, the Reset, and the HTTP Get and List (protojson
+	// varies its spacing, so compare without it).
+	flat := strings.Join(strings.Fields(string(out)), "")
+	for _, want := range []string{`"limitRemaining":59`, `"used":"1"`, `"remaining":"59"`, `"value":"198.51.100.9"`,
+		"Code:Unauthenticated", `"deleted":1`, `"existed":true`, `"remaining":"60"`, `}]}{}`} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("README counters API examples' output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(string(out), "Code: Unauthenticated") > strings.Index(string(out), `"deleted": 1`) {
+		t.Errorf("the refused reset did not come before the real one:\n%s", out)
+	}
 }

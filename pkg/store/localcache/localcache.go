@@ -236,3 +236,18 @@ func (s *Store) Len() (entries, bytes int) {
 	defer s.mu.Unlock()
 	return s.lru.Len(), s.bytes
 }
+
+// Forget drops keys' entries, for a counter reset: a cached denial would
+// otherwise outlive the counter it describes on this replica.
+func (s *Store) Forget(keys ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		if el, ok := s.entries[k]; ok {
+			s.remove(el)
+		}
+	}
+}
+
+// Unwrap returns the store the cache decorates.
+func (s *Store) Unwrap() store.Store { return s.next }

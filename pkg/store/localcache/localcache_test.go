@@ -313,3 +313,22 @@ func TestBackendErrorPassesThrough(t *testing.T) {
 		t.Fatal("want the context's error")
 	}
 }
+
+// A forgotten key goes back to the backend: after a counter reset, this
+// replica must not keep answering the denial it cached.
+func TestForget(t *testing.T) {
+	r := newRig(t, 1<<20)
+	r.take(req("k", fw(1), 1), req("other", fw(1), 1))
+	r.one(req("k", fw(1), 1))
+	r.one(req("other", fw(1), 1))
+	if _, reached := r.one(req("k", fw(1), 1)); reached {
+		t.Fatal("the denial was not cached")
+	}
+	r.cache.Forget("k", "missing")
+	if _, reached := r.one(req("k", fw(1), 1)); !reached {
+		t.Error("a forgotten key was answered from the cache")
+	}
+	if _, reached := r.one(req("other", fw(1), 1)); reached {
+		t.Error("a key not forgotten left the cache")
+	}
+}

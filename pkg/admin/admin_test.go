@@ -1,0 +1,322 @@
+package admin_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
+	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+	"github.com/ratelimitd/ratelimitd/pkg/admin"
+	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
+)
+
+const token = "s3cret-admin-token-0123456789"
+
+const rules = `
+domain: d
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: vip
+    rate_limit: {unlimited: true}
+`
+
+type staticConfig struct{ cfg *config.Config }
+
+func (s staticConfig) Current() *config.Config { return s.cfg }
+
+// rig is a service and its counters API over one memstore.
+type rig struct {
+	svc   *service.Service
+	admin *admin.Server
+	reg   *prometheus.Registry
+	logs  *observer.ObservedLogs
+}
+
+func newRig(t *testing.T, auth admin.Auth) *rig {
+	t.Helper()
+	cfg, err := config.Parse([]config.File{{Name: "d.yaml", Data: []byte(rules)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New()
+	t.Cleanup(func() { _ = st.Close() })
+	keys := config.KeyBuilder{Prefix: "rl:"}
+	svc := service.New(staticConfig{cfg}, st, service.WithKeyBuilder(keys))
+	core, logs := observer.New(zap.WarnLevel)
+	a := admin.New(svc, st, auth, admin.WithKeyBuilder(keys), admin.WithLogger(zap.New(core)))
+	reg := prometheus.NewRegistry()
+	if err := a.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{svc: svc, admin: a, reg: reg, logs: logs}
+}
+
+func (r *rig) hit(t *testing.T, user string) rlsv3.RateLimitResponse_Code {
+	t.Helper()
+	resp, err := r.svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*ratelimitv3.RateLimitDescriptor{
+		{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "user", Value: user}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetOverallCode()
+}
+
+// serve runs a gRPC server with the counters API on 127.0.0.1.
+func serve(t *testing.T, a *admin.Server, opts ...grpc.ServerOption) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(opts...)
+	a.RegisterGRPC(srv)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	return ln.Addr().String()
+}
+
+func client(t *testing.T, addr string, creds credentials.TransportCredentials) adminv1.CountersClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return adminv1.NewCountersClient(conn)
+}
+
+func bearer(t *testing.T, tok string) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	t.Cleanup(cancel)
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+}
+
+func descs(kv ...string) []*adminv1.Descriptor {
+	var out []*adminv1.Descriptor
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, &adminv1.Descriptor{Entries: []*adminv1.Entry{{Key: kv[i], Value: kv[i+1]}}})
+	}
+	return out
+}
+
+func TestGRPCTokenGetResetList(t *testing.T) {
+	r := newRig(t, admin.NewAuth([]byte(token), nil))
+	c := client(t, serve(t, r.admin), insecure.NewCredentials())
+	for range 3 {
+		r.hit(t, "alice")
+	}
+	if r.hit(t, "alice") != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatal("alice not over her limit of 3")
+	}
+	r.hit(t, "bob")
+
+	refuseAll(t, c)
+	if r.hit(t, "alice") != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatal("a refused Reset gave alice her quota back")
+	}
+
+	got, err := c.Get(bearer(t, token), &adminv1.GetRequest{Domain: "d", Descriptors: descs("user", "alice", "user", "bob", "vip", "x", "nope", "x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := got.GetCounters()[0], got.GetCounters()[1]
+	if a.GetStatus() != adminv1.Status_COUNTED || a.GetUsed() != 3 || a.GetRemaining() != 0 || a.GetKey() != "rl:{d:4:user:5:alice}:fixed_window:60s" ||
+		a.GetRule().GetAlgorithm() != "fixed_window" || a.GetRule().GetCapacity() != 3 || a.GetRule().GetMode() != "ENFORCE" || a.GetResetAfter().AsDuration() <= 0 {
+		t.Errorf("alice: %v", a)
+	}
+	if b.GetUsed() != 1 || b.GetRemaining() != 2 || b.GetOverLimit() {
+		t.Errorf("bob: %v", b)
+	}
+	if got.GetCounters()[2].GetStatus() != adminv1.Status_UNLIMITED || got.GetCounters()[3].GetStatus() != adminv1.Status_NO_RULE {
+		t.Errorf("vip and nope: %v", got.GetCounters()[2:])
+	}
+
+	list, err := c.List(bearer(t, token), &adminv1.ListRequest{Domain: "d"})
+	if err != nil || len(list.GetCounters()) != 2 || list.GetNextPageToken() != "" {
+		t.Fatalf("List: %v, %v; want alice's and bob's counters", list, err)
+	}
+	for _, lc := range list.GetCounters() {
+		if v := lc.GetEntries()[0].GetValue(); lc.GetEntries()[0].GetKey() != "user" || (v != "alice" && v != "bob") || lc.GetPeriod().AsDuration() != time.Minute {
+			t.Errorf("listed %v", lc)
+		}
+	}
+
+	reset, err := c.Reset(bearer(t, token), &adminv1.ResetRequest{Domain: "d", Descriptors: descs("user", "alice", "user", "carol")})
+	if err != nil || reset.GetDeleted() != 1 || !reset.GetCounters()[0].GetExisted() || reset.GetCounters()[1].GetExisted() {
+		t.Fatalf("Reset: %v, %v", reset, err)
+	}
+	if r.hit(t, "alice") != rlsv3.RateLimitResponse_OK {
+		t.Error("alice still over her limit after the reset")
+	}
+	if n := testutil.ToFloat64(mustCounter(t, r.reg, "ratelimitd_admin_resets_total")); n != 1 {
+		t.Errorf("resets_total = %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(mustCounter(t, r.reg, "ratelimitd_admin_unauthenticated_total")); n != 9 {
+		t.Errorf("unauthenticated_total = %v, want 9", n)
+	}
+	audit := r.logs.FilterMessage("counters reset").All()
+	if len(audit) != 1 || audit[0].ContextMap()["domain"] != "d" || !strings.HasPrefix(audit[0].ContextMap()["by"].(string), "token@127.0.0.1:") {
+		t.Errorf("audit lines: %v", audit)
+	}
+	for _, e := range r.logs.All() {
+		for _, v := range e.ContextMap() {
+			if s, ok := v.(string); ok && strings.Contains(s, token) {
+				t.Errorf("the token was logged: %v", e)
+			}
+		}
+	}
+}
+
+// refuseAll checks every call without the token, with a wrong one and with
+// one of another length: 9 refusals.
+func refuseAll(t *testing.T, c adminv1.CountersClient) {
+	t.Helper()
+	for name, ctx := range map[string]context.Context{"none": context.Background(), "wrong": bearer(t, token[:len(token)-1]+"x"), "short": bearer(t, "x")} {
+		_, err := c.Reset(ctx, &adminv1.ResetRequest{Domain: "d", Descriptors: descs("user", "alice")})
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("Reset with %s token: %v, want UNAUTHENTICATED", name, err)
+		}
+		for _, call := range []func() error{
+			func() error {
+				_, err := c.Get(ctx, &adminv1.GetRequest{Domain: "d", Descriptors: descs("user", "alice")})
+				return err
+			},
+			func() error { _, err := c.List(ctx, &adminv1.ListRequest{Domain: "d"}); return err },
+		} {
+			if err := call(); status.Code(err) != codes.Unauthenticated {
+				t.Errorf("%s token: %v, want UNAUTHENTICATED", name, err)
+			}
+		}
+	}
+}
+
+// mustCounter sums a metric family's counters.
+func mustCounter(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "sum"})
+	c.Add(sum)
+	return c
+}
+
+func TestGRPCClientCertificate(t *testing.T) {
+	ca := testcerts.NewCA(t, "admin")
+	server := ca.Server(t, "server")
+	ops := ca.Client(t, "ops", "spiffe://cluster.local/ns/ops/sa/admin")
+	envoy := ca.Client(t, "envoy", "spiffe://cluster.local/ns/edge/sa/envoy")
+	r := newRig(t, admin.NewAuth(nil, []string{"spiffe://cluster.local/ns/ops/sa/admin"}))
+	pair, err := tls.LoadX509KeyPair(server.CertFile, server.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM)
+	srvTLS := &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	addr := serve(t, r.admin, grpc.Creds(credentials.NewTLS(srvTLS)))
+	dial := func(p testcerts.Pair) adminv1.CountersClient {
+		cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return client(t, addr, credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "localhost", Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	}
+	r.hit(t, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := dial(envoy).Reset(ctx, &adminv1.ResetRequest{Domain: "d", Descriptors: descs("user", "alice")}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a client without the admin SAN: %v, want UNAUTHENTICATED", err)
+	}
+	reset, err := dial(ops).Reset(ctx, &adminv1.ResetRequest{Domain: "d", Descriptors: descs("user", "alice")})
+	if err != nil || reset.GetDeleted() != 1 {
+		t.Fatalf("the admin client: %v, %v", reset, err)
+	}
+	audit := r.logs.FilterMessage("counters reset").All()
+	if len(audit) != 1 || !strings.HasPrefix(audit[0].ContextMap()["by"].(string), "san:spiffe://cluster.local/ns/ops/sa/admin@") {
+		t.Errorf("audit lines: %v", audit)
+	}
+}
+
+func TestHTTP(t *testing.T) {
+	tests := []struct {
+		name, path, auth, body string
+		code                   int
+		want                   string
+	}{
+		{"get", "/admin/counters/get", "Bearer " + token, `{"domain":"d","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`, 200, `"used":"1"`},
+		{"no token", "/admin/counters/reset", "", `{"domain":"d","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`, 401, `"code":16`},
+		{"wrong scheme", "/admin/counters/reset", "Basic " + token, `{"domain":"d","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`, 401, `"code":16`},
+		{"still used", "/admin/counters/get", "Bearer " + token, `{"domain":"d","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`, 200, `"used":"1"`},
+		{"list", "/admin/counters/list", "Bearer " + token, `{"domain":"d","pageSize":10}`, 200, `"value":"alice"`},
+		{"reset", "/admin/counters/reset", "Bearer " + token, `{"domain":"d","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`, 200, `"deleted":1`},
+		{"bad json", "/admin/counters/get", "Bearer " + token, `{"domain":`, 400, `"code":3`},
+		{"no descriptors", "/admin/counters/get", "Bearer " + token, `{"domain":"d"}`, 400, `"code":3`},
+		{"bad page token", "/admin/counters/list", "Bearer " + token, `{"domain":"d","pageToken":"!!"}`, 400, `"code":3`},
+		{"page too large", "/admin/counters/list", "Bearer " + token, `{"domain":"d","pageSize":1001}`, 400, `"code":3`},
+	}
+	r := newRig(t, admin.NewAuth([]byte(token), nil))
+	mux := http.NewServeMux()
+	r.admin.RegisterHTTP(mux)
+	r.hit(t, "alice")
+	for _, tt := range tests {
+		req := httptest.NewRequest(http.MethodPost, tt.path, strings.NewReader(tt.body))
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		if body := w.Body.String(); w.Code != tt.code || !strings.Contains(strings.ReplaceAll(body, " ", ""), tt.want) {
+			t.Errorf("%s: %d %s, want %d with %s", tt.name, w.Code, body, tt.code, tt.want)
+		}
+	}
+}
+
+// Without a token the debug port serves nothing: mTLS cannot be checked
+// on plain HTTP.
+func TestHTTPWithoutToken(t *testing.T) {
+	r := newRig(t, admin.NewAuth(nil, []string{"admin.example"}))
+	mux := http.NewServeMux()
+	r.admin.RegisterHTTP(mux)
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/admin/counters/get", strings.NewReader(`{}`)))
+	if w.Code != http.StatusNotFound {
+		t.Errorf("without a token: %d, want 404", w.Code)
+	}
+	if admin.NewAuth(nil, nil).Enabled() || !admin.NewAuth(nil, []string{"x"}).Enabled() || !admin.NewAuth([]byte("t"), nil).Enabled() {
+		t.Error("Enabled is wrong")
+	}
+}

@@ -1,0 +1,309 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+)
+
+const adminToken = "it-admin-token-6f1c2a9e0b7d4c3a"
+
+const adminConfig = `domain: shop
+descriptors:
+  - key: user
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: ip
+    rate_limit: {unit: hour, requests_per_unit: 10, algorithm: token_bucket, burst: 5}
+`
+
+func tokenFile(t *testing.T, token string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "admin.token")
+	if err := os.WriteFile(p, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func withToken(ctx context.Context, token string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+}
+
+func adminDescs(kv ...string) []*adminv1.Descriptor {
+	var out []*adminv1.Descriptor
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, &adminv1.Descriptor{Entries: []*adminv1.Entry{{Key: kv[i], Value: kv[i+1]}}})
+	}
+	return out
+}
+
+// debugPost sends a counters API call as JSON to the debug port.
+func debugPost(t *testing.T, svc *service, path, auth, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+svc.debugAddr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// TestCountersAPI drives Get, Reset and List against the binary on each
+// backend, with the token and without it.
+func TestCountersAPI(t *testing.T) {
+	backends := map[string]func(t *testing.T) []string{
+		"memory": func(t *testing.T) []string { return []string{"BACKEND_TYPE=memory"} },
+		"redis": func(t *testing.T) []string {
+			return []string{"REDIS_URL=" + redistest.Start(t).Addr, "CACHE_KEY_PREFIX=rl:", "LOCAL_CACHE_SIZE_IN_BYTES=1048576"}
+		},
+		"sentinel": func(t *testing.T) []string {
+			master := redistest.Start(t)
+			return []string{"REDIS_TYPE=SENTINEL", "REDIS_URL=mymaster," + redistest.StartSentinel(t, "mymaster", master.Addr)}
+		},
+		"cluster": func(t *testing.T) []string {
+			return []string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(redistest.StartCluster(t, 3))}
+		},
+	}
+	for name, env := range backends {
+		t.Run(name, func(t *testing.T) {
+			root, _ := newConfigRoot(t, map[string]string{"shop.yaml": adminConfig})
+			svc := startService(t, root, append(env(t), "ADMIN_TOKEN_FILE="+tokenFile(t, adminToken))...)
+			testCounters(t, svc)
+		})
+	}
+}
+
+func testCounters(t *testing.T, svc *service) {
+	c := adminv1.NewCountersClient(svc.conn)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	users := []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace"}
+	for _, u := range users {
+		for range 3 {
+			if resp, err := svc.call(request("shop", desc("user", u))); err != nil || resp.GetOverallCode() != ok {
+				t.Fatalf("%s: %v %v", u, resp, err)
+			}
+		}
+	}
+	aliceOver := func() bool {
+		resp, err := svc.call(request("shop", desc("user", "alice")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetOverallCode() == over
+	}
+	if !aliceOver() {
+		t.Fatal("alice not over her limit of 3")
+	}
+
+	refuseWithoutToken(t, svc, c)
+	if !aliceOver() {
+		t.Fatal("a refused reset gave alice her quota back")
+	}
+
+	got, err := c.Get(withToken(ctx, adminToken), &adminv1.GetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice", "ip", "10.0.0.1", "nope", "x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := got.GetCounters()[0]; a.GetStatus() != adminv1.Status_COUNTED || a.GetUsed() != 3 || a.GetRemaining() != 0 || a.GetRule().GetAlgorithm() != "fixed_window" {
+		t.Errorf("alice: %v", a)
+	}
+	if ip := got.GetCounters()[1]; ip.GetUsed() != 0 || ip.GetRemaining() != 5 || ip.GetRule().GetCapacity() != 5 {
+		t.Errorf("untouched bucket: %v", ip)
+	}
+	if got.GetCounters()[2].GetStatus() != adminv1.Status_NO_RULE {
+		t.Errorf("unmatched: %v", got.GetCounters()[2])
+	}
+
+	// Paged listing finds every user's counter.
+	if listed := listAll(t, c, "shop", 2); len(listed) != len(users) {
+		t.Errorf("listed %v, want the %d users", listed, len(users))
+	}
+
+	reset, err := c.Reset(withToken(ctx, adminToken), &adminv1.ResetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice")})
+	if err != nil || reset.GetDeleted() != 1 {
+		t.Fatalf("Reset: %v %v", reset, err)
+	}
+	if aliceOver() {
+		t.Error("alice still over her limit after the reset")
+	}
+	code, body := debugPost(t, svc, "/admin/counters/reset", "Bearer "+adminToken, `{"domain":"shop","descriptors":[{"entries":[{"key":"user","value":"bob"}]}]}`)
+	if code != http.StatusOK || !strings.Contains(body, `"deleted":1`) {
+		t.Errorf("HTTP reset: %d %s", code, body)
+	}
+	if resp, err := svc.call(request("shop", desc("user", "bob"))); err != nil || resp.GetOverallCode() != ok || resp.GetStatuses()[0].GetLimitRemaining() != 2 {
+		t.Errorf("bob after the HTTP reset: %v %v", resp, err)
+	}
+
+	metrics := scrape(t, svc)
+	for _, want := range []string{`ratelimitd_admin_resets_total{domain="shop"} 2`, `ratelimitd_admin_unauthenticated_total{transport="grpc"} 6`, `ratelimitd_admin_unauthenticated_total{transport="http"} 3`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	logs := svc.logs.String()
+	if strings.Count(logs, "counters reset") != 2 || !strings.Contains(logs, "token@127.0.0.1:") || !strings.Contains(logs, "user=alice") {
+		t.Errorf("the resets are not logged with who and what:\n%s", logs)
+	}
+	if strings.Contains(logs, adminToken) {
+		t.Error("the token is in the logs")
+	}
+}
+
+// refuseWithoutToken checks that calls without the token, or with a wrong
+// one, are refused over gRPC and HTTP.
+func refuseWithoutToken(t *testing.T, svc *service, c adminv1.CountersClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for name, cctx := range map[string]context.Context{"no token": ctx, "wrong token": withToken(ctx, adminToken+"x")} {
+		_, err := c.Reset(cctx, &adminv1.ResetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice")})
+		_, errGet := c.Get(cctx, &adminv1.GetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice")})
+		_, errList := c.List(cctx, &adminv1.ListRequest{Domain: "shop"})
+		for _, e := range []error{err, errGet, errList} {
+			if status.Code(e) != codes.Unauthenticated {
+				t.Errorf("%s: %v, want UNAUTHENTICATED", name, e)
+			}
+		}
+	}
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789", adminToken} {
+		if code, body := debugPost(t, svc, "/admin/counters/reset", auth, `{"domain":"shop","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`); code != http.StatusUnauthorized {
+			t.Errorf("HTTP reset with %q: %d %s, want 401", auth, code, body)
+		}
+	}
+}
+
+// listAll pages through a domain's counters and returns the first entry's
+// values.
+func listAll(t *testing.T, c adminv1.CountersClient, domain string, pageSize uint32) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	listed := map[string]bool{}
+	token := ""
+	for page := 0; ; page++ {
+		resp, err := c.List(withToken(ctx, adminToken), &adminv1.ListRequest{Domain: domain, PageSize: pageSize, PageToken: token})
+		if err != nil {
+			t.Fatalf("List page %d: %v", page, err)
+		}
+		for _, lc := range resp.GetCounters() {
+			listed[lc.GetEntries()[0].GetValue()] = true
+		}
+		if token = resp.GetNextPageToken(); token == "" || page > 1000 {
+			return listed
+		}
+	}
+}
+
+// Without a credential the API does not exist: not on the gRPC port, not
+// on the debug port.
+func TestCountersAPIOff(t *testing.T) {
+	root, _ := newConfigRoot(t, map[string]string{"shop.yaml": adminConfig})
+	svc := startService(t, root, "BACKEND_TYPE=memory")
+	svc.call(request("shop", desc("user", "alice")))
+	_, err := adminv1.NewCountersClient(svc.conn).Reset(withToken(t.Context(), adminToken), &adminv1.ResetRequest{Domain: "shop", Descriptors: adminDescs("user", "alice")})
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("Reset without a configured credential: %v, want UNIMPLEMENTED", err)
+	}
+	if code, _ := debugPost(t, svc, "/admin/counters/get", "Bearer "+adminToken, `{}`); code != http.StatusNotFound {
+		t.Errorf("debug port without a configured credential: %d, want 404", code)
+	}
+	if strings.Contains(scrape(t, svc), "ratelimitd_admin_") {
+		t.Error("admin metrics without the API")
+	}
+	if grpcurlPath != "" {
+		list, err := exec.Command(grpcurlPath, "-plaintext", svc.grpcAddr, "list").CombinedOutput()
+		if err != nil || strings.Contains(string(list), "ratelimitd.admin.v1.Counters") || !strings.Contains(string(list), "envoy.service.ratelimit.v3") {
+			t.Errorf("reflection without a configured credential: %v\n%s", err, list)
+		}
+	}
+}
+
+// tlsClients dials addr over TLS with client's certificate.
+func tlsClients(t *testing.T, addr string, ca *testcerts.CA, client testcerts.Pair) (rlsv3.RateLimitServiceClient, adminv1.CountersClient) {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM)
+	pair, err := tls.LoadX509KeyPair(client.CertFile, client.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{RootCAs: roots, ServerName: "localhost", Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return rlsv3.NewRateLimitServiceClient(conn), adminv1.NewCountersClient(conn)
+}
+
+// ADMIN_CLIENT_SAN: over the gRPC port's mutual TLS, only a client
+// certificate carrying the admin name may read or reset.
+func TestCountersAPIClientCertificate(t *testing.T) {
+	ca := testcerts.NewCA(t, "admin")
+	root, _ := newConfigRoot(t, map[string]string{"shop.yaml": adminConfig})
+	server := ca.Server(t, "server")
+	svc := startService(t, root, "BACKEND_TYPE=memory", "GRPC_SERVER_USE_TLS=true",
+		"GRPC_SERVER_TLS_CERT="+server.CertFile, "GRPC_SERVER_TLS_KEY="+server.KeyFile, "GRPC_CLIENT_TLS_CACERT="+ca.File,
+		"ADMIN_CLIENT_SAN=spiffe://cluster.local/ns/ops/sa/admin")
+	rls, envoyAdmin := tlsClients(t, svc.grpcAddr, ca, ca.Client(t, "envoy", "spiffe://cluster.local/ns/edge/sa/envoy"))
+	_, opsAdmin := tlsClients(t, svc.grpcAddr, ca, ca.Client(t, "ops", "spiffe://cluster.local/ns/ops/sa/admin"))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for range 4 {
+		if _, err := rls.ShouldRateLimit(ctx, request("shop", desc("user", "alice"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := adminDescs("user", "alice")
+	if _, err := envoyAdmin.Reset(ctx, &adminv1.ResetRequest{Domain: "shop", Descriptors: alice}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("Reset by a client without the admin SAN: %v, want UNAUTHENTICATED", err)
+	}
+	if _, err := envoyAdmin.Get(ctx, &adminv1.GetRequest{Domain: "shop", Descriptors: alice}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("Get by a client without the admin SAN: %v, want UNAUTHENTICATED", err)
+	}
+	got, err := opsAdmin.Get(ctx, &adminv1.GetRequest{Domain: "shop", Descriptors: alice})
+	if err != nil || got.GetCounters()[0].GetUsed() != 3 || got.GetCounters()[0].GetRemaining() != 0 {
+		t.Fatalf("the admin client's Get: %v %v (the refused reset must have changed nothing)", got, err)
+	}
+	reset, err := opsAdmin.Reset(ctx, &adminv1.ResetRequest{Domain: "shop", Descriptors: alice})
+	if err != nil || reset.GetDeleted() != 1 {
+		t.Fatalf("the admin client's Reset: %v %v", reset, err)
+	}
+	if resp, err := rls.ShouldRateLimit(ctx, request("shop", desc("user", "alice"))); err != nil || resp.GetOverallCode() != ok {
+		t.Errorf("alice after the reset: %v %v", resp, err)
+	}
+	if !strings.Contains(svc.logs.String(), "san:spiffe://cluster.local/ns/ops/sa/admin@") {
+		t.Errorf("the reset is not logged with the client's name:\n%s", svc.logs.String())
+	}
+	if code, _ := debugPost(t, svc, "/admin/counters/get", "", `{}`); code != http.StatusNotFound {
+		t.Errorf("debug port with only ADMIN_CLIENT_SAN: %d, want 404 (plain HTTP cannot check certificates)", code)
+	}
+}
