@@ -108,7 +108,11 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			shared:        d.shareThreshold,
 			valueToMetric: d.valueToMetric,
 		})
-		if r := d.rule; r != nil {
+		rules := d.limits
+		if d.rule != nil {
+			rules = []*Rule{d.rule}
+		}
+		for i, r := range rules {
 			r.Domain = b.domain
 			r.StatKey = statKey
 			r.ShadowMode = d.shadowMode
@@ -118,9 +122,13 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			r.QuotaMode = d.quotaMode
 			r.Metadata = d.metadata
 			r.Source = source
+			r.Index = i
+			r.limits = rules
 			r.path = n.path
 			r.key = newKeyParts(r)
-			n.rule = r
+		}
+		if len(rules) > 0 {
+			n.rule = rules[0]
 		}
 		parent.add(d.key, d.value, n)
 		b.insert(n, d.children)

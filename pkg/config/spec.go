@@ -9,11 +9,11 @@ import (
 
 // The keys allowed at each level mirror envoyproxy/ratelimit's YAML, plus
 // our rate_limit extensions (algorithm, burst, unit_multiplier,
-// refill_interval, max_debt).
+// refill_interval, max_debt) and rate_limits, a list of such blocks.
 func rootKeys() []string { return []string{"domain", "descriptors"} }
 
 func descriptorKeys() []string {
-	return []string{"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+	return []string{"key", "value", "rate_limit", "rate_limits", "descriptors", "shadow_mode", "detailed_metric",
 		"value_to_metric", "share_threshold", "quota_mode", "metadata"}
 }
 
@@ -36,8 +36,10 @@ type descSpec struct {
 	line  int
 	key   string
 	value string
-	// rule is nil when the node has no rate_limit, or an invalid one.
+	// rule is nil when the node has no rate_limit, or an invalid one;
+	// limits are its rate_limits, nil when it has none or an invalid one.
 	rule           *Rule
+	limits         []*Rule
 	shadowMode     bool
 	detailedMetric bool
 	valueToMetric  bool
@@ -116,7 +118,7 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 		return nil
 	}
 	d := &descSpec{field: field, line: n.Line}
-	var rateLimit, rateLimitKey *yaml.Node
+	var rateLimit, rateLimitKey, rateLimits, rateLimitsKey *yaml.Node
 	var shareNode *yaml.Node
 	for _, p := range pairs {
 		sub := join(field, p.name)
@@ -128,6 +130,8 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 			d.value, _ = r.str(p.val, sub)
 		case "rate_limit":
 			rateLimit, rateLimitKey = p.val, p.key
+		case "rate_limits":
+			rateLimits, rateLimitsKey = p.val, p.key
 		case "descriptors":
 			d.children = r.descriptors(p.val, sub)
 		case "shadow_mode":
@@ -152,8 +156,16 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 		r.errorf(shareNode, join(field, "share_threshold"),
 			"only applies to a wildcard value (containing \"*\"), got value %q", d.value)
 	}
-	if rateLimit != nil && !isNull(rateLimit) {
-		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"))
+	hasRateLimit := rateLimit != nil && !isNull(rateLimit)
+	if hasRateLimit {
+		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"), rateLimitKeys())
+	}
+	if rateLimits != nil && !isNull(rateLimits) {
+		if hasRateLimit {
+			r.errorf(rateLimitsKey, join(field, "rate_limits"), "must not be set together with rate_limit (list every limit in rate_limits)")
+		} else {
+			d.limits = r.rateLimits(rateLimitsKey, rateLimits, join(field, "rate_limits"))
+		}
 	}
 	return d
 }
