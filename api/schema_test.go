@@ -96,6 +96,34 @@ func TestExamplesMatchTheSchema(t *testing.T) {
 	}
 }
 
+// TestReadmeExamplesLoad: api/README.md's complete example files (yaml
+// blocks that start with a domain and have no <placeholder>) load and match
+// the schema.
+func TestReadmeExamplesLoad(t *testing.T) {
+	s := compileSchema(t)
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, block := range strings.Split(string(raw), "```yaml\n")[1:] {
+		body, _, _ := strings.Cut(block, "```")
+		if !strings.HasPrefix(body, "domain:") || strings.Contains(body, "<") {
+			continue
+		}
+		n++
+		if _, err := config.Parse([]config.File{{Name: fmt.Sprintf("block%d.yaml", i), Data: []byte(body)}}); err != nil {
+			t.Errorf("yaml block %d does not load: %v\n%s", i, err, body)
+		}
+		if err := validate(t, s, []byte(body)); err != nil {
+			t.Errorf("yaml block %d does not match the schema: %v", i, err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no complete yaml example in README.md")
+	}
+}
+
 // rl is a file with one descriptor whose rate_limit is the flow mapping
 // body; desc is one whose other fields are body.
 func rl(body string) string {
