@@ -73,23 +73,23 @@ func TestSeveralLimitsPerDescriptor(t *testing.T) {
 	for _, backend := range []string{"memory", "redis", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
 			svc, _ := startLimits(t, backend)
-			user := request("limits", desc("user", "alice"))
-			startOfSecond()
-			for i := range 10 {
-				resp, err := svc.call(user)
-				// per_second has the least left throughout.
-				decided(t, fmt.Sprintf("hit %d", i+1), resp, err, ok, "per_second", uint32(9-i))
+			// Eleven calls must share one second; a machine that stalls past
+			// its end gets another try with another user.
+			var user *rlsv3.RateLimitRequest
+			for try := 0; ; try++ {
+				user = request("limits", desc("user", fmt.Sprintf("alice%d", try)))
+				if secondOfHits(t, svc, user) {
+					break
+				}
+				if try == 2 {
+					t.Fatal("11 calls never fit in one second")
+				}
 			}
-			resp, err := svc.call(user)
-			decided(t, "hit 11 in the second", resp, err, over, "per_second", 0)
-			if d := resp.GetStatuses()[0].GetDurationUntilReset().AsDuration(); d != time.Second {
-				t.Fatalf("per_second resets in %s, want 1s (whole seconds, as envoyproxy)", d)
-			}
-
 			startOfSecond()
 			// 989 hits of usage: the day holds 10 + 989 = 999 (the denied
 			// 11th hit charged nothing), per_second is over for this second.
-			resp, err = svc.call(request("limits", withHits(desc("user", "alice"), 989)))
+			usage := request("limits", withHits(desc("user", user.GetDescriptors()[0].GetEntries()[0].GetValue()), 989))
+			resp, err := svc.call(usage)
 			decided(t, "usage of 989", resp, err, over, "per_second", 0)
 
 			startOfSecond()
@@ -102,6 +102,34 @@ func TestSeveralLimitsPerDescriptor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// secondOfHits sends 11 hits in one wall-clock second: 10 admitted, the
+// 11th denied by per_second. It reports false, having checked nothing,
+// when the calls did not fit in the second.
+func secondOfHits(t *testing.T, svc *service, user *rlsv3.RateLimitRequest) bool {
+	t.Helper()
+	startOfSecond()
+	start := time.Now().Truncate(time.Second)
+	resps := make([]*rlsv3.RateLimitResponse, 11)
+	for i := range resps {
+		var err error
+		if resps[i], err = svc.call(user); err != nil {
+			t.Fatalf("hit %d: %v", i+1, err)
+		}
+	}
+	if !time.Now().Truncate(time.Second).Equal(start) {
+		return false
+	}
+	for i, resp := range resps[:10] {
+		// per_second has the least left throughout.
+		decided(t, fmt.Sprintf("hit %d", i+1), resp, nil, ok, "per_second", uint32(9-i))
+	}
+	decided(t, "hit 11 in the second", resps[10], nil, over, "per_second", 0)
+	if d := resps[10].GetStatuses()[0].GetDurationUntilReset().AsDuration(); d != time.Second {
+		t.Fatalf("per_second resets in %s, want 1s (whole seconds, as envoyproxy)", d)
+	}
+	return true
 }
 
 // A quota descriptor is over when any of its limits is; two of them, each
