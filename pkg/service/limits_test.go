@@ -9,6 +9,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -183,5 +184,37 @@ func TestSeveralLimitsOneTake(t *testing.T) {
 	}
 	if cs.takes.Load() != 3 || cs.ops.Load() != 3*7 {
 		t.Fatalf("3 requests of 4 descriptors (7 limits): %d takes of %d ops, want 3 takes of 21", cs.takes.Load(), cs.ops.Load())
+	}
+}
+
+// A descriptor with several limits counts once per request in the metrics,
+// under its (detailed) stats key, as the limit that decided it.
+func TestSeveralLimitsMetrics(t *testing.T) {
+	m := metrics.New()
+	f := newFixture(t, `
+domain: l
+descriptors:
+  - key: user
+    detailed_metric: true
+    rate_limits:
+      - {unit: second, requests_per_unit: 2}
+      - {unit: day, requests_per_unit: 100}
+`, service.WithObserver(m))
+	for range 3 {
+		f.call(t, request("l", desc("user", "a")))
+	}
+	for _, c := range []struct {
+		metric string
+		want   float64
+	}{
+		{"ratelimitd_total_hits_total", 3},
+		{"ratelimitd_within_limit_total", 2},
+		// The second hit leaves per_second (capacity 2) empty.
+		{"ratelimitd_near_limit_total", 1},
+		{"ratelimitd_over_limit_total", 1},
+	} {
+		if got := valueOf(t, m, c.metric, "l.user_a"); got != c.want {
+			t.Errorf("%s{rule=\"l.user_a\"} = %v, want %v", c.metric, got, c.want)
+		}
 	}
 }
