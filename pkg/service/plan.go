@@ -35,8 +35,8 @@ type slot struct {
 	// req and n index plan.reqs when kind is counted: the descriptor's
 	// limits that are not replaced are reqs[req : req+n], in config order.
 	req, n int
-	// decider indexes plan.reqs: the limit the descriptor answers with
-	// (see decide), set once the store has answered.
+	// decider indexes plan.reqs: the limit the descriptor answers with,
+	// set by plan.decide (respond calls it) once the store has answered.
 	decider int
 	// entries are the request descriptor's, for detailed metrics.
 	entries []config.Entry
@@ -207,6 +207,8 @@ func (p *plan) decide(results []store.Result) {
 	}
 }
 
+// decidesOver reports whether limit decision a, rather than b, decides
+// their descriptor.
 func decidesOver(a, b algorithms.Decision) bool {
 	switch {
 	case a.Allowed != b.Allowed:
