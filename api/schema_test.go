@@ -96,6 +96,34 @@ func TestExamplesMatchTheSchema(t *testing.T) {
 	}
 }
 
+// TestReadmeExamplesLoad: api/README.md's complete example files (yaml
+// blocks that start with a domain and have no <placeholder>) load and match
+// the schema.
+func TestReadmeExamplesLoad(t *testing.T) {
+	s := compileSchema(t)
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, block := range strings.Split(string(raw), "```yaml\n")[1:] {
+		body, _, _ := strings.Cut(block, "```")
+		if !strings.HasPrefix(body, "domain:") || strings.Contains(body, "<") {
+			continue
+		}
+		n++
+		if _, err := config.Parse([]config.File{{Name: fmt.Sprintf("block%d.yaml", i), Data: []byte(body)}}); err != nil {
+			t.Errorf("yaml block %d does not load: %v\n%s", i, err, body)
+		}
+		if err := validate(t, s, []byte(body)); err != nil {
+			t.Errorf("yaml block %d does not match the schema: %v", i, err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no complete yaml example in README.md")
+	}
+}
+
 // rl is a file with one descriptor whose rate_limit is the flow mapping
 // body; desc is one whose other fields are body.
 func rl(body string) string {
@@ -130,6 +158,18 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 		{"the longest window", rl("unit: year, requests_per_unit: 1, unit_multiplier: 50"), true},
 		{"metadata with lists, nulls and non-string keys", desc("metadata: {a: [1, null, {b: true}], 7: x}"), true},
 		{"anchors and merge keys", "domain: d\ndescriptors:\n  - &base {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n  - <<: *base\n    value: v\n", true},
+		{"rate_limits", "domain: d\ndescriptors:\n  - key: k\n    rate_limits:\n      - {unit: second, requests_per_unit: 10, name: s}\n      - {unit: day, requests_per_unit: 1000, algorithm: gcra, burst: 5, replaces: [{name: other}]}\n", true},
+		{"rate_limits null beside rate_limit", desc("rate_limit: {unit: second}, rate_limits: null"), true},
+		{"rate_limit null beside rate_limits", desc("rate_limit: null, rate_limits: [{unit: second}]"), true},
+		{"rate_limits and rate_limit", desc("rate_limit: {unit: second}, rate_limits: [{unit: second}]"), false},
+		{"empty rate_limits", desc("rate_limits: []"), false},
+		{"rate_limits not a list", desc("rate_limits: {unit: second}"), false},
+		{"rate_limits item unlimited", desc("rate_limits: [{unlimited: true}]"), false},
+		{"rate_limits item unlimited false", desc("rate_limits: [{unit: second, unlimited: false}]"), false},
+		{"rate_limits item without unit", desc("rate_limits: [{unit: second}, {requests_per_unit: 1}]"), false},
+		{"rate_limits item unknown key", desc("rate_limits: [{unit: second, per: 1}]"), false},
+		{"rate_limits item burst on a window", desc("rate_limits: [{unit: second, burst: 2}]"), false},
+		{"rate_limits over 16", desc("rate_limits: [" + strings.Repeat("{unit: second}, ", 16) + "{unit: day}]"), false},
 		{"empty file", "", false},
 		{"a list, not a mapping", "- domain: d\n", false},
 		{"missing domain", "descriptors: []\n", false},
@@ -216,6 +256,8 @@ func TestLoaderOnlyChecks(t *testing.T) {
 	s := compileSchema(t)
 	tests := []struct{ name, doc, loaderSays string }{
 		{"a duplicate descriptor", "domain: d\ndescriptors:\n  - key: k\n  - key: k\n", "duplicate descriptor"},
+		{"two limits of one rate_limits with one name", desc("rate_limits: [{unit: second, name: x}, {unit: day, name: x}]"), "duplicate name"},
+		{"a limit replacing another of its rate_limits", desc("rate_limits: [{unit: second, name: x}, {unit: day, replaces: [{name: x}]}]"), "a limit of the same descriptor"},
 		{"a rule replacing itself", rl("unit: second, requests_per_unit: 1, name: a, replaces: [{name: a}]"), "cannot replace itself"},
 		{"refill_interval longer than the period", rl("unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: 2s"), "refill_interval"},
 		{"refill_interval below a microsecond", rl("unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: 1ns"), "refill_interval"},

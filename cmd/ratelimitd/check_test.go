@@ -41,6 +41,16 @@ func TestCheck(t *testing.T) {
 		errLines: 2,
 		want:     []string{"a.yaml:4: descriptors[0].rate_limit.unit: unknown unit", "b.yaml:2: bogus: unknown key"},
 	}, {
+		name:  "rate_limits: each limit is a rule",
+		files: map[string]string{"l.yaml": "domain: l\ndescriptors:\n  - key: user\n    rate_limits:\n      - {unit: second, requests_per_unit: 10, name: s}\n      - {unit: day, requests_per_unit: 1000, name: d}\n"},
+		want:  []string{"OK, 1 domain(s), 2 rule(s): l (2)"},
+	}, {
+		name:     "rate_limits errors name the item",
+		files:    map[string]string{"l.yaml": "domain: l\ndescriptors:\n  - key: user\n    rate_limits:\n      - {unit: second, name: s}\n      - {unit: dya, name: s}\n  - key: ip\n    rate_limit: {unit: second}\n    rate_limits: [{unit: day}]\n"},
+		wantErr:  true,
+		errLines: 2,
+		want:     []string{"l.yaml:6: descriptors[0].rate_limits[1].unit: unknown unit \"dya\"", "l.yaml:9: descriptors[1].rate_limits: must not be set together with rate_limit"},
+	}, {
 		name:     "duplicate domains fail without MERGE_DOMAIN_CONFIG",
 		files:    dup,
 		wantErr:  true,

@@ -5,8 +5,8 @@
 // B C ...), with the same load over loopback. Per target and descriptor
 // count it prints decisions/s, latency p50/p99, the server's CPU per
 // decision (from /proc/PID/stat), Redis's CPU per decision, Redis commands
-// per decision and the script's usec_per_call (INFO commandstats), and the
-// service/floor CPU ratio; medians over the rounds.
+// and script calls per decision and the script's usec_per_call (INFO
+// commandstats), and the service/floor CPU ratio; medians over the rounds.
 //
 // CPU per decision is robust to other work on the machine (it counts only
 // the measured process's own CPU); decisions/s and latencies are not.

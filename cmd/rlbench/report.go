@@ -41,7 +41,7 @@ func stat(samples []sample, f func(sample) float64, format string) (float64, str
 
 func printTable(o options, targets []*target, samples map[string][]sample) {
 	fmt.Printf("\nmedians over %d rounds (min-max); CPU in us per decision\n", o.rounds)
-	header := []string{"target", "desc", "decisions/s", "p50 ms", "p99 ms", "server CPU", "server/floor", "redis CPU", "cmds/dec", "script us/dec", "errors"}
+	header := []string{"target", "desc", "decisions/s", "p50 ms", "p99 ms", "server CPU", "server/floor", "redis CPU", "cmds/dec", "scripts/dec", "script us/dec", "errors"}
 	rows := [][]string{header}
 	for _, d := range o.descriptors {
 		floor := 0.0
@@ -58,10 +58,13 @@ func printTable(o options, targets []*target, samples map[string][]sample) {
 			if floor > 0 && t.name != "floor" {
 				ratio = fmt.Sprintf("%.2fx", cpu/floor)
 			}
-			redisCPU, cmds, script := "-", "-", "-"
+			redisCPU, cmds, scripts, script := "-", "-", "-", "-"
 			if t.redis {
 				_, redisCPU = stat(ss, func(s sample) float64 { return perCall(s.redisCPU, s.calls) }, "%.1f")
 				_, cmds = stat(ss, func(s sample) float64 { return float64(s.commands) / float64(max(1, s.calls)) }, "%.2f")
+				// Script calls per decision: at most 1 however many
+				// descriptors and limits (fewer when pipelines merge takes).
+				_, scripts = stat(ss, func(s sample) float64 { return float64(s.script.Calls) / float64(max(1, s.calls)) }, "%.2f")
 				// Per decision, not per call: under load one call of the
 				// takes function decides a whole pipeline's takes.
 				_, script = stat(ss, func(s sample) float64 {
@@ -73,7 +76,7 @@ func printTable(o options, targets []*target, samples map[string][]sample) {
 				errs += s.failed
 			}
 			rows = append(rows, []string{t.name, fmt.Sprint(d), rate, p50, p99,
-				cpuS, ratio, redisCPU, cmds, script, fmt.Sprint(errs)})
+				cpuS, ratio, redisCPU, cmds, scripts, script, fmt.Sprint(errs)})
 		}
 	}
 	widths := make([]int, len(header))

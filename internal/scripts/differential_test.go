@@ -174,7 +174,7 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 		if distinct != nil {
 			key = s.keys[distinct[i]]
 		}
-		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(4)), Usage: rng.IntN(4) == 0}
+		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(4)), Usage: rng.IntN(4) == 0, Joined: rng.IntN(2) == 0}
 	}
 	return ops
 }
@@ -283,7 +283,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			want, writes := goState.take(p.ops, time.UnixMicro(s.now))
 			var b strings.Builder
 			for j, op := range p.ops {
-				fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d mode=%d usage=%t go=%s lua=%s", j, op.Key, op.Limit, op.Hits, op.Mode, op.Usage, fmtDecision(want[j]), fmtDecision(got[j]))
+				fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d mode=%d usage=%t joined=%t go=%s lua=%s", j, op.Key, op.Limit, op.Hits, op.Mode, op.Usage, op.Joined, fmtDecision(want[j]), fmtDecision(got[j]))
 			}
 			s.note("t=%d%s", s.now, b.String())
 			fail := func(format string, args ...any) {

@@ -18,6 +18,11 @@ const opBytes = 64
 // usage (algorithms.Op.Usage): lua/take.lua records them past the limit.
 const usageFlag = 16
 
+// joinedFlag is added to an op's mode in the take's ARGV when the op is
+// Joined to the one before it (algorithms.Op.Joined): lua/take.lua counts a
+// run of joined quota ops as one alternative.
+const joinedFlag = 32
+
 // maxHits bounds the hits sent to Lua: any hits above every capacity is
 // denied with RetryAfter Never whatever its value, so clamping keeps uint64
 // requests exact in binary64 without changing a decision.
@@ -27,7 +32,8 @@ const maxHits = 4 * algorithms.MaxCount
 // Redis TIME), ARGV[2] every op packed, opBytes each: its algorithm (0 for a
 // limit that fails Validate, which the script denies like algorithms.Take
 // does), requests, period µs, burst, refill interval µs, max debt, hits and
-// mode (algorithms.Mode, plus usageFlag for usage). One binary argument instead of eight decimal ones
+// mode (algorithms.Mode, plus usageFlag for usage and joinedFlag for an op
+// joined to the one before it). One binary argument instead of eight decimal ones
 // per op saves formatting here, and argument handling and tonumber in Redis.
 func Encode(ops []algorithms.Op, now time.Time) ([]string, []any, error) {
 	us, err := nowArg(now)
@@ -61,6 +67,9 @@ func appendOp(buf []byte, op algorithms.Op) []byte {
 	mode := float64(op.Mode)
 	if op.Usage {
 		mode += usageFlag
+	}
+	if op.Joined {
+		mode += joinedFlag
 	}
 	f[6], f[7] = float64(min(op.Hits, maxHits)), mode
 	for _, v := range f {

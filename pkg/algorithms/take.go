@@ -72,6 +72,11 @@ type Op struct {
 	// whether the key is within its limit afterwards, and counts in the
 	// verdict by Mode.
 	Usage bool
+	// Joined says the op is one more limit of the descriptor of the op
+	// before it (ratelimitd's rate_limits). It matters to Quota ops only:
+	// a run of joined Quota ops is one quota alternative, denied when any
+	// of its ops is, as a descriptor is over when any of its limits is.
+	Joined bool
 }
 
 // Record applies hits to state at now under lim whatever the limit says:
@@ -164,7 +169,7 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decisi
 		var ch bool
 		decisions[i], pending[op.Key], ch, taken[i] = firstPass(op, st, now)
 		charged[op.Key] = charged[op.Key] || ch
-		verdict.Add(op.Mode, decisions[i].Allowed)
+		verdict.Add(op.Mode, op.Joined, decisions[i].Allowed)
 	}
 	if !verdict.Denied() {
 		writes := make(map[string]State, len(ops))
@@ -246,7 +251,7 @@ func takeDistinct(ops []Op, load func(key string) State, now time.Time) ([]Decis
 	for i, op := range ops {
 		original[i] = load(op.Key)
 		decisions[i], next[i], charged[i], taken[i] = firstPass(op, original[i], now)
-		verdict.Add(op.Mode, decisions[i].Allowed)
+		verdict.Add(op.Mode, op.Joined, decisions[i].Allowed)
 	}
 	denied := verdict.Denied()
 	var writes map[string]State

@@ -2,35 +2,47 @@ package algorithms
 
 // Verdict is the all-or-nothing rule of a batch, stated once for Go (the
 // Lua driver take.lua is its only other statement): a batch is denied when
-// an Enforce op is denied, or when it has Quota ops and every one of them is
-// denied. A denied Shadow op, or a denied Quota op beside an allowed one,
-// denies nothing. The zero Verdict is an empty, admitted batch; add every op
-// with Add, or build it with VerdictOf.
+// an Enforce op is denied, or when it has Quota alternatives and every one
+// of them is denied. A Quota alternative is a Quota op with the Joined
+// Quota ops that follow it (the limits of one descriptor), denied when any
+// of its ops is. A denied Shadow op, or a denied alternative beside an
+// allowed one, denies nothing. The zero Verdict is an empty, admitted
+// batch; add every op in batch order with Add, or build it with VerdictOf.
 type Verdict struct {
 	enforcedDenied     bool
 	quotaOps, quotaDen int
+	// inQuota: the last op added was Quota, so a Joined Quota op continues
+	// its alternative; altDenied: that alternative is already denied.
+	inQuota, altDenied bool
 }
 
 // VerdictOf is the verdict of ops decided as ds (same length and order).
 func VerdictOf(ops []Op, ds []Decision) Verdict {
 	var v Verdict
 	for i, op := range ops {
-		v.Add(op.Mode, ds[i].Allowed)
+		v.Add(op.Mode, op.Joined, ds[i].Allowed)
 	}
 	return v
 }
 
-// Add counts one op of mode m that was allowed or denied.
-func (v *Verdict) Add(m Mode, allowed bool) {
-	switch m {
-	case Shadow:
-	case Quota:
-		v.quotaOps++
-		if !allowed {
-			v.quotaDen++
+// Add counts the next op of the batch: its mode m, whether it is Joined to
+// the op before it, and whether it was allowed.
+func (v *Verdict) Add(m Mode, joined, allowed bool) {
+	if m != Quota {
+		v.inQuota = false
+		if m != Shadow {
+			v.enforcedDenied = v.enforcedDenied || !allowed
 		}
-	default:
-		v.enforcedDenied = v.enforcedDenied || !allowed
+		return
+	}
+	if !joined || !v.inQuota {
+		v.quotaOps++
+		v.altDenied = false
+	}
+	v.inQuota = true
+	if !allowed && !v.altDenied {
+		v.altDenied = true
+		v.quotaDen++
 	}
 }
 
@@ -49,13 +61,15 @@ const (
 	// Must: the op must have room before the batch is admitted; the
 	// longest wait of these counts.
 	Must
-	// Either: one of the batch's Quota ops must have room; the shortest
-	// wait of these counts.
+	// Either: one of the batch's Quota alternatives must have room; the
+	// shortest wait of these counts (of an alternative of several ops, the
+	// longest wait of its denied ops).
 	Either
 )
 
-// Hold says how an op of mode m, allowed or not, holds back a batch of this
-// verdict: a denied Enforce op must get room; when every Quota op is denied,
+// Hold says how an op (or a descriptor, all of whose limits share its
+// mode) of mode m, allowed or not, holds back a batch of this verdict: a
+// denied Enforce op must get room; when every Quota alternative is denied,
 // any one of them getting room would do.
 func (v Verdict) Hold(m Mode, allowed bool) Hold {
 	switch {

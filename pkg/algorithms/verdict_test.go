@@ -15,6 +15,7 @@ func TestVerdict(t *testing.T) {
 	type op struct {
 		mode    algorithms.Mode
 		allowed bool
+		joined  bool
 	}
 	for _, tt := range []struct {
 		name   string
@@ -23,19 +24,25 @@ func TestVerdict(t *testing.T) {
 		holds  []algorithms.Hold
 	}{
 		{"empty", nil, false, nil},
-		{"enforce allowed", []op{{E, true}}, false, []algorithms.Hold{algorithms.Free}},
-		{"enforce denied", []op{{E, false}, {E, true}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free}},
-		{"zero mode is enforce", []op{{0, false}}, true, []algorithms.Hold{algorithms.Must}},
-		{"shadow denied denies nothing", []op{{S, false}, {E, true}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
-		{"one quota with room", []op{{Q, false}, {Q, true}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
-		{"every quota denied", []op{{Q, false}, {Q, false}, {S, false}}, true, []algorithms.Hold{algorithms.Either, algorithms.Either, algorithms.Free}},
-		{"enforce and quota", []op{{E, false}, {Q, false}, {Q, true}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free, algorithms.Free}},
+		{"enforce allowed", []op{{E, true, false}}, false, []algorithms.Hold{algorithms.Free}},
+		{"enforce denied", []op{{E, false, false}, {E, true, false}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free}},
+		{"zero mode is enforce", []op{{0, false, false}}, true, []algorithms.Hold{algorithms.Must}},
+		{"shadow denied denies nothing", []op{{S, false, false}, {E, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
+		{"one quota with room", []op{{Q, false, false}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
+		{"every quota denied", []op{{Q, false, false}, {Q, false, false}, {S, false, false}}, true, []algorithms.Hold{algorithms.Either, algorithms.Either, algorithms.Free}},
+		{"enforce and quota", []op{{E, false, false}, {Q, false, false}, {Q, true, false}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free, algorithms.Free}},
+		// Joined quota ops are the limits of one descriptor: one alternative,
+		// denied when any of its limits is.
+		{"joined quota: one limit denies the alternative", []op{{Q, true, false}, {Q, false, true}}, true, []algorithms.Hold{algorithms.Free, algorithms.Either}},
+		{"joined quota beside an alternative with room", []op{{Q, true, false}, {Q, false, true}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
+		{"two joined alternatives both denied", []op{{Q, false, false}, {Q, true, true}, {Q, true, false}, {Q, false, true}}, true, []algorithms.Hold{algorithms.Either, algorithms.Free, algorithms.Free, algorithms.Either}},
+		{"joined after a non-quota op starts an alternative", []op{{E, true, false}, {Q, false, true}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := make([]algorithms.Op, len(tt.ops))
 			ds := make([]algorithms.Decision, len(tt.ops))
 			for i, o := range tt.ops {
-				ops[i].Mode, ds[i].Allowed = o.mode, o.allowed
+				ops[i].Mode, ops[i].Joined, ds[i].Allowed = o.mode, o.joined, o.allowed
 			}
 			v := algorithms.VerdictOf(ops, ds)
 			if v.Denied() != tt.denied {

@@ -94,7 +94,11 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			lv.value = d.regex.pattern
 		}
 		n.path = append(slices.Clip(parent.path), lv)
-		if r := d.rule; r != nil {
+		rules := d.limits
+		if d.rule != nil {
+			rules = []*Rule{d.rule}
+		}
+		for i, r := range rules {
 			r.Domain = b.domain
 			r.StatKey = statKey
 			r.ShadowMode = d.shadowMode
@@ -104,9 +108,13 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			r.QuotaMode = d.quotaMode
 			r.Metadata = d.metadata
 			r.Source = source
+			r.Index = i
+			r.limits = rules
 			r.path = n.path
 			r.key = newKeyParts(r)
-			n.rule = r
+		}
+		if len(rules) > 0 {
+			n.rule = rules[0]
 		}
 		if d.regex != nil {
 			parent.addRegex(d.key, d.regex, n)

@@ -1,7 +1,8 @@
 package config
 
-// CountRules is how many rate_limit rules domain configures, unlimited ones
-// included; 0 for a domain that is not configured. `ratelimitd check`
+// CountRules is how many rules domain configures, unlimited ones included
+// and each limit of a rate_limits list counted; 0 for a domain that is not
+// configured. `ratelimitd check`
 // reports it so an operator sees that every file contributed.
 func (c *Config) CountRules(domain string) int {
 	if c == nil {
@@ -17,7 +18,7 @@ func (c *Config) CountRules(domain string) int {
 func countRules(n *node) int {
 	count := 0
 	if n.rule != nil {
-		count++
+		count += len(n.rule.Limits())
 	}
 	for _, c := range n.children {
 		count += countRules(c)

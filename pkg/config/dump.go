@@ -21,47 +21,58 @@ func (c *Config) Dump() string {
 }
 
 func dumpNode(sb *strings.Builder, n *node) {
-	if r := n.rule; r != nil {
-		fmt.Fprintf(sb, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t", r.StatKey, r.Unit, r.RequestsPerUnit, r.ShadowMode)
-		if r.Unlimited {
-			sb.WriteString(", unlimited: true")
-		} else {
-			fmt.Fprintf(sb, ", algorithm=%s period=%s", r.Limit.Algorithm, r.Limit.Period)
-			if r.Limit.Burst != 0 {
-				fmt.Fprintf(sb, " burst=%d", r.Limit.Burst)
-			}
-			if r.Limit.RefillInterval != 0 {
-				fmt.Fprintf(sb, " refill_interval=%s", r.Limit.RefillInterval)
-			}
-			if r.Limit.MaxDebt != 0 {
-				fmt.Fprintf(sb, " max_debt=%d", r.Limit.MaxDebt)
-			}
+	if n.rule != nil {
+		for _, r := range n.rule.Limits() {
+			dumpRule(sb, r)
 		}
-		if r.Name != "" {
-			fmt.Fprintf(sb, ", name=%q", r.Name)
-		}
-		if len(r.Replaces) > 0 {
-			fmt.Fprintf(sb, ", replaces=%q", r.Replaces)
-		}
-		if r.OnStoreError != StoreErrorUnavailable {
-			fmt.Fprintf(sb, ", on_store_error=%s", r.OnStoreError)
-		}
-		for _, flag := range []struct {
-			on   bool
-			name string
-		}{
-			{r.QuotaMode, "quota_mode"},
-			{r.DetailedMetric, "detailed_metric"},
-			{r.ValueToMetric, "value_to_metric"},
-			{r.ShareThreshold, "share_threshold"},
-		} {
-			if flag.on {
-				fmt.Fprintf(sb, ", %s: true", flag.name)
-			}
-		}
-		fmt.Fprintf(sb, " (%s)\n", r.Source)
 	}
 	for _, c := range n.children {
 		dumpNode(sb, c)
 	}
+}
+
+// dumpRule writes one line per limit: a rate_limits descriptor has several,
+// each naming its index.
+func dumpRule(sb *strings.Builder, r *Rule) {
+	fmt.Fprintf(sb, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t", r.StatKey, r.Unit, r.RequestsPerUnit, r.ShadowMode)
+	if r.Unlimited {
+		sb.WriteString(", unlimited: true")
+	} else {
+		fmt.Fprintf(sb, ", algorithm=%s period=%s", r.Limit.Algorithm, r.Limit.Period)
+		if r.Limit.Burst != 0 {
+			fmt.Fprintf(sb, " burst=%d", r.Limit.Burst)
+		}
+		if r.Limit.RefillInterval != 0 {
+			fmt.Fprintf(sb, " refill_interval=%s", r.Limit.RefillInterval)
+		}
+		if r.Limit.MaxDebt != 0 {
+			fmt.Fprintf(sb, " max_debt=%d", r.Limit.MaxDebt)
+		}
+	}
+	if len(r.Limits()) > 1 {
+		fmt.Fprintf(sb, ", limit=%d/%d", r.Index+1, len(r.Limits()))
+	}
+	if r.Name != "" {
+		fmt.Fprintf(sb, ", name=%q", r.Name)
+	}
+	if len(r.Replaces) > 0 {
+		fmt.Fprintf(sb, ", replaces=%q", r.Replaces)
+	}
+	if r.OnStoreError != StoreErrorUnavailable {
+		fmt.Fprintf(sb, ", on_store_error=%s", r.OnStoreError)
+	}
+	for _, flag := range []struct {
+		on   bool
+		name string
+	}{
+		{r.QuotaMode, "quota_mode"},
+		{r.DetailedMetric, "detailed_metric"},
+		{r.ValueToMetric, "value_to_metric"},
+		{r.ShareThreshold, "share_threshold"},
+	} {
+		if flag.on {
+			fmt.Fprintf(sb, ", %s: true", flag.name)
+		}
+	}
+	fmt.Fprintf(sb, " (%s)\n", r.Source)
 }

@@ -10,9 +10,14 @@ import (
 //
 // Layout, readable in redis-cli:
 //
-//	Prefix{domain:len:key:len:value[:len:key:len:value...]}:algorithm:period
+//	Prefix{domain:len:key:len:value[:len:key:len:value...]}:algorithm:period[:index]
 //
-// e.g. rl:{example:7:user_id:5:alice}:fixed_window:60s. The Redis Cluster
+// e.g. rl:{example:7:user_id:5:alice}:fixed_window:60s. index is a limit's
+// position in its descriptor's rate_limits, written from the second limit
+// on, so two limits of one descriptor never share a counter even with the
+// same algorithm and period, and the first keeps the key a rate_limit has
+// (moving a rule into rate_limits keeps its counter). All limits of a
+// descriptor share its hash tag: one Cluster slot. The Redis Cluster
 // hash tag (the text between the braces) is the domain plus the descriptor
 // entries the counter counts, so a domain's counters spread over every slot
 // of a Cluster instead of sharing the one slot of {domain}; a request whose
@@ -46,6 +51,10 @@ func newKeyParts(r *Rule) keyParts {
 	sb.WriteString(r.Limit.Algorithm.String())
 	sb.WriteByte(':')
 	writePeriod(&sb, r.Limit.Period)
+	if r.Index > 0 {
+		sb.WriteByte(':')
+		sb.WriteString(strconv.Itoa(r.Index))
+	}
 	return keyParts{domain: domain, suffix: sb.String()}
 }
 

@@ -43,5 +43,6 @@ func OverrideRule(domain string, entries []Entry, unit rlsv3.RateLimitResponse_R
 		},
 	}
 	r.key = newKeyParts(r)
+	r.limits = []*Rule{r}
 	return r, nil
 }

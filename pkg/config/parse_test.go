@@ -28,6 +28,7 @@ func withoutPath(r *Rule) Rule {
 	c.path = nil
 	c.key = keyParts{} // derived from Domain and Limit, compared there
 	c.Source = ""
+	c.limits = nil // compared by TestParseRateLimits
 	return c
 }
 

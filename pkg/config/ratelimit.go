@@ -25,10 +25,11 @@ type rateLimitBlock struct {
 	replaceNodes []*yaml.Node
 }
 
-// rateLimit reads a rate_limit block into a Rule with its limit set, or
-// reports why it cannot and returns nil.
-func (r *reader) rateLimit(at, n *yaml.Node, field string) *Rule {
-	pairs, ok := r.fields(n, field, rateLimitKeys()...)
+// rateLimit reads a rate_limit block (or one item of rate_limits, whose
+// allowed keys differ) into a Rule with its limit set, or reports why it
+// cannot and returns nil.
+func (r *reader) rateLimit(at, n *yaml.Node, field string, allowed []string) *Rule {
+	pairs, ok := r.fields(n, field, allowed...)
 	if !ok {
 		return nil
 	}

@@ -50,6 +50,15 @@ type Rule struct {
 	OnStoreError StoreErrorAction
 	// Source is "file:line" of the node's key, for logs and /rlconfig.
 	Source string
+	// Index is the rule's position in its descriptor's rate_limits (0 for
+	// a rate_limit). Each limit of rate_limits is a Rule of its own, with
+	// its own counter, sharing the descriptor's fields above (StatKey,
+	// modes, metadata, ...); Match returns the first, and Limits lists all.
+	Index int
+
+	// limits are every limit of the rule's descriptor, this one included,
+	// in config order.
+	limits []*Rule
 
 	// path describes how each request entry reached this rule, root first.
 	// It is nil for rules not built by Parse (e.g. request overrides), which
@@ -115,4 +124,16 @@ func parseStoreErrorAction(s string) (StoreErrorAction, bool) {
 		return StoreErrorDeny, true
 	}
 	return 0, false
+}
+
+// Limits returns every limit of the rule's descriptor in config order: the
+// rule alone for a rate_limit, each item of rate_limits otherwise. All of
+// them are decided together, all-or-nothing. The slice is shared: do not
+// modify it.
+func (r *Rule) Limits() []*Rule {
+	if r.limits == nil {
+		// A Rule not built by Parse or OverrideRule (tests).
+		return []*Rule{r}
+	}
+	return r.limits
 }

@@ -8,13 +8,13 @@ import (
 )
 
 // The keys allowed at each level mirror envoyproxy/ratelimit's YAML, plus
-// our extensions: value_regex on descriptors, and algorithm, burst,
+// our extensions: value_regex on descriptors, algorithm, burst,
 // unit_multiplier, refill_interval, max_debt and on_store_error on
-// rate_limit.
+// rate_limit, and rate_limits, a list of such blocks.
 func rootKeys() []string { return []string{"domain", "descriptors"} }
 
 func descriptorKeys() []string {
-	return []string{"key", "value", "value_regex", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+	return []string{"key", "value", "value_regex", "rate_limit", "rate_limits", "descriptors", "shadow_mode", "detailed_metric",
 		"value_to_metric", "share_threshold", "quota_mode", "metadata"}
 }
 
@@ -43,8 +43,10 @@ type descSpec struct {
 	// invalid: the node's key or value is unusable (already reported), so
 	// it is not indexed.
 	invalid bool
-	// rule is nil when the node has no rate_limit, or an invalid one.
+	// rule is nil when the node has no rate_limit, or an invalid one;
+	// limits are its rate_limits, nil when it has none or an invalid one.
 	rule           *Rule
+	limits         []*Rule
 	shadowMode     bool
 	detailedMetric bool
 	valueToMetric  bool
@@ -123,7 +125,7 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 		return nil
 	}
 	d := &descSpec{field: field, line: n.Line}
-	var rateLimit, rateLimitKey *yaml.Node
+	var rateLimit, rateLimitKey, rateLimits, rateLimitsKey *yaml.Node
 	var shareNode *yaml.Node
 	var valuePair, regexPair *pair
 	for _, p := range pairs {
@@ -139,6 +141,8 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 			regexPair = &p
 		case "rate_limit":
 			rateLimit, rateLimitKey = p.val, p.key
+		case "rate_limits":
+			rateLimits, rateLimitsKey = p.val, p.key
 		case "descriptors":
 			d.children = r.descriptors(p.val, sub)
 		case "shadow_mode":
@@ -168,8 +172,16 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 		r.errorf(shareNode, join(field, "share_threshold"),
 			"only applies to a wildcard value (containing \"*\") or a value_regex, got value %q", d.value)
 	}
-	if rateLimit != nil && !isNull(rateLimit) {
-		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"))
+	hasRateLimit := rateLimit != nil && !isNull(rateLimit)
+	if hasRateLimit {
+		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"), rateLimitKeys())
+	}
+	if rateLimits != nil && !isNull(rateLimits) {
+		if hasRateLimit {
+			r.errorf(rateLimitsKey, join(field, "rate_limits"), "must not be set together with rate_limit (list every limit in rate_limits)")
+		} else {
+			d.limits = r.rateLimits(rateLimitsKey, rateLimits, join(field, "rate_limits"))
+		}
 	}
 	return d
 }

@@ -9,6 +9,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
+	"github.com/ratelimitd/ratelimitd/pkg/config"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -78,22 +79,43 @@ func (s *Service) addHeaders(p *plan, results []store.Result, resp *rlsv3.RateLi
 		add(orDefault(s.headers.Reset, DefaultResetHeader), strconv.FormatInt(reset, 10))
 	}
 	if s.headers.Draft {
-		name := policyName(sl)
-		window := ceilSeconds(sl.rule.Limit.Period)
-		add("RateLimit-Policy", name+";q="+strconv.FormatUint(uint64(st.GetCurrentLimit().GetRequestsPerUnit()), 10)+";w="+strconv.FormatInt(window, 10))
-		add("RateLimit", name+";r="+strconv.FormatUint(uint64(st.GetLimitRemaining()), 10)+";t="+strconv.FormatInt(reset, 10))
+		add("RateLimit-Policy", policies(p, sl))
+		add("RateLimit", policyName(p.rules[sl.decider])+";r="+strconv.FormatUint(uint64(st.GetLimitRemaining()), 10)+";t="+strconv.FormatInt(reset, 10))
 	}
 	if s.headers.RetryAfter && resp.GetOverallCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
-		add("Retry-After", strconv.FormatInt(max(ceilSeconds(retryAfter(p, results, resp)), 1), 10))
+		add("Retry-After", strconv.FormatInt(max(ceilSeconds(retryAfter(p, results)), 1), 10))
 	}
 }
 
+// policies is the draft's RateLimit-Policy list: one item per counted
+// limit of the constraining descriptor (several with rate_limits), the
+// RateLimit field naming the one that decided it.
+func policies(p *plan, sl slot) string {
+	var b strings.Builder
+	for j := sl.req; j < sl.req+sl.n; j++ {
+		if j > sl.req {
+			b.WriteString(", ")
+		}
+		r := p.rules[j]
+		b.WriteString(policyName(r))
+		b.WriteString(";q=")
+		b.WriteString(strconv.FormatUint(uint64(r.RequestsPerUnit), 10))
+		b.WriteString(";w=")
+		b.WriteString(strconv.FormatInt(ceilSeconds(r.Limit.Period), 10))
+	}
+	return b.String()
+}
+
 // policyName is the draft's policy item key: a structured-field string of
-// the rule's name, or of its stats key when it has none.
-func policyName(sl slot) string {
-	name := sl.rule.Name
+// the limit's name, or of its stats key when it has none (with "#index"
+// for the second limit of a rate_limits on, so that names stay distinct).
+func policyName(r *config.Rule) string {
+	name := r.Name
 	if name == "" {
-		name = sl.rule.StatKey
+		name = r.StatKey
+		if r.Index > 0 {
+			name += "#" + strconv.Itoa(r.Index)
+		}
 	}
 	var b strings.Builder
 	b.WriteByte('"')

@@ -14,15 +14,18 @@ import (
 // of the rules of every counted descriptor that is not over its limit, so
 // filters after the rate limit one can act on them. Like envoyproxy, the
 // rules of unlimited and replaced descriptors contribute nothing: they were
-// never checked.
+// never checked. Each descriptor also says its code and the name of the
+// limit that decided it (see describeOutcome).
 func (s *Service) addDynamicMetadata(req *rlsv3.RateLimitRequest, p *plan, resp *rlsv3.RateLimitResponse) {
 	if !s.dynamicMetadata {
 		return
 	}
 	fields := map[string]*structpb.Value{"domain": structpb.NewStringValue(req.GetDomain())}
 	descs := make([]*structpb.Value, 0, len(req.GetDescriptors()))
-	for _, d := range req.GetDescriptors() {
-		descs = append(descs, structpb.NewStructValue(descriptorStruct(d)))
+	for i, d := range req.GetDescriptors() {
+		ds := descriptorStruct(d)
+		describeOutcome(ds, p, i, resp.Statuses[i])
+		descs = append(descs, structpb.NewStructValue(ds))
 	}
 	fields["descriptors"] = structpb.NewListValue(&structpb.ListValue{Values: descs})
 	if h := req.GetHitsAddend(); h != 0 {
@@ -61,6 +64,27 @@ func descriptorStruct(d *ratelimitv3.RateLimitDescriptor) *structpb.Struct {
 		fields["hitsAddend"] = structpb.NewNumberValue(float64(h.GetValue()))
 	}
 	return &structpb.Struct{Fields: fields}
+}
+
+// describeOutcome adds to descriptor i's struct its code ("OK" or
+// "OVER_LIMIT", the enum's name) and limitName, the name of the limit that
+// decided it when that limit has one (an unlimited rule's name too; none
+// for a descriptor without a rule or replaced), so access logs and later
+// filters can tell which limit denied. The keys are envoyproxy's proposed
+// ones (envoyproxy/ratelimit#1239), beside entries: consumers that read
+// only entries and limit see nothing new.
+func describeOutcome(ds *structpb.Struct, p *plan, i int, st *rlsv3.RateLimitResponse_DescriptorStatus) {
+	ds.Fields["code"] = structpb.NewStringValue(st.GetCode().String())
+	var name string
+	switch sl := p.slots[i]; sl.kind {
+	case counted:
+		name = p.rules[sl.decider].Name
+	case unlimited:
+		name = sl.rule.Name
+	}
+	if name != "" {
+		ds.Fields["limitName"] = structpb.NewStringValue(name)
+	}
 }
 
 // mergeStruct adds src's fields to dst: nested structs merge, and

@@ -31,7 +31,7 @@ func TestDynamicMetadata(t *testing.T) {
 	req.HitsAddend = 1
 	first := f.call(t, req)
 	got, _ := protojson.Marshal(first.GetDynamicMetadata())
-	want := `{"descriptors":[{"entries":["model=small"]},{"entries":["model=big"]}],"domain":"m","hitsAddend":1,` +
+	want := `{"descriptors":[{"code":"OK","entries":["model=small"]},{"code":"OK","entries":["model=big"]}],"domain":"m","hitsAddend":1,` +
 		`"metadata":{"route":{"pool":"cheap","region":"eu","weight":1},"tier":"free"}}`
 	if !jsonEqual(t, string(got), want) {
 		t.Fatalf("dynamic_metadata:\n got %s\nwant %s", got, want)

@@ -32,14 +32,16 @@ func (s *Service) observe(domain string, p *plan, results []store.Result) {
 		if sl.kind != counted {
 			continue
 		}
-		r, res := sl.rule, results[sl.req]
+		// A descriptor counts once, as the limit that decided it: its
+		// stats key is the descriptor's, whatever its number of limits.
+		r, res := p.rules[sl.decider], results[sl.decider]
 		s.obs.Observe(metrics.Hit{
 			Domain:    domain,
 			StatKey:   r.StatKey,
 			MetricKey: r.MetricKey(sl.entries),
-			Hits:      p.reqs[sl.req].Hits,
+			Hits:      p.reqs[sl.decider].Hits,
 			Allowed:   res.Allowed,
-			Usage:     p.reqs[sl.req].Usage,
+			Usage:     p.reqs[sl.decider].Usage,
 			Shadow:    r.ShadowMode || s.globalShadow,
 			FromCache: res.FromCache,
 			Capacity:  r.Limit.Capacity(),

@@ -28,9 +28,16 @@ const (
 
 type slot struct {
 	kind slotKind
+	// rule is the descriptor's matched rule (its first limit): the fields
+	// every limit shares (StatKey, modes, metadata) are read from it, a
+	// limit's own from plan.rules.
 	rule *config.Rule
-	// req indexes plan.reqs when kind is counted.
-	req int
+	// req and n index plan.reqs when kind is counted: the descriptor's
+	// limits that are not replaced are reqs[req : req+n], in config order.
+	req, n int
+	// decider indexes plan.reqs: the limit the descriptor answers with,
+	// set by plan.decide (respond calls it) once the store has answered.
+	decider int
 	// entries are the request descriptor's, for detailed metrics.
 	entries []config.Entry
 	// quota: the rule is one of the request's quota alternatives
@@ -47,6 +54,9 @@ type plan struct {
 	// fallback: a counted rule has an on_store_error other than
 	// unavailable, so a store failure may still be answered.
 	fallback bool
+	// rules[i] is the limit reqs[i] counts (a rate_limits item, or the
+	// descriptor's rule).
+	rules []*config.Rule
 }
 
 // planOne and planFew hold a small request's plan, its slots, its store
@@ -55,6 +65,7 @@ type planOne struct {
 	p       plan
 	slots   [1]slot
 	reqs    [1]store.Request
+	rules   [1]*config.Rule
 	entries [2]config.Entry
 }
 
@@ -62,24 +73,26 @@ type planFew struct {
 	p       plan
 	slots   [few]slot
 	reqs    [few]store.Request
+	rules   [few]*config.Rule
 	entries [2 * few]config.Entry
 }
 
 // newPlan allocates a plan for n descriptors holding total entries: one
 // allocation when the request is small, as Envoy's are, instead of one per
-// descriptor and per slice.
+// descriptor and per slice (descriptors with several limits may grow reqs
+// past it).
 func newPlan(n, total int) (*plan, []config.Entry) {
 	if n == 1 && total <= 2 {
 		b := &planOne{}
-		b.p.slots, b.p.reqs = b.slots[:], b.reqs[:0]
+		b.p.slots, b.p.reqs, b.p.rules = b.slots[:], b.reqs[:0], b.rules[:0]
 		return &b.p, b.entries[:total]
 	}
 	if n <= few && total <= 2*few {
 		b := &planFew{}
-		b.p.slots, b.p.reqs = b.slots[:n], b.reqs[:0]
+		b.p.slots, b.p.reqs, b.p.rules = b.slots[:n], b.reqs[:0], b.rules[:0]
 		return &b.p, b.entries[:total]
 	}
-	return &plan{slots: make([]slot, n), reqs: make([]store.Request, 0, n)}, make([]config.Entry, total)
+	return &plan{slots: make([]slot, n), reqs: make([]store.Request, 0, n), rules: make([]*config.Rule, 0, n)}, make([]config.Entry, total)
 }
 
 func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, error) {
@@ -121,39 +134,94 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 			continue
 		}
 		sl.rule = r
-		for _, name := range r.Replaces {
-			if replacing == nil {
-				replacing = make(map[string]struct{})
+		for _, l := range r.Limits() {
+			for _, name := range l.Replaces {
+				if replacing == nil {
+					replacing = make(map[string]struct{})
+				}
+				replacing[name] = struct{}{}
 			}
-			replacing[name] = struct{}{}
 		}
 	}
 
 	for i := range p.slots {
 		sl := &p.slots[i]
-		r := sl.rule
-		switch {
+		switch r := sl.rule; {
 		case r == nil:
 			sl.kind = noLimit
 		case r.Unlimited:
 			sl.kind = unlimited
-		case r.Name != "" && isReplaced(replacing, r.Name):
-			sl.kind = replaced
 		default:
-			sl.quota = !r.ShadowMode && (r.QuotaMode || s.globalQuota)
-			sl.kind, sl.req = counted, len(p.reqs)
-			p.fallback = p.fallback || r.OnStoreError != config.StoreErrorUnavailable
-			h, usage := hits(req, descs[i])
-			p.reqs = append(p.reqs, store.Request{
-				Key:   s.keys.Key(r, sl.entries),
-				Limit: r.Limit,
-				Hits:  h,
-				Mode:  s.modeOf(r, sl.quota),
-				Usage: usage,
-			})
+			s.planLimits(p, sl, req, descs[i], replacing)
 		}
 	}
 	return p, nil
+}
+
+// planLimits adds a store request per limit of sl's rule that no matched
+// rule replaces; the descriptor is replaced when every limit is. The
+// limits after the first are Joined to it: one descriptor, so one quota
+// alternative. Usage (the descriptor's own hits_addend) is recorded on
+// every limit.
+func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor, replacing map[string]struct{}) {
+	r := sl.rule
+	sl.quota = !r.ShadowMode && (r.QuotaMode || s.globalQuota)
+	mode := s.modeOf(r, sl.quota)
+	h, usage := hits(req, d)
+	first := len(p.reqs)
+	for _, l := range r.Limits() {
+		if l.Name != "" && isReplaced(replacing, l.Name) {
+			continue
+		}
+		p.fallback = p.fallback || l.OnStoreError != config.StoreErrorUnavailable
+		p.reqs = append(p.reqs, store.Request{
+			Key:    s.keys.Key(l, sl.entries),
+			Limit:  l.Limit,
+			Hits:   h,
+			Mode:   mode,
+			Usage:  usage,
+			Joined: len(p.reqs) > first,
+		})
+		p.rules = append(p.rules, l)
+	}
+	if len(p.reqs) == first {
+		sl.kind = replaced
+		return
+	}
+	sl.kind, sl.req, sl.n, sl.decider = counted, first, len(p.reqs)-first, first
+}
+
+// decide picks, once the store has answered, the limit each counted
+// descriptor answers with: the one that denied (of several, the one that
+// holds it back longest), else the one with the least left; the first in
+// config order on a tie. A descriptor with one limit answers with it.
+func (p *plan) decide(results []store.Result) {
+	for i := range p.slots {
+		sl := &p.slots[i]
+		if sl.kind != counted {
+			continue
+		}
+		best := sl.req
+		for j := sl.req + 1; j < sl.req+sl.n; j++ {
+			if decidesOver(results[j].Decision, results[best].Decision) {
+				best = j
+			}
+		}
+		sl.decider = best
+	}
+}
+
+// decidesOver reports whether limit decision a, rather than b, decides
+// their descriptor.
+func decidesOver(a, b algorithms.Decision) bool {
+	switch {
+	case a.Allowed != b.Allowed:
+		return !a.Allowed
+	case !a.Allowed:
+		return a.RetryAfter > b.RetryAfter
+	default:
+		return a.Remaining < b.Remaining
+	}
 }
 
 // modeOf tells the store how a denial of this rule affects the request, so

@@ -14,7 +14,8 @@ import (
 )
 
 func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitResponse {
-	resp, b := newResponse(len(p.slots), len(p.reqs))
+	p.decide(results)
+	resp, b := newResponse(len(p.slots))
 	resp.OverallCode = rlsv3.RateLimitResponse_OK
 	// The store decided the batch as one unit; a request is over exactly
 	// when that batch was denied (shadow rules, and every rule under global
@@ -30,7 +31,9 @@ func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitRespo
 			st.Code = rlsv3.RateLimitResponse_OK
 			st.LimitRemaining = math.MaxUint32
 		case counted:
-			b.describe(st, sl.req, sl.rule, results[sl.req].Decision)
+			// A descriptor with several limits answers with the one that
+			// decided it (see plan.decide).
+			b.describe(st, i, p.rules[sl.decider], results[sl.decider].Decision)
 		default:
 			st.Code = rlsv3.RateLimitResponse_OK
 		}
@@ -66,7 +69,10 @@ type responseParts struct {
 	durations []durationpb.Duration
 }
 
-func newResponse(slots, counted int) (*rlsv3.RateLimitResponse, responseParts) {
+// newResponse allocates a response of slots descriptors, with a limit and
+// a duration for each (indexed by descriptor: one descriptor may count
+// several limits but answers with one).
+func newResponse(slots int) (*rlsv3.RateLimitResponse, responseParts) {
 	switch {
 	case slots == 1:
 		b := &oneDescriptor{}
@@ -75,24 +81,25 @@ func newResponse(slots, counted int) (*rlsv3.RateLimitResponse, responseParts) {
 	case slots <= few:
 		b := &fewDescriptors{}
 		b.resp.Statuses = b.ptr[:slots]
-		return &b.resp, responseParts{statuses: b.status[:slots], limits: b.limit[:counted], durations: b.duration[:counted]}
+		return &b.resp, responseParts{statuses: b.status[:slots], limits: b.limit[:slots], durations: b.duration[:slots]}
 	}
 	return &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, slots)}, responseParts{
 		statuses:  make([]rlsv3.RateLimitResponse_DescriptorStatus, slots),
-		limits:    make([]rlsv3.RateLimitResponse_RateLimit, counted),
-		durations: make([]durationpb.Duration, counted),
+		limits:    make([]rlsv3.RateLimitResponse_RateLimit, slots),
+		durations: make([]durationpb.Duration, slots),
 	}
 }
 
 func (b responseParts) status(i int) *rlsv3.RateLimitResponse_DescriptorStatus { return &b.statuses[i] }
 
-// describe fills st with counted request req's decision d under rule r.
-func (b responseParts) describe(st *rlsv3.RateLimitResponse_DescriptorStatus, req int, r *config.Rule, d algorithms.Decision) {
+// describe fills st, the status of descriptor i, with decision d under
+// limit r.
+func (b responseParts) describe(st *rlsv3.RateLimitResponse_DescriptorStatus, i int, r *config.Rule, d algorithms.Decision) {
 	st.Code = rlsv3.RateLimitResponse_OK
 	if !d.Allowed && !r.ShadowMode {
 		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
-	limit := &b.limits[req]
+	limit := &b.limits[i]
 	limit.Name, limit.RequestsPerUnit, limit.Unit = r.Name, r.RequestsPerUnit, r.Unit
 	if m := unitMultiplier(r); m > 1 {
 		limit.UnitMultiplier = wrapperspb.UInt32(m)
@@ -100,7 +107,7 @@ func (b responseParts) describe(st *rlsv3.RateLimitResponse_DescriptorStatus, re
 	st.CurrentLimit = limit
 	st.LimitRemaining = uint32(min(d.Remaining, math.MaxUint32))
 	reset := untilReset(r.Limit.Algorithm, d.ResetAfter)
-	dur := &b.durations[req]
+	dur := &b.durations[i]
 	dur.Seconds, dur.Nanos = int64(reset/time.Second), int32(reset%time.Second)
 	st.DurationUntilReset = dur
 }

@@ -46,13 +46,11 @@ func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func storeErrorVerdict(p *plan) (denied, decided bool) {
 	var v algorithms.Verdict
 	decided = true
-	for _, sl := range p.slots {
-		if sl.kind != counted {
-			continue
-		}
-		action := sl.rule.OnStoreError
+	// Every limit counts with its own on_store_error (rate_limits).
+	for i, r := range p.reqs {
+		action := p.rules[i].OnStoreError
 		decided = decided && action != config.StoreErrorUnavailable
-		v.Add(p.reqs[sl.req].Mode, action != config.StoreErrorDeny)
+		v.Add(r.Mode, r.Joined, action != config.StoreErrorDeny)
 	}
 	if v.Denied() {
 		return true, true
@@ -73,7 +71,7 @@ func (s *Service) answerStoreError(ctx context.Context, req *rlsv3.RateLimitRequ
 	if !decided {
 		return nil, false
 	}
-	resp, b := newResponse(len(p.slots), 0)
+	resp, b := newResponse(len(p.slots))
 	resp.OverallCode = rlsv3.RateLimitResponse_OK
 	answer := "allow"
 	if denied {
@@ -87,8 +85,11 @@ func (s *Service) answerStoreError(ctx context.Context, req *rlsv3.RateLimitRequ
 		switch {
 		case sl.kind == unlimited:
 			st.LimitRemaining = math.MaxUint32
-		case sl.kind == counted && sl.rule.OnStoreError == config.StoreErrorDeny && !sl.rule.ShadowMode:
-			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+		case sl.kind == counted:
+			if j, ok := denyingLimit(p, sl); ok {
+				st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+				p.slots[i].decider = j
+			}
 		}
 	}
 	s.addDynamicMetadata(req, p, resp)
@@ -99,4 +100,15 @@ func (s *Service) answerStoreError(ctx context.Context, req *rlsv3.RateLimitRequ
 	s.errLog.Warn("backend unavailable; answered from on_store_error",
 		zap.String("answer", answer), zap.String("domain", req.GetDomain()), zap.Error(err))
 	return resp, true
+}
+
+// denyingLimit is the first limit of counted slot sl whose on_store_error
+// denies (shadow_mode rules never deny): it answers for the descriptor.
+func denyingLimit(p *plan, sl slot) (int, bool) {
+	for j := sl.req; j < sl.req+sl.n; j++ {
+		if r := p.rules[j]; r.OnStoreError == config.StoreErrorDeny && !r.ShadowMode {
+			return j, true
+		}
+	}
+	return 0, false
 }

@@ -39,7 +39,7 @@ type Store interface {
 func Verdict(reqs []Request, results []Result) algorithms.Verdict {
 	var v algorithms.Verdict
 	for i, r := range reqs {
-		v.Add(r.Mode, results[i].Allowed)
+		v.Add(r.Mode, r.Joined, results[i].Allowed)
 	}
 	return v
 }

@@ -6,7 +6,9 @@
 -- ARGV[2]: every op, packed (limit.lua's OP_FORMAT, OP_BYTES each):
 --   algorithm (0 = invalid limit), requests, period µs, burst, refill
 --   interval µs, max debt, hits, mode (algorithms.Mode: 0/ENFORCE, SHADOW,
---   QUOTA; plus USAGE when the hits are usage, algorithms.Op.Usage).
+--   QUOTA; plus USAGE when the hits are usage, algorithms.Op.Usage; plus
+--   JOINED when the op is another limit of the previous op's descriptor,
+--   algorithms.Op.Joined).
 -- ARGV[3], if present: reply the charges too (scripts.WithCharges).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
 --   (-1 = never); then, if the batch was admitted and ARGV[3] asked for
@@ -157,10 +159,50 @@ local function charge_of(out, kind, last, hits, st, now)
   end
 end
 
--- admits is the batch rule: no enforced op denied, and not every quota op
--- denied. Shadow ops never deny a batch.
-local function admits(enforced_denied, quota_ops, quota_denied)
-  return not enforced_denied and not (quota_ops > 0 and quota_denied == quota_ops)
+-- mode_of splits an op's packed mode into its algorithms.Mode and its
+-- usage and joined flags.
+local function mode_of(mode)
+  local joined = mode >= JOINED
+  if joined then mode = mode - JOINED end
+  local usage = mode >= USAGE
+  if usage then mode = mode - USAGE end
+  return mode, usage, joined
+end
+
+-- verdict_new is algorithms.Verdict: the counts the batch rule needs, fed
+-- op by op in batch order by verdict_add. Takes run one at a time, so one
+-- table, reset here, serves them all (as PENDING does).
+local VERDICT = {}
+local function verdict_new()
+  local v = VERDICT
+  v.enforced_denied, v.quota_ops, v.quota_denied, v.in_quota, v.alt_denied = false, 0, 0, false, false
+  return v
+end
+
+-- verdict_add counts one op. A quota alternative is a quota op with the
+-- joined quota ops after it (one descriptor's limits), denied when any of
+-- them is.
+local function verdict_add(v, mode, joined, ok)
+  if mode ~= QUOTA then
+    v.in_quota = false
+    if mode ~= SHADOW and not ok then v.enforced_denied = true end
+    return
+  end
+  if not joined or not v.in_quota then
+    v.quota_ops = v.quota_ops + 1
+    v.alt_denied = false
+  end
+  v.in_quota = true
+  if not ok and not v.alt_denied then
+    v.alt_denied = true
+    v.quota_denied = v.quota_denied + 1
+  end
+end
+
+-- admits is the batch rule: no enforced op denied, and not every quota
+-- alternative denied. Shadow ops never deny a batch.
+local function admits(v)
+  return not v.enforced_denied and not (v.quota_ops > 0 and v.quota_denied == v.quota_ops)
 end
 
 -- A take decides n ops, packed in ops (checked: OP_BYTES each), on
@@ -182,11 +224,10 @@ local function take_distinct(now, keys, k0, ops, n, charges)
   -- Sized for one op by its constructor: filling an empty table reallocates
   -- it at every power of two.
   local out, pending = { 0, 0, 0, 0 }, false
-  local enforced_denied, quota_ops, quota_denied = false, 0, 0
+  local verdict = verdict_new()
   for i = 1, n do
-    local an, r, p, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-    local usage = mode >= USAGE
-    if usage then mode = mode - USAGE end
+    local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+    local mode, usage, joined = mode_of(packed)
     local alg, ok, rem, reset, retry = ALGS[an], false, 0, 0, NEVER
     local j = 4 * i - 3
     PENDING[j], PENDING[j + 3] = false, usage
@@ -209,16 +250,11 @@ local function take_distinct(now, keys, k0, ops, n, charges)
         end
       end
     end
-    if mode == QUOTA then
-      quota_ops = quota_ops + 1
-      if not ok then quota_denied = quota_denied + 1 end
-    elseif mode ~= SHADOW and not ok then
-      enforced_denied = true
-    end
+    verdict_add(verdict, mode, joined, ok)
     local k = 4 * (i - 1)
     out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
   end
-  local admitted = admits(enforced_denied, quota_ops, quota_denied)
+  local admitted = admits(verdict)
   if not admitted then
     -- Only usage is written. Every other op is uncharged: an allowed one
     -- reports what a check would, one recorded past its limit its own
@@ -298,11 +334,10 @@ end
 -- see its earlier ops' pending state, as in algorithms.TakeAll.
 local function take_general(now, keys, k0, ops_packed, n, charges)
   local recs, order, ops = {}, {}, {}
-  local enforced_denied, quota_ops, quota_denied = false, 0, 0
+  local verdict = verdict_new()
   for i = 1, n do
-    local lim, h, mode = op_of(ops_packed, i)
-    local usage = mode >= USAGE
-    if usage then mode = mode - USAGE end
+    local lim, h, packed = op_of(ops_packed, i)
+    local mode, usage, joined = mode_of(packed)
     local key = keys[k0 + i]
     local rec = recs[key]
     if rec == nil then
@@ -320,14 +355,9 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
     else
       step(op, records(alg, usage, mode, h, lim.req), now)
     end
-    if mode == QUOTA then
-      quota_ops = quota_ops + 1
-      if not op.ok then quota_denied = quota_denied + 1 end
-    elseif mode ~= SHADOW and not op.ok then
-      enforced_denied = true
-    end
+    verdict_add(verdict, mode, joined, op.ok)
   end
-  local admitted = admits(enforced_denied, quota_ops, quota_denied)
+  local admitted = admits(verdict)
   if not admitted then
     -- Start again from the stored states and record usage only, as
     -- algorithms.TakeAll does: every other op is uncharged, an allowed one

@@ -195,15 +195,20 @@ func TestBatchesNeedingTheBackend(t *testing.T) {
 	shadow.Mode = algorithms.Shadow
 	quota := req("k", fw(1), 1)
 	quota.Mode = algorithms.Quota
+	joined := req("other", fw(5), 1)
+	joined.Joined = true
 	tests := map[string][]store.Request{
-		"another key":       {req("k", fw(1), 1), req("other", fw(5), 1)},
-		"same key twice":    {req("k", fw(1), 1), req("k", fw(1), 1)},
-		"shadow mode":       {shadow},
-		"quota mode":        {quota},
-		"a changed limit":   {req("k", fw(2), 1)},
-		"fewer hits":        {req("k", fw(1), 0)},
-		"empty batch":       {},
-		"another algorithm": {req("k", algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1, Period: time.Minute}, 1)},
+		"another key": {req("k", fw(1), 1), req("other", fw(5), 1)},
+		// One limit of a descriptor spent (rate_limits): the backend
+		// reports the others, which the cache does not know.
+		"another limit of the descriptor": {req("k", fw(1), 1), joined},
+		"same key twice":                  {req("k", fw(1), 1), req("k", fw(1), 1)},
+		"shadow mode":                     {shadow},
+		"quota mode":                      {quota},
+		"a changed limit":                 {req("k", fw(2), 1)},
+		"fewer hits":                      {req("k", fw(1), 0)},
+		"empty batch":                     {},
+		"another algorithm":               {req("k", algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1, Period: time.Minute}, 1)},
 	}
 	for name, batch := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -330,5 +335,28 @@ func TestForget(t *testing.T) {
 	}
 	if _, reached := r.one(req("other", fw(1), 1)); reached {
 		t.Error("a key not forgotten left the cache")
+	}
+}
+
+// Every limit of a descriptor spent: the cache answers, as for several
+// descriptors.
+func TestEveryLimitOfADescriptorCached(t *testing.T) {
+	r := newRig(t, 1<<20)
+	day := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 2, Period: 24 * time.Hour}
+	second := req("k:1", day, 1)
+	second.Joined = true
+	batch := []store.Request{req("k", fw(1), 1), second}
+	r.take(batch...)
+	r.take(batch...) // k denied; k:1 charged nothing, allowed
+	r.take(req("k:1", day, 1))
+	r.take(batch...) // both denied: cached
+	before := r.backend.calls.Load()
+	for i, res := range r.take(batch...) {
+		if !res.FromCache || res.Allowed {
+			t.Errorf("limit %d: %+v, want a cached denial", i, res)
+		}
+	}
+	if r.backend.calls.Load() != before {
+		t.Fatal("the backend was asked")
 	}
 }

@@ -35,6 +35,13 @@ func (p modeProbe) op(key string, hits uint64, m algorithms.Mode) store.Request 
 	return withMode(req(key, p.limit(key), hits), m)
 }
 
+// joined is op, as one more limit of the descriptor of the op before it.
+func (p modeProbe) joined(key string, hits uint64, m algorithms.Mode) store.Request {
+	r := p.op(key, hits, m)
+	r.Joined = true
+	return r
+}
+
 func (p modeProbe) usage(key string, hits uint64) store.Request {
 	r := p.op(key, hits, algorithms.Enforce)
 	r.Usage = true
@@ -149,6 +156,34 @@ func testModes(t *testing.T, newStore Factory) {
 			before := p.remaining()
 			got := p.h.take(p.op("q1", 2, quota), p.op("q2", 11, quota), p.op("enforced", 1, enforce), p.op("room", 1, shadow))
 			allowedAre(t, "quota ops both over", got, false, false)
+			charged(t, before, p.remaining(), nil)
+		},
+	}, {
+		// A quota descriptor with two limits (q2, then q1 joined to it) is
+		// one alternative, over when either limit is: room left on q2 does
+		// not carry the batch.
+		name: "joined_quota_limit_over_denies_its_alternative",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("q2", 2, quota), p.joined("q1", 2, quota), p.op("enforced", 1, enforce))
+			allowedAre(t, "quota descriptor (room, over) + enforced", got, true, false, true)
+			charged(t, before, p.remaining(), nil)
+		},
+	}, {
+		name: "joined_quota_alternative_beside_one_with_room",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("q2", 2, quota), p.joined("q1", 2, quota), p.op("room", 3, quota))
+			allowedAre(t, "quota descriptor (room, over) + quota with room", got, true, false, true)
+			// Admitted: every quota op counts, past its limit too.
+			charged(t, before, p.remaining(), map[string]uint64{"q2": 2, "q1": 1, "room": 3})
+		},
+	}, {
+		name: "joined_enforced_limits_all_or_nothing",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("room", 1, enforce), p.joined("small", 2, enforce))
+			allowedAre(t, "enforced descriptor (room, over)", got, true, false)
 			charged(t, before, p.remaining(), nil)
 		},
 	}, {
