@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -10,17 +9,13 @@ import (
 	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
-	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // The values Envoy AI Gateway's controller serves its QuotaPolicy rules
@@ -98,24 +93,10 @@ func TestAIGatewayDeploymentSettings(t *testing.T) {
 // plaintext gRPC server with a non-ADS snapshot cache keyed by node id.
 func startAIGatewayXDS(t *testing.T, descriptors []*rlsconfv3.RateLimitDescriptor) string {
 	t.Helper()
-	cache := cachev3.NewSnapshotCache(false, cachev3.IDHash{}, nil)
-	cfg := &rlsconfv3.RateLimitConfig{Name: aiGatewayDomain, Domain: aiGatewayDomain, Descriptors: descriptors}
-	snap, err := cachev3.NewSnapshot("1", map[resourcev3.Type][]types.Resource{resourcev3.RateLimitConfigType: {cfg}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cache.SetSnapshot(context.Background(), aiGatewayNodeID, snap); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(context.Background(), cache, nil))
-	go func() { _ = g.Serve(ln) }()
-	t.Cleanup(g.Stop)
-	return ln.Addr().String()
+	addr, cache := testkit.XDSServer(t)
+	testkit.SetRateLimitConfigs(t, cache, aiGatewayNodeID, "1",
+		&rlsconfv3.RateLimitConfig{Name: aiGatewayDomain, Domain: aiGatewayDomain, Descriptors: descriptors})
+	return addr
 }
 
 // quotaModel is one backend_name -> model_name_override branch as AI

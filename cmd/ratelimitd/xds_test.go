@@ -3,40 +3,29 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // startXDS runs go-control-plane's ADS server over a snapshot cache.
 func startXDS(t *testing.T) (string, cachev3.SnapshotCache) {
 	t.Helper()
-	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(context.Background(), cache, nil))
-	go func() { _ = g.Serve(ln) }()
-	t.Cleanup(g.Stop)
-	return ln.Addr().String(), cache
+	return testkit.XDSServer(t)
 }
 
 func setXDS(t *testing.T, cache cachev3.SnapshotCache, node, version string, rpu uint32) {

@@ -511,14 +511,20 @@ func TestEnvoyGateway(t *testing.T) {
 		"misspelt field": strings.Replace(string(read(t, "envoy-gateway/backendtrafficpolicy.yaml")), "clientSelectors", "clientSelector", 1),
 		"bad unit":       strings.Replace(string(read(t, "envoy-gateway/backendtrafficpolicy.yaml")), "unit: Hour", "unit: hour", 1),
 	} {
-		js, err := yaml.YAMLToJSON([]byte(bad))
-		if err != nil {
-			t.Fatal(err)
-		}
-		inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(js))
-		if btp.Validate(inst) == nil {
-			t.Errorf("%s: the schema accepts it", name)
-		}
+		rejects(t, btp, name, bad)
+	}
+}
+
+// rejects fails t unless schema rejects the YAML document bad.
+func rejects(t *testing.T, schema *jsonschema.Schema, name, bad string) {
+	t.Helper()
+	js, err := yaml.YAMLToJSON([]byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+	if schema.Validate(inst) == nil {
+		t.Errorf("%s: the schema accepts it", name)
 	}
 }
 

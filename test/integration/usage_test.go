@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,17 +10,12 @@ import (
 	"time"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/grpc"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // Issue 17: usage reports (descriptor hits_addend > 0, as Envoy Gateway's
@@ -100,23 +94,9 @@ var (
 // loads it as its initial config (no force start needed).
 func startUsageXDS(t *testing.T) string {
 	t.Helper()
-	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
-	snap, err := cachev3.NewSnapshot("1", map[resourcev3.Type][]types.Resource{resourcev3.RateLimitConfigType: {llmXDS()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cache.SetSnapshot(context.Background(), "envoy-ratelimit", snap); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, serverv3.NewServer(context.Background(), cache, nil))
-	go func() { _ = g.Serve(ln) }()
-	t.Cleanup(g.Stop)
-	return ln.Addr().String()
+	addr, cache := testkit.XDSServer(t)
+	testkit.SetRateLimitConfigs(t, cache, "envoy-ratelimit", "1", llmXDS())
+	return addr
 }
 
 // awayFromBoundary waits out the end of the current epoch-aligned window
