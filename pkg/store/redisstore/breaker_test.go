@@ -22,32 +22,7 @@ func TestBreakerFailsFastWhileRedisIsDown(t *testing.T) {
 	mustTake(t, s, batch(1, window(5), 1))
 
 	srv.Stop()
-	stopped := time.Now()
-	type answer struct {
-		at, took time.Duration
-		err      error
-	}
-	var (
-		mu      sync.Mutex
-		answers []answer
-		wg      sync.WaitGroup
-	)
-	for range 20 {
-		wg.Go(func() {
-			for time.Since(stopped) < time.Second {
-				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-				start := time.Now()
-				_, err := s.Take(ctx, batch(1, window(5), 1))
-				took := time.Since(start)
-				cancel()
-				mu.Lock()
-				answers = append(answers, answer{at: start.Sub(stopped), took: took, err: err})
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
-			}
-		})
-	}
-	wg.Wait()
+	answers := takeWhileDown(t, s, 20, time.Second)
 
 	var took []time.Duration
 	deadlines, refused := 0, 0
@@ -80,6 +55,54 @@ func TestBreakerFailsFastWhileRedisIsDown(t *testing.T) {
 	}
 
 	srv.Restart(t)
+	recovered := untilAnswered(t, s)
+	t.Logf("first answer %s after Redis was back", recovered)
+	if recovered > 500*time.Millisecond {
+		t.Errorf("first answer %s after Redis was back, want within 500 ms", recovered)
+	}
+	if st := set.States(); len(st) != 1 || st[0].Open {
+		t.Errorf("breaker states after recovery: %+v, want closed", st)
+	}
+}
+
+// downAnswer is one Take made while Redis was down.
+type downAnswer struct {
+	at, took time.Duration // since the calls began; how long it took
+	err      error
+}
+
+// takeWhileDown runs callers concurrent loops of Takes with Envoy's 20 ms
+// deadline for span.
+func takeWhileDown(t *testing.T, s *redisstore.Store, callers int, span time.Duration) []downAnswer {
+	var (
+		mu      sync.Mutex
+		answers []downAnswer
+		wg      sync.WaitGroup
+	)
+	begun := time.Now()
+	for range callers {
+		wg.Go(func() {
+			for time.Since(begun) < span {
+				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+				start := time.Now()
+				_, err := s.Take(ctx, batch(1, window(5), 1))
+				took := time.Since(start)
+				cancel()
+				mu.Lock()
+				answers = append(answers, downAnswer{at: start.Sub(begun), took: took, err: err})
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	return answers
+}
+
+// untilAnswered polls with 20 ms Takes until one succeeds and returns how
+// long that took.
+func untilAnswered(t *testing.T, s *redisstore.Store) time.Duration {
+	t.Helper()
 	restarted := time.Now()
 	for {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
@@ -93,12 +116,5 @@ func TestBreakerFailsFastWhileRedisIsDown(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	recovered := time.Since(restarted)
-	t.Logf("first answer %s after Redis was back", recovered)
-	if recovered > 500*time.Millisecond {
-		t.Errorf("first answer %s after Redis was back, want within 500 ms", recovered)
-	}
-	if st := set.States(); len(st) != 1 || st[0].Open {
-		t.Errorf("breaker states after recovery: %+v, want closed", st)
-	}
+	return time.Since(restarted)
 }
