@@ -5,7 +5,7 @@ IMAGE   ?= ratelimitd:$(VERSION)
 # docker, else podman; override with ENGINE=...
 ENGINE  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 
-.PHONY: build run test bench bench-go bench-load fmt lint image
+.PHONY: build run test test-soak bench bench-go bench-load fmt lint image
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ratelimitd
@@ -17,6 +17,15 @@ run:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# The integration tests N times in a row (default 10), so that a flaky test
+# shows up as a failure instead of a rare red CI run; -failfast stops at the
+# first failure, printed with that run's logs. SOAK_FLAGS=-race adds the
+# race detector (slower). CI runs it with SOAK=N (.ci/run).
+N ?= 10
+SOAK_FLAGS ?=
+test-soak:
+	$(GO) test -count=$(N) -failfast -timeout=$$(( $(N) * 10 + 10 ))m $(SOAK_FLAGS) ./test/integration/...
 
 # Cost per decision in one interleaved run (cmd/rlbench, about 1 minute):
 # the embedded store, a local redis-server and a bare gRPC floor, 1 and 3

@@ -63,9 +63,38 @@ type app struct {
 	watchDone chan error
 }
 
+// newApp builds every part of the service, binding nothing: the config
+// source, the store, the service and the servers around it.
 func newApp(set settings, log *zap.Logger) (*app, error) {
 	a := &app{set: set, log: log}
 	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries))
+	w, err := a.newConfigSource(m)
+	if err != nil {
+		return nil, err
+	}
+	st, err := newStore(set, m, log)
+	if err != nil {
+		return nil, err
+	}
+	st, tracingOpts, err := a.startTracing(st)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	a.watcher, a.store = w, st
+	a.svc = newService(set, w, st, m, log)
+	if err := a.newServers(m, tracingOpts); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// newConfigSource builds the watcher of the config files, or the xDS source
+// with CONFIG_TYPE=GRPC_XDS_SOTW, counting each load in m and keeping health
+// in step with the config in force.
+func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
+	set, log := a.set, a.log
 	empty := newEmptyConfigAlarm(m.Registry(), log, set.ConfigDir)
 	onReload := func(cfg *config.Config, err error) {
 		m.ConfigLoad(err)
@@ -106,17 +135,11 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	default:
 		m.ConfigLoad(errors.New("no valid initial config"))
 	}
-	st, err := newStore(set, m, log)
-	if err != nil {
-		return nil, err
-	}
-	st, tracingOpts, err := a.startTracing(st)
-	if err != nil {
-		_ = st.Close()
-		return nil, err
-	}
-	a.watcher, a.store = w, st
-	a.svc = service.New(w, st,
+	return w, nil
+}
+
+func newService(set settings, w configWatcher, st store.Store, m *metrics.Metrics, log *zap.Logger) *service.Service {
+	return service.New(w, st,
 		service.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
 		service.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
 		service.WithShadowMode(set.ShadowMode),
@@ -128,41 +151,22 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 		service.WithLogger(log),
 		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),
 	)
+}
 
-	grpcOpts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(service.RecoverUnary(log)),
-		grpc.KeepaliveParams(keepalive.ServerParameters{
-			MaxConnectionAge:      set.GRPCMaxConnectionAge,
-			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,
-		}),
-		grpc.MaxConcurrentStreams(uint32(set.GRPCMaxStreams)),
-	}
-	grpcOpts = append(grpcOpts, a.svc.GRPCServerOptions()...)
-	if set.GRPCMaxRecvBytes > 0 {
-		grpcOpts = append(grpcOpts, grpc.MaxRecvMsgSize(set.GRPCMaxRecvBytes))
-	}
-	// Long-lived stream workers keep their grown stacks: a fresh goroutine
-	// per call re-grew its stack on every call (about a tenth of the CPU
-	// under load, see docs/performance.md).
-	grpcOpts = append(grpcOpts, grpc.NumStreamWorkers(uint32(max(128, 16*runtime.GOMAXPROCS(0)))))
-	grpcOpts = append(grpcOpts, tracingOpts...)
-	if set.GRPCTLS {
-		tlsCfg, err := grpcServerTLS(set, log)
-		if err != nil {
-			_ = st.Close()
-			return nil, err
-		}
-		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+// newServers builds the gRPC server (the service, the delay queue, health,
+// reflection) and the HTTP, debug and Prometheus servers.
+func (a *app) newServers(m *metrics.Metrics, tracingOpts []grpc.ServerOption) error {
+	grpcOpts, err := a.grpcOptions(tracingOpts)
+	if err != nil {
+		return err
 	}
 	a.grpc = grpc.NewServer(grpcOpts...)
 	a.svc.RegisterGRPC(a.grpc)
 	if err := a.startAdmin(m); err != nil {
-		_ = st.Close()
-		return nil, err
+		return err
 	}
-	if a.queue, err = newDelayQueue(set, m, a.grpc); err != nil {
-		_ = st.Close()
-		return nil, err
+	if a.queue, err = newDelayQueue(a.set, m, a.grpc); err != nil {
+		return err
 	}
 	a.health = health.NewServer()
 	healthpb.RegisterHealthServer(a.grpc, a.health)
@@ -172,16 +176,46 @@ func newApp(set settings, log *zap.Logger) (*app, error) {
 	mux := http.NewServeMux()
 	a.svc.RegisterHTTP(mux)
 	a.http = newHTTPServer(mux)
-	dbg := debugMux(w, m.Handler(), set.DebugPprof)
+	dbg := debugMux(a.watcher, m.Handler(), a.set.DebugPprof)
 	if a.admin != nil {
 		a.admin.RegisterHTTP(dbg)
 	}
 	a.debug = newHTTPServer(dbg)
-	if a.prom, err = promServer(set, m.Handler(), log); err != nil {
-		_ = st.Close()
-		return nil, err
+	if a.prom, err = promServer(a.set, m.Handler(), a.log); err != nil {
+		return errors.Join(err, a.queue.close())
 	}
-	return a, nil
+	return nil
+}
+
+// grpcOptions are the gRPC server's bounds, keepalive, workers, tracing
+// and TLS.
+func (a *app) grpcOptions(tracingOpts []grpc.ServerOption) ([]grpc.ServerOption, error) {
+	set := a.set
+	opts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(service.RecoverUnary(a.log)),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionAge:      set.GRPCMaxConnectionAge,
+			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,
+		}),
+		grpc.MaxConcurrentStreams(uint32(set.GRPCMaxStreams)),
+	}
+	opts = append(opts, a.svc.GRPCServerOptions()...)
+	if set.GRPCMaxRecvBytes > 0 {
+		opts = append(opts, grpc.MaxRecvMsgSize(set.GRPCMaxRecvBytes))
+	}
+	// Long-lived stream workers keep their grown stacks: a fresh goroutine
+	// per call re-grew its stack on every call (about a tenth of the CPU
+	// under load, see docs/performance.md).
+	opts = append(opts, grpc.NumStreamWorkers(uint32(max(128, 16*runtime.GOMAXPROCS(0)))))
+	opts = append(opts, tracingOpts...)
+	if set.GRPCTLS {
+		tlsCfg, err := grpcServerTLS(set, a.log)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	return opts, nil
 }
 
 // syncHealth makes gRPC health agree with /healthcheck: NOT_SERVING while

@@ -54,7 +54,11 @@ func newDelayQueue(set settings, m *metrics.Metrics, srv *grpc.Server) (*delayQu
 		if err != nil {
 			return nil, err
 		}
-		c, err := redisstore.NewClient(opts...)
+		breakers := redisstore.NewBreakerSet()
+		if err := watchBreakers(m, "queue", breakers); err != nil {
+			return nil, fmt.Errorf("queue redis breaker metrics: %w", err)
+		}
+		c, err := redisstore.NewClient(append(opts, redisstore.WithBreakerSet(breakers))...)
 		if err != nil {
 			// Not wrapped: the message may quote credentials.
 			return nil, fmt.Errorf("queue redis client (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))

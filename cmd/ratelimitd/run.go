@@ -50,5 +50,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return a.abort(err)
 	}
 	a.announce(announce)
+	if err := a.writeReady(); err != nil {
+		return a.abort(err)
+	}
 	return a.serve(ctx, hup)
 }

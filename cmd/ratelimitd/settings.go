@@ -111,6 +111,16 @@ type settings struct {
 	// and REDIS_PIPELINE_LIMIT: concurrent decisions share round trips.
 	RedisPipelineWindow time.Duration
 	RedisPipelineLimit  int
+	// RedisBreakerThreshold and RedisBreakerProbeInterval are
+	// REDIS_BREAKER_THRESHOLD and REDIS_BREAKER_PROBE_INTERVAL: a node that
+	// failed that many calls in a row is answered UNAVAILABLE at once until
+	// a PING every interval gets through (0 turns the breaker off).
+	RedisBreakerThreshold     int
+	RedisBreakerProbeInterval time.Duration
+	// ReadyFile is --ready-file (READY_FILE): where the bound addresses are
+	// written once every listener is open, so that a caller that asked for
+	// port 0 learns the ports.
+	ReadyFile string
 	// XDS is CONFIG_TYPE=GRPC_XDS_SOTW and its settings (settings_xds.go).
 	XDS xdsSettings
 	// Prometheus is USE_PROMETHEUS and its settings (settings_prometheus.go).
@@ -194,6 +204,7 @@ func (s *settings) readListeners(env *envReader) {
 	s.GRPCMaxConnectionAge = env.duration("GRPC_MAX_CONNECTION_AGE", 24*time.Hour)
 	s.GRPCMaxConnectionAgeGrace = env.duration("GRPC_MAX_CONNECTION_AGE_GRACE", time.Hour)
 	s.ShutdownTimeout = env.duration("SHUTDOWN_TIMEOUT", 10*time.Second)
+	s.ReadyFile = env.str("READY_FILE", "")
 }
 
 // readBackend reads the store settings. BACKEND_TYPE and REDIS_TYPE are
@@ -217,6 +228,11 @@ func (s *settings) readBackend(env *envReader) (backend, redisType string) {
 	}
 	s.RedisPipelineWindow = env.duration("REDIS_PIPELINE_WINDOW", redisstore.DefaultPipelineWindow)
 	s.RedisPipelineLimit = env.integer("REDIS_PIPELINE_LIMIT", 0, 0, math.MaxInt32)
+	s.RedisBreakerThreshold = env.integer("REDIS_BREAKER_THRESHOLD", redisstore.DefaultBreakerThreshold, 0, 1<<20)
+	s.RedisBreakerProbeInterval = env.duration("REDIS_BREAKER_PROBE_INTERVAL", redisstore.DefaultBreakerProbeInterval)
+	if s.RedisBreakerProbeInterval == 0 {
+		env.fail("REDIS_BREAKER_PROBE_INTERVAL", "0s", "a positive duration")
+	}
 	s.CacheKeyPrefix = env.str("CACHE_KEY_PREFIX", "")
 	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", memstore.DefaultMaxKeys, 0, math.MaxInt32)
 	s.LocalCacheBytes = env.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, math.MaxInt32)
@@ -284,6 +300,7 @@ func (s *settings) readFlags(args []string, backend *string) error {
 	targets := map[string]*string{
 		"config": &configDir, "grpc-addr": &s.GRPCAddr, "http-addr": &s.HTTPAddr,
 		"debug-addr": &s.DebugAddr, "backend": backend, "redis-url": &s.RedisURL,
+		"ready-file": &s.ReadyFile,
 	}
 	for _, f := range serveFlags() {
 		p := targets[f.name]

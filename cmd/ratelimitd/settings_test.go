@@ -55,6 +55,8 @@ func defaultSettings() settings {
 		RedisPoolSize:             10,
 		RedisTimeout:              10 * time.Second,
 		RedisPipelineWindow:       redisstore.DefaultPipelineWindow,
+		RedisBreakerThreshold:     redisstore.DefaultBreakerThreshold,
+		RedisBreakerProbeInterval: redisstore.DefaultBreakerProbeInterval,
 		LogLevel:                  zapcore.WarnLevel,
 		MaxDescriptors:            service.DefaultMaxDescriptors,
 		MaxEntries:                service.DefaultMaxEntries,
@@ -109,6 +111,19 @@ func TestParseSettings(t *testing.T) {
 			name: "pipeline settings",
 			env:  map[string]string{"REDIS_PIPELINE_WINDOW": "0", "REDIS_PIPELINE_LIMIT": "8"},
 			want: func(s *settings) { s.RedisPipelineWindow, s.RedisPipelineLimit = 0, 8 },
+		},
+		{
+			name: "breaker settings",
+			env:  map[string]string{"REDIS_BREAKER_THRESHOLD": "0", "REDIS_BREAKER_PROBE_INTERVAL": "250ms"},
+			want: func(s *settings) { s.RedisBreakerThreshold, s.RedisBreakerProbeInterval = 0, 250*time.Millisecond },
+		},
+		{
+			name: "port 0 everywhere and a ready file",
+			env:  map[string]string{"PORT": "0", "GRPC_PORT": "0", "DEBUG_PORT": "0"},
+			args: []string{"--ready-file", "/run/ready.json"},
+			want: func(s *settings) {
+				s.HTTPAddr, s.GRPCAddr, s.DebugAddr, s.ReadyFile = "0.0.0.0:0", "0.0.0.0:0", "0.0.0.0:0", "/run/ready.json"
+			},
 		},
 		{
 			name: "TLS files, as envoyproxy names them",
@@ -228,6 +243,8 @@ func TestParseSettingsErrors(t *testing.T) {
 		{name: "port out of range", env: map[string]string{"GRPC_PORT": "70000"}, want: []string{`GRPC_PORT="70000"`}},
 		{name: "duration without unit", env: map[string]string{"REDIS_TIMEOUT": "10"}, want: []string{`REDIS_TIMEOUT="10"`, "Go duration"}},
 		{name: "zero redis timeout", env: map[string]string{"REDIS_TIMEOUT": "0s"}, want: []string{"REDIS_TIMEOUT", "positive"}},
+		{name: "zero probe interval", env: map[string]string{"REDIS_BREAKER_PROBE_INTERVAL": "0"}, want: []string{"REDIS_BREAKER_PROBE_INTERVAL", "positive"}},
+		{name: "negative breaker threshold", env: map[string]string{"REDIS_BREAKER_THRESHOLD": "-1"}, want: []string{`REDIS_BREAKER_THRESHOLD="-1"`}},
 		{name: "bad boolean", env: map[string]string{"SHADOW_MODE": "maybe"}, want: []string{`SHADOW_MODE="maybe"`, "true or false"}},
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, want: []string{`LOG_LEVEL="loud"`}},
 		{name: "bad log format", env: map[string]string{"LOG_FORMAT": "xml"}, want: []string{`LOG_FORMAT="xml"`, "text, json"}},

@@ -39,7 +39,12 @@ func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store,
 	if err != nil {
 		return nil, err
 	}
+	breakers := redisstore.NewBreakerSet()
+	if err := watchBreakers(m, "limiter", breakers); err != nil {
+		return nil, fmt.Errorf("redis breaker metrics: %w", err)
+	}
 	opts = append(opts,
+		redisstore.WithBreakerSet(breakers),
 		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
 		redisstore.WithRoundTripObserver(m.RoundTrip),
 		redisstore.WithUndoFailure(func(charges int, err error) {
@@ -59,7 +64,7 @@ func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store,
 
 // redisConnection is how every client of ours reaches Redis (the limiter's
 // store and the delay queue): REDIS_URL, REDIS_TYPE, REDIS_SOCKET_TYPE,
-// REDIS_AUTH, REDIS_POOL_SIZE, REDIS_TIMEOUT and REDIS_TLS*.
+// REDIS_AUTH, REDIS_POOL_SIZE, REDIS_TIMEOUT, REDIS_TLS* and REDIS_BREAKER_*.
 func redisConnection(set settings) ([]redisstore.Option, error) {
 	opts := []redisstore.Option{
 		redisstore.WithAddr(set.RedisURL),
@@ -68,6 +73,7 @@ func redisConnection(set settings) ([]redisstore.Option, error) {
 		redisstore.WithAuth(set.RedisAuth),
 		redisstore.WithPoolSize(set.RedisPoolSize),
 		redisstore.WithTimeout(set.RedisTimeout),
+		redisstore.WithBreaker(set.RedisBreakerThreshold, set.RedisBreakerProbeInterval),
 	}
 	if set.RedisTLS {
 		cfg, err := redisTLS(set)

@@ -28,6 +28,7 @@ func serveFlags() []flagDoc {
 		{"debug-addr", "HOST:PORT", "DEBUG_HOST:DEBUG_PORT", "0.0.0.0:6070", "debug listen address: /metrics, /rlconfig, pprof with DEBUG_PPROF"},
 		{"backend", "NAME", "BACKEND_TYPE", "redis if REDIS_URL is set, else memory", "store: memory or redis"},
 		{"redis-url", "URL", "REDIS_URL", "unset", "Redis address; prefer REDIS_AUTH_FILE for the password, a flag shows in ps"},
+		{"ready-file", "FILE", "READY_FILE", "unset", "once listening, write the bound addresses here as JSON (for port 0)"},
 	}
 }
 

@@ -2,15 +2,18 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -48,6 +51,15 @@ func cpuTime(pid int) (time.Duration, error) {
 type child struct {
 	name string
 	cmd  *exec.Cmd
+	// exited is closed once the process has ended.
+	exited chan struct{}
+}
+
+// newChild watches cmd, which has started, until it exits.
+func newChild(name string, cmd *exec.Cmd) *child {
+	c := &child{name: name, cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(c.exited) }()
+	return c
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
@@ -57,93 +69,138 @@ func (c *child) stop() {
 		return
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-c.exited:
 	case <-time.After(5 * time.Second):
 		_ = c.cmd.Process.Kill()
-		<-done
+		<-c.exited
 	}
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
+// startRedis runs redis-server on a port below the kernel's ephemeral
+// range (redis-server cannot bind port 0 and say which port it got; a port
+// from that range can be taken by any outgoing connection), trying another
+// when the chosen one is taken.
 func startRedis(bin, dir string) (*child, string, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, "", err
+	var lastErr error
+	for range 20 {
+		port := redisPort()
+		c, addr, err := startRedisOn(bin, dir, port)
+		if err == nil {
+			return c, addr, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
 	}
+	return nil, "", lastErr
+}
+
+var errPortTaken = errors.New("port taken")
+
+func startRedisOn(bin, dir string, port int) (*child, string, error) {
+	var out strings.Builder
+	var mu sync.Mutex
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
+	cmd.Stdout = writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(p) })
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("start %s: %w", bin, err)
 	}
-	c := &child{name: "redis-server", cmd: cmd}
+	c := newChild("redis-server", cmd)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r, err := dialRedis(addr)
-		if err == nil {
-			_, err = r.do("PING")
-			r.close()
-			if err == nil {
-				return c, addr, nil
+		select {
+		case <-c.exited:
+			mu.Lock()
+			defer mu.Unlock()
+			if strings.Contains(out.String(), "Address already in use") {
+				return nil, "", fmt.Errorf("redis-server on %s: %w", addr, errPortTaken)
+			}
+			return nil, "", fmt.Errorf("redis-server on %s exited: %s", addr, out.String())
+		default:
+		}
+		// Once it has bound its port (it logs "Running mode=" then), the
+		// PING reaches this process, not one that held the port before.
+		mu.Lock()
+		bound := strings.Contains(out.String(), "Running mode=")
+		mu.Unlock()
+		if bound {
+			if r, err := dialRedis(addr); err == nil {
+				_, err = r.do("PING")
+				r.close()
+				if err == nil {
+					return c, addr, nil
+				}
 			}
 		}
 		if time.Now().After(deadline) {
 			c.stop()
-			return nil, "", fmt.Errorf("redis-server on %s not ready: %w", addr, err)
+			return nil, "", fmt.Errorf("redis-server on %s not ready", addr)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// startService runs the ratelimitd binary with env added to rlbench's own
-// environment (so REDIS_PIPELINE_WINDOW=... make bench reaches it) and
-// waits for /healthcheck.
-func startService(bin, config string, logTo io.Writer, env ...string) (*child, string, error) {
-	var ports [3]int
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return nil, "", err
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// redisPort picks a port in [10000, ephemeral low - 10000), clear of the
+// ephemeral range and of the range Redis Cluster bus ports (+10000) use.
+func redisPort() int {
+	lo, hi := 10000, 22768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var eLo, eHi int
+		if _, err := fmt.Sscan(string(b), &eLo, &eHi); err == nil && eLo-10000 > lo+100 {
+			hi = eLo - 10000
 		}
-		ports[i] = p
 	}
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	cmd := exec.Command(bin, "--config", config)
+	return lo + rand.IntN(hi-lo)
+}
+
+// startService runs the ratelimitd binary on port 0 everywhere, with env
+// added to rlbench's own environment (so REDIS_PIPELINE_WINDOW=... make
+// bench reaches it); it learns the ports from --ready-file and waits for
+// /healthcheck.
+func startService(bin, config string, logTo io.Writer, env ...string) (*child, string, error) {
+	dir, err := os.MkdirTemp("", "rlbench-ready-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(dir)
+	ready := filepath.Join(dir, "ready.json")
+	cmd := exec.Command(bin, "--config", config, "--ready-file", ready)
 	cmd.Env = append(os.Environ(),
-		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(ports[0]),
-		"HOST=127.0.0.1", "PORT="+strconv.Itoa(ports[1]),
-		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(ports[2]),
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT=0", "HOST=127.0.0.1", "PORT=0", "DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0",
 		"LOG_LEVEL=error")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logTo, logTo
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("start %s: %w", bin, err)
 	}
-	c := &child{name: "ratelimitd", cmd: cmd}
-	health := fmt.Sprintf("http://127.0.0.1:%d/healthcheck", ports[1])
+	c := newChild("ratelimitd", cmd)
+	var addrs struct{ GRPC, HTTP string }
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(health)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c, grpcAddr, nil
+		if addrs.HTTP == "" {
+			if b, err := os.ReadFile(ready); err == nil {
+				_ = json.Unmarshal(b, &addrs)
+			}
+		}
+		if addrs.HTTP != "" {
+			if resp, err := http.Get("http://" + addrs.HTTP + "/healthcheck"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return c, addrs.GRPC, nil
+				}
 			}
 		}
 		if time.Now().After(deadline) {
 			c.stop()
-			return nil, "", fmt.Errorf("ratelimitd (%v) not healthy at %s", env, health)
+			return nil, "", fmt.Errorf("ratelimitd (%v) not healthy within 20 s", env)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -164,8 +221,10 @@ func startFloor() (*child, string, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, "", err
 	}
-	c := &child{name: "floor", cmd: cmd}
+	// The first line is read before anything waits on the process: Wait
+	// would close the pipe under the read.
 	line, err := bufio.NewReader(out).ReadString('\n')
+	c := newChild("floor", cmd)
 	if err != nil {
 		c.stop()
 		return nil, "", fmt.Errorf("floor server: %w", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,67 +51,93 @@ func run(o options) error {
 	}
 	defer logFile.Close()
 
-	var children []*child
-	defer func() {
-		for _, c := range children {
-			c.stop()
-		}
-	}()
 	redisProc, redisAddr, err := startRedis(o.redisServer, dir)
 	if err != nil {
 		return err
 	}
-	children = append(children, redisProc)
+	defer redisProc.stop()
 	info, err := dialRedis(redisAddr)
 	if err != nil {
 		return err
 	}
 	defer info.close()
-
 	var targets []*target
+	defer func() {
+		for _, t := range targets {
+			t.close()
+		}
+	}()
 	for _, name := range o.targets {
-		t := &target{name: name}
-		// "redis+REDIS_PIPELINE_WINDOW=500us" is redis with that setting.
-		kind, extra, _ := strings.Cut(name, "+")
-		env := strings.Split(extra, "+")
-		if extra == "" {
-			env = nil
-		}
-		bin := o.ratelimitd
-		if k, ok := strings.CutPrefix(kind, "base-"); ok {
-			if o.base == "" {
-				return fmt.Errorf("target %q needs -ratelimitd-base", name)
-			}
-			kind, bin = k, o.base
-		}
-		if kind == "redis-nopipe" {
-			kind, env = "redis", append(env, "REDIS_PIPELINE_WINDOW=0")
-		}
-		switch kind {
-		case "floor":
-			t.proc, t.addr, err = startFloor()
-		case "memory":
-			t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
-		case "redis":
-			t.redis = true
-			t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
-		default:
-			err = fmt.Errorf("unknown target %q", name)
-		}
+		t, err := startTarget(o, name, logFile, redisAddr)
 		if err != nil {
 			return err
 		}
-		children = append(children, t.proc)
-		if t.conn, err = grpc.NewClient(t.addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
-			return err
-		}
-		defer t.conn.Close()
 		targets = append(targets, t)
 	}
 
 	fmt.Printf("rlbench: %d concurrent calls on one connection, %s per run after %s warm-up, %d rounds, key %q, GOMAXPROCS of this box: %d CPUs\n",
 		o.concurrency, o.duration, o.warmup, o.rounds, o.key, numCPU())
 	fmt.Println("CPU per decision counts only the measured process (robust to a busy machine); decisions/s and latency are not.")
+	samples, err := measureRounds(o, targets, info, redisProc)
+	if err != nil {
+		return err
+	}
+	printTable(o, targets, samples)
+	reportFailures(samples, logFile.Name())
+	return nil
+}
+
+// startTarget starts the server a target name describes: "floor",
+// "memory", "redis", "redis-nopipe", each optionally "base-" (the
+// -ratelimitd-base binary) and "+VAR=VALUE" (a setting).
+func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*target, error) {
+	t := &target{name: name}
+	// "redis+REDIS_PIPELINE_WINDOW=500us" is redis with that setting.
+	kind, extra, _ := strings.Cut(name, "+")
+	env := strings.Split(extra, "+")
+	if extra == "" {
+		env = nil
+	}
+	bin := o.ratelimitd
+	if k, ok := strings.CutPrefix(kind, "base-"); ok {
+		if o.base == "" {
+			return nil, fmt.Errorf("target %q needs -ratelimitd-base", name)
+		}
+		kind, bin = k, o.base
+	}
+	if kind == "redis-nopipe" {
+		kind, env = "redis", append(env, "REDIS_PIPELINE_WINDOW=0")
+	}
+	var err error
+	switch kind {
+	case "floor":
+		t.proc, t.addr, err = startFloor()
+	case "memory":
+		t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
+	case "redis":
+		t.redis = true
+		t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
+	default:
+		err = fmt.Errorf("unknown target %q", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.conn, err = grpc.NewClient(t.addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+		t.proc.stop()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *target) close() {
+	_ = t.conn.Close()
+	t.proc.stop()
+}
+
+// measureRounds runs every target at every descriptor count, interleaved,
+// round after round, printing each run as it ends.
+func measureRounds(o options, targets []*target, info *redisConn, redisProc *child) (map[string][]sample, error) {
 	samples := map[string][]sample{} // target/descriptors -> rounds
 	for round := 1; round <= o.rounds; round++ {
 		for _, d := range o.descriptors {
@@ -118,7 +145,7 @@ func run(o options) error {
 			for _, t := range targets {
 				s, err := measure(o, t, info, redisProc, reqs)
 				if err != nil {
-					return fmt.Errorf("%s, %d descriptors: %w", t.name, d, err)
+					return nil, fmt.Errorf("%s, %d descriptors: %w", t.name, d, err)
 				}
 				k := rowKey(t.name, d)
 				samples[k] = append(samples[k], s)
@@ -128,7 +155,12 @@ func run(o options) error {
 			}
 		}
 	}
-	printTable(o, targets, samples)
+	return samples, nil
+}
+
+// reportFailures prints how many calls failed and, if any did, the end of
+// ratelimitd's log.
+func reportFailures(samples map[string][]sample, logPath string) {
 	failed := 0
 	for _, ss := range samples {
 		for _, s := range ss {
@@ -136,10 +168,9 @@ func run(o options) error {
 		}
 	}
 	if failed > 0 {
-		b, _ := os.ReadFile(logFile.Name())
+		b, _ := os.ReadFile(logPath)
 		fmt.Printf("\n%d calls failed; ratelimitd logged:\n%s", failed, tail(b, 2000))
 	}
-	return nil
 }
 
 func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rlsv3.RateLimitRequest) (sample, error) {

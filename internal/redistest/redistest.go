@@ -27,9 +27,11 @@ type Server struct {
 	mu   sync.Mutex
 	port int
 	args []string
-	dir  string
-	cmd  *exec.Cmd
-	stop func()
+	// tlsOnly: the port is --tls-port and the plain port is off.
+	tlsOnly bool
+	dir     string
+	proc    *process
+	stop    func()
 	// dial opens a connection for the readiness probe; nil is plain TCP.
 	dial func() (net.Conn, error)
 }
@@ -50,8 +52,6 @@ func Start(t testing.TB, args ...string) *Server {
 		Missing(t, "redis-server not on PATH and no Docker engine")
 	}
 	s := &Server{args: args, dir: t.TempDir()}
-	s.port = FreePort(t)
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	if err := s.spawn(bin); err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
@@ -68,28 +68,22 @@ func Missing(t testing.TB, why string) {
 	t.Skipf("redistest: %s", why)
 }
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("redistest: free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
+// spawn starts redis-server on s.port, or on a free port it sets s.port
+// and s.Addr to when s.port is 0, and waits until it answers.
 func (s *Server) spawn(bin string) error {
-	argv := append([]string{
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir,
-	}, s.args...)
-	cmd := exec.Command(bin, argv...)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
+	proc, port, err := launch(bin, s.port, func(port int) []string {
+		listen := []string{"--port", strconv.Itoa(port)}
+		if s.tlsOnly {
+			listen = []string{"--port", "0", "--tls-port", strconv.Itoa(port)}
+		}
+		argv := append(listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir)
+		return append(argv, s.args...)
+	})
+	if err != nil {
+		return err
 	}
-	s.cmd = cmd
-	go func() { _ = cmd.Wait() }()
+	s.proc, s.port = proc, port
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	dial := s.dial
 	if dial == nil {
 		dial = func() (net.Conn, error) { return net.DialTimeout("tcp", s.Addr, 200*time.Millisecond) }
@@ -105,13 +99,15 @@ func (s *Server) Stop() {
 		s.stop()
 		s.stop = nil
 	}
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		s.cmd = nil
+	if s.proc != nil {
+		s.proc.kill()
+		s.proc = nil
 	}
 }
 
-// Restart starts a stopped process-mode server again on the same port.
+// Restart starts a stopped process-mode server again on the same port (which
+// another test could take meanwhile, a risk the port choice keeps small: see
+// nextPort).
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()

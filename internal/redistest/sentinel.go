@@ -29,22 +29,21 @@ func StartSentinel(t testing.TB, name, masterAddr string) string {
 		t.Fatalf("redistest: sentinel master %q: %v", masterAddr, err)
 	}
 	dir := t.TempDir()
-	own := FreePort(t)
 	conf := filepath.Join(dir, "sentinel.conf")
-	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\n"+
-		"sentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 5000\n",
-		own, dir, name, host, port, name, name)
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, conf, "--sentinel")
-	if err := cmd.Start(); err != nil {
+	proc, own, err := launch(bin, 0, func(own int) []string {
+		// Sentinel rewrites its file, so each attempt writes it afresh.
+		body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\n"+
+			"sentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 5000\n",
+			own, dir, name, host, port, name, name)
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return []string{conf, "--sentinel"}
+	})
+	if err != nil {
 		t.Fatalf("redistest: start sentinel: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	t.Cleanup(proc.kill)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(own))
 	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
 	defer sc.Close()

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -47,11 +46,8 @@ func startTLS(t testing.TB, certFile, keyFile, caFile string, client *tls.Certif
 		cfg.Certificates = []tls.Certificate{*client}
 		authClients = "yes"
 	}
-	port := FreePort(t)
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port: port, dir: t.TempDir()}
-	// Later options win: "--port 0" turns the plain port off.
-	s.args = []string{"--port", "0", "--tls-port", strconv.Itoa(port),
-		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile,
+	s := &Server{dir: t.TempDir(), tlsOnly: true}
+	s.args = []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile,
 		"--tls-auth-clients", authClients}
 	s.dial = func() (net.Conn, error) {
 		return tls.DialWithDialer(&net.Dialer{Timeout: 200 * time.Millisecond}, "tcp", s.Addr, cfg)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +78,6 @@ func TestEnvoyGatewayContract(t *testing.T) {
 	if err := os.WriteFile(mapper, []byte("mappings:\n  - match: \"ratelimit.service.rate_limit.*.*.over_limit\"\n    name: \"ratelimit_service_rate_limit_over_limit\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	promAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	root := t.TempDir() // Envoy Gateway sets RUNTIME_*; with xDS nothing is read there
 	s := spawnService(t, root,
 		"RUNTIME_IGNOREDOTFILES=true", "LOG_LEVEL=info", "USE_STATSD=false",
@@ -91,7 +89,7 @@ func TestEnvoyGatewayContract(t *testing.T) {
 		"FORCE_START_WITHOUT_INITIAL_CONFIG=true",
 		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+rds.Addr,
 		"REDIS_TLS=true", "REDIS_TLS_CLIENT_CERT="+rlClientPair.CertFile, "REDIS_TLS_CLIENT_KEY="+rlClientPair.KeyFile, "REDIS_TLS_CACERT="+ca.File,
-		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR="+promAddr, "PROMETHEUS_MAPPER_YAML="+mapper,
+		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:0", "PROMETHEUS_MAPPER_YAML="+mapper,
 		"TRACING_ENABLED=true", "TRACING_SERVICE_NAME=envoy-ratelimit", "TRACING_SERVICE_NAMESPACE=envoy-gateway-system",
 		"TRACING_SERVICE_INSTANCE_ID=envoy-ratelimit-0", "TRACING_SAMPLING_RATE=1.0",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://"+otlpLn.Addr().String()+"/v1/traces",
@@ -147,7 +145,7 @@ func TestEnvoyGatewayContract(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get("http://" + promAddr + "/metrics")
+	resp, err := http.Get("http://" + s.promAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

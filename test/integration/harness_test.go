@@ -2,12 +2,12 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
@@ -77,10 +76,13 @@ type service struct {
 	grpcAddr  string
 	httpAddr  string
 	debugAddr string
+	promAddr  string
 	configDir string
-	logs      *testkit.SyncBuffer
-	conn      *grpc.ClientConn
-	client    rlsv3.RateLimitServiceClient
+	// exited is closed once the process has ended.
+	exited <-chan struct{}
+	logs   *testkit.SyncBuffer
+	conn   *grpc.ClientConn
+	client rlsv3.RateLimitServiceClient
 }
 
 // newConfigRoot lays out a runtime directory the envoyproxy way:
@@ -127,22 +129,22 @@ func spawnService(t *testing.T, root string, env ...string) *service {
 	return spawnServiceArgs(t, root, nil, env...)
 }
 
-// spawnServiceArgs is spawnService with command-line arguments.
+// spawnServiceArgs is spawnService with command-line arguments. Every
+// listener asks for port 0 and the addresses come back through
+// --ready-file: a port chosen here and handed over could be taken by
+// another process in between.
 func spawnServiceArgs(t *testing.T, root string, args []string, env ...string) *service {
 	t.Helper()
 	s := &service{t: t, logs: &testkit.SyncBuffer{}, configDir: filepath.Join(root, "ratelimit", "config")}
-	gp, hp, dp := redistest.FreePort(t), redistest.FreePort(t), redistest.FreePort(t)
-	s.grpcAddr = "127.0.0.1:" + strconv.Itoa(gp)
-	s.httpAddr = "127.0.0.1:" + strconv.Itoa(hp)
-	s.debugAddr = "127.0.0.1:" + strconv.Itoa(dp)
-	s.cmd = exec.Command(binPath, args...)
+	ready := filepath.Join(t.TempDir(), "ready.json")
+	s.cmd = exec.Command(binPath, append([]string{"--ready-file", ready}, args...)...)
 	s.cmd.Env = append(os.Environ(),
 		"RUNTIME_ROOT="+root,
 		"RUNTIME_SUBDIRECTORY=ratelimit",
 		"RUNTIME_WATCH_ROOT=false",
-		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(gp),
-		"HOST=127.0.0.1", "PORT="+strconv.Itoa(hp),
-		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(dp),
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT=0",
+		"HOST=127.0.0.1", "PORT=0",
+		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0",
 		"LOG_LEVEL=debug",
 	)
 	s.cmd.Env = append(s.cmd.Env, env...)
@@ -150,12 +152,16 @@ func spawnServiceArgs(t *testing.T, root string, args []string, env ...string) *
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start ratelimitd: %v", err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(exited) }()
+	s.exited = exited
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() {
 			t.Logf("ratelimitd logs:\n%s", s.logs.String())
 		}
 	})
+	s.readReady(ready, 15*time.Second)
 	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatalf("dial: %v", err)
@@ -163,6 +169,33 @@ func spawnServiceArgs(t *testing.T, root string, args []string, env ...string) *
 	s.conn = conn
 	s.client = rlsv3.NewRateLimitServiceClient(conn)
 	return s
+}
+
+// readReady waits for the ready file ratelimitd writes once every listener
+// is bound, and takes the addresses from it.
+func (s *service) readReady(path string, within time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		body, err := os.ReadFile(path)
+		if err == nil {
+			var addrs struct{ GRPC, HTTP, Debug, Prometheus string }
+			if err := json.Unmarshal(body, &addrs); err != nil {
+				s.t.Fatalf("ready file %q: %v", body, err)
+			}
+			s.grpcAddr, s.httpAddr, s.debugAddr, s.promAddr = addrs.GRPC, addrs.HTTP, addrs.Debug, addrs.Prometheus
+			return
+		}
+		select {
+		case <-s.exited:
+			s.t.Fatalf("ratelimitd exited before listening; logs:\n%s", s.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("ratelimitd wrote no ready file within %s; logs:\n%s", within, s.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (s *service) waitHealthy(within time.Duration) {
@@ -176,8 +209,10 @@ func (s *service) waitHealthy(within time.Duration) {
 				return
 			}
 		}
-		if s.cmd.ProcessState != nil {
-			break
+		select {
+		case <-s.exited:
+			s.t.Fatalf("ratelimitd exited; logs:\n%s", s.logs.String())
+		default:
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -192,13 +227,11 @@ func (s *service) stop() {
 		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(10 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-done
+		<-s.exited
 	}
 }
 

@@ -72,6 +72,11 @@ type settings struct {
 
 	refreshInterval time.Duration
 	noFunctions     bool
+
+	// REDIS_BREAKER_THRESHOLD and REDIS_BREAKER_PROBE_INTERVAL (breaker.go).
+	breakerThreshold int
+	breakerInterval  time.Duration
+	breakerSet       *BreakerSet
 }
 
 // WithoutFunctions runs the scripts with EVALSHA only, never as FCALL of the
@@ -101,13 +106,14 @@ func WithRoundTripObserver(fn func(took time.Duration, err error)) Option {
 
 func defaults() settings {
 	return settings{typ: Single, socketType: "tcp", poolSize: DefaultPoolSize, timeout: DefaultTimeout,
-		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval}
+		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval,
+		breakerThreshold: DefaultBreakerThreshold, breakerInterval: DefaultBreakerProbeInterval}
 }
 
 // WithClient uses c instead of building a client. The options that build
 // one (WithAddr, WithType, WithSocketType, WithAuth, WithTLS, WithPoolSize)
-// are then ignored, and so is WithPipeline (its coalescer hooks into a
-// client the store built, never into the caller's). WithTimeout,
+// are then ignored, and so are WithPipeline and WithBreaker (their hooks go
+// into a client the store built, never into the caller's). WithTimeout,
 // WithClock, WithRoundTripObserver and WithUndoFailure still apply. The
 // caller keeps ownership: Close does not close c.
 func WithClient(c redis.UniversalClient) Option {

@@ -27,12 +27,20 @@ const (
 	unknown
 	// failed: Redis ran and rejected it (a script error); the topology is fine.
 	failed
+	// shed: the node's breaker refused it (it certainly did not run); the
+	// node is down, so waiting for it would only spend the caller's
+	// deadline. Not retried; the topology is refreshed, since on Cluster a
+	// replica may be taking the node's slots over.
+	shed
 )
 
 // classify tells certainly-not-run errors from outcome-unknown ones.
 // go-redis retries are off (MaxRetries and MaxRedirects -1), so every error
 // surfaces here and this is the only place that decides a retry.
 func classify(err error) outcome {
+	if errors.Is(err, ErrBreakerOpen) {
+		return shed
+	}
 	if _, ok := redis.IsMovedError(err); ok {
 		return notRun
 	}
@@ -113,7 +121,8 @@ func retryBackoff(n int) time.Duration {
 
 // do runs call, retrying it while its error says it certainly did not run
 // and ctx leaves time for another attempt. Every failure refreshes the
-// topology; only a certainly-not-run one is retried.
+// topology; only a certainly-not-run one is retried, unless an open breaker
+// refused it.
 func (s *Store) do(ctx context.Context, call func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
 		err := call(ctx)
@@ -144,4 +153,5 @@ func (s *Store) do(ctx context.Context, call func(context.Context) error) error 
 
 // Retryable reports whether err certainly ran nothing in Redis, so that the
 // store retries it (after a topology refresh) within the caller's deadline.
+// A call its node's open breaker refused is not: see WithBreaker.
 func Retryable(err error) bool { return classify(err) == notRun }

@@ -31,8 +31,10 @@ type Store struct {
 	timeout    time.Duration
 	now        func() time.Time
 	observe    func(time.Duration, error)
-	// stopCoalescing stops the pipelines' window timers (coalesce).
+	// stopCoalescing stops the pipelines' window timers (coalesce);
+	// stopBreakers the breakers' probes (guard).
 	stopCoalescing func()
+	stopBreakers   func()
 	undoFailed     func(charges int, err error)
 	// spread: keys may live in several Cluster slots (a cluster client).
 	spread  bool
@@ -66,6 +68,8 @@ func New(opts ...Option) (*Store, error) {
 			return nil, err
 		}
 		st.client, st.ownsClient = c, true
+		// Breakers first: an open one must answer before a call queues.
+		st.stopBreakers = guard(c, s)
 		st.stopCoalescing = coalesce(c, s)
 	}
 	_, st.spread = st.client.(*redis.ClusterClient)
@@ -140,6 +144,9 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		if s.stopCoalescing != nil {
 			s.stopCoalescing()
+		}
+		if s.stopBreakers != nil {
+			s.stopBreakers()
 		}
 		s.closed.Store(true)
 		if s.ownsClient {

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+// breakerCollector exports one Redis client's per-node breakers: which are
+// open (calls to that node answered UNAVAILABLE at once) and how many calls
+// each refused. The limiter and the delay queue have a client each, told
+// apart by the client label.
+type breakerCollector struct {
+	set           *redisstore.BreakerSet
+	open, refused *prometheus.Desc
+}
+
+// watchBreakers registers the breakers of the client built with set as
+// client ("limiter" or "queue") on m's registry.
+func watchBreakers(m *metrics.Metrics, client string, set *redisstore.BreakerSet) error {
+	labels := prometheus.Labels{"client": client}
+	return m.Registry().Register(&breakerCollector{
+		set: set,
+		open: prometheus.NewDesc("ratelimitd_redis_breaker_open",
+			"1 while the node's circuit breaker is open: calls that need the node are answered UNAVAILABLE at once until a probe PING answers.",
+			[]string{"node"}, labels),
+		refused: prometheus.NewDesc("ratelimitd_redis_breaker_refused_total",
+			"Calls the node's open circuit breaker answered at once, without Redis.",
+			[]string{"node"}, labels),
+	})
+}
+
+func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.open
+	ch <- c.refused
+}
+
+func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.set.States() {
+		open := 0.0
+		if st.Open {
+			open = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, open, st.Node)
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(st.Refused), st.Node)
+	}
+}
