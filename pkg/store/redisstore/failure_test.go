@@ -129,21 +129,29 @@ func TestRedisHung(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			if tc.deadline > 0 {
-				ctx, cancel = context.WithTimeout(t.Context(), tc.deadline)
+			// A loaded box (the race detector, parallel packages) can stall
+			// a goroutine well past its deadline now and then: one of three
+			// attempts must come back in time, and a Take the deadline did
+			// not bound fails all three.
+			var took time.Duration
+			for range 3 {
+				ctx, cancel := context.WithCancel(t.Context())
+				if tc.deadline > 0 {
+					ctx, cancel = context.WithTimeout(t.Context(), tc.deadline)
+				}
+				start := time.Now()
+				res, err := s.Take(ctx, batch(2, window(5), 1))
+				took = time.Since(start)
+				cancel()
+				if err == nil || res != nil {
+					t.Fatalf("Take against a hung server = %v, %v; want an error", res, err)
+				}
+				t.Logf("failed in %s: %v", took, err)
+				if took <= tc.within {
+					return
+				}
 			}
-			defer cancel()
-			start := time.Now()
-			res, err := s.Take(ctx, batch(2, window(5), 1))
-			took := time.Since(start)
-			if err == nil || res != nil {
-				t.Fatalf("Take against a hung server = %v, %v; want an error", res, err)
-			}
-			if took > tc.within {
-				t.Errorf("Take against a hung server took %s, want under %s", took, tc.within)
-			}
-			t.Logf("failed in %s: %v", took, err)
+			t.Errorf("Take against a hung server took %s, want under %s", took, tc.within)
 		})
 	}
 	start := time.Now()
