@@ -45,7 +45,7 @@ func randomLimit(rng *rand.Rand, alg algorithms.Algorithm) algorithms.Limit {
 		if rng.IntN(50) == 0 {
 			lim.Requests = 0
 		}
-		if rng.IntN(2) == 0 {
+		if alg.Bucket() && rng.IntN(2) == 0 {
 			lim.Burst = 1 + rng.Uint64N(3*max(lim.Requests, 1))
 		}
 		if alg == algorithms.TokenBucket {
@@ -70,7 +70,9 @@ func mutate(rng *rand.Rand, lim algorithms.Limit) algorithms.Limit {
 		case 0:
 			next.Requests = requestChoices[rng.IntN(len(requestChoices))]
 		case 1:
-			next.Burst = rng.Uint64N(3*max(next.Requests, 1) + 1)
+			if next.Algorithm.Bucket() {
+				next.Burst = rng.Uint64N(3*max(next.Requests, 1) + 1)
+			}
 		case 2:
 			next.Period = periods[rng.IntN(len(periods))]
 		case 3:
