@@ -344,12 +344,6 @@ func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now
 	vals := []int64{-1, 0, 3, -1 << 41, 1 << 41, now, now + 10*year, 1 << 60, -(1 << 60)}
 	st := algorithms.FromRegisters(pick(vals...), pick(vals...), pick(vals...), expires)
 	m[key] = st
-	if rng.IntN(4) == 0 {
-		// The hash layout of older releases, which the scripts still read.
-		a, b, c := st.Registers()
-		pipe.HSet(ctx, key, "a", a, "b", b, "c", c, "e", st.ExpiresAt)
-		return fmt.Sprintf("hash %+v", st)
-	}
 	pipe.Set(ctx, key, scripts.PackRegisters(st), 0)
 	return fmt.Sprintf("%+v", st)
 }
