@@ -123,7 +123,10 @@ func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
 	}
 	if err != nil {
 		m.ConfigLoad(err)
-		return nil, fmt.Errorf("loading rate limit config from %s: %w", set.ConfigDir, err)
+		// Both sources' errors say what failed to load and name the
+		// directory, file or xDS server; another prefix repeated them (and
+		// named the directory for an xDS source that reads none).
+		return nil, err
 	}
 	// The files were read just now; an xDS source has loaded nothing yet
 	// and counts each response as it comes.

@@ -228,10 +228,12 @@ func TestRunFailsClearly(t *testing.T) {
 		args []string
 		env  map[string]string
 		want string
+		// once: each is said exactly once, however many layers wrapped it.
+		once []string
 	}{
-		{"bad environment", nil, map[string]string{"PORT": "x"}, `PORT="x"`},
-		{"missing config directory", []string{"--config", missing}, nil, missing},
-		{"port in use", nil, nil, "listener"},
+		{"bad environment", nil, map[string]string{"PORT": "x"}, `PORT="x"`, nil},
+		{"missing config directory", []string{"--config", missing}, nil, missing, []string{missing, "config:"}},
+		{"port in use", nil, nil, "listener", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,7 +249,12 @@ func TestRunFailsClearly(t *testing.T) {
 			var stderr bytes.Buffer
 			err := run(context.Background(), args, envOf(env), &stderr)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("run error = %v, want one mentioning %q", err, tt.want)
+				t.Fatalf("run error = %v, want one mentioning %q", err, tt.want)
+			}
+			for _, w := range tt.once {
+				if n := strings.Count(err.Error(), w); n != 1 {
+					t.Errorf("run error %q says %q %d times, want once", err, w, n)
+				}
 			}
 		})
 	}

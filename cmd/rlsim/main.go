@@ -50,7 +50,11 @@ func run() error {
 // simLimit is the same rate for every algorithm, 10 requests per 10 s, so
 // the plots differ only by how each algorithm spends it.
 func simLimit(alg algorithms.Algorithm) algorithms.Limit {
-	return algorithms.Limit{Algorithm: alg, Requests: 10, Period: 10 * time.Second, Burst: 10}
+	lim := algorithms.Limit{Algorithm: alg, Requests: 10, Period: 10 * time.Second}
+	if alg.Bucket() {
+		lim.Burst = 10
+	}
+	return lim
 }
 
 // epoch is aligned to the 10 s window so fixed-window edges fall on 10, 20, ...

@@ -45,7 +45,7 @@ func randomLimit(rng *rand.Rand, alg algorithms.Algorithm) algorithms.Limit {
 		if rng.IntN(50) == 0 {
 			lim.Requests = 0
 		}
-		if rng.IntN(2) == 0 {
+		if alg.Bucket() && rng.IntN(2) == 0 {
 			lim.Burst = 1 + rng.Uint64N(3*max(lim.Requests, 1))
 		}
 		if alg == algorithms.TokenBucket {
@@ -70,7 +70,9 @@ func mutate(rng *rand.Rand, lim algorithms.Limit) algorithms.Limit {
 		case 0:
 			next.Requests = requestChoices[rng.IntN(len(requestChoices))]
 		case 1:
-			next.Burst = rng.Uint64N(3*max(next.Requests, 1) + 1)
+			if next.Algorithm.Bucket() {
+				next.Burst = rng.Uint64N(3*max(next.Requests, 1) + 1)
+			}
 		case 2:
 			next.Period = periods[rng.IntN(len(periods))]
 		case 3:
@@ -342,12 +344,6 @@ func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now
 	vals := []int64{-1, 0, 3, -1 << 41, 1 << 41, now, now + 10*year, 1 << 60, -(1 << 60)}
 	st := algorithms.FromRegisters(pick(vals...), pick(vals...), pick(vals...), expires)
 	m[key] = st
-	if rng.IntN(4) == 0 {
-		// The hash layout of older releases, which the scripts still read.
-		a, b, c := st.Registers()
-		pipe.HSet(ctx, key, "a", a, "b", b, "c", c, "e", st.ExpiresAt)
-		return fmt.Sprintf("hash %+v", st)
-	}
 	pipe.Set(ctx, key, scripts.PackRegisters(st), 0)
 	return fmt.Sprintf("%+v", st)
 }

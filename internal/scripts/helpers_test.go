@@ -49,7 +49,7 @@ func (m model) take(ops []algorithms.Op, now time.Time) ([]algorithms.Decision, 
 
 // stored is a key's state as read back from Redis.
 type stored struct {
-	kind string // "none", "string" or "hash" (registers), "zset" (a log) or another Redis type
+	kind string // "none", "string" (registers), "zset" (a log) or another Redis type
 	st   algorithms.State
 	sum  int64 // the zset's meta sum
 	err  string
@@ -67,25 +67,6 @@ func parseRegisters(v string) stored {
 		regs[i] = int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8*i:]))))
 	}
 	return stored{kind: "string", st: algorithms.FromRegisters(regs[0], regs[1], regs[2], regs[3])}
-}
-
-// parseHash reads an HGETALL reply: the register layout of older
-// releases, which the scripts still read.
-func parseHash(m map[string]string) stored {
-	s := stored{kind: "hash"}
-	var a, b, c, e int64
-	for f, dst := range map[string]*int64{"a": &a, "b": &b, "c": &c, "e": &e} {
-		v, err := strconv.ParseInt(m[f], 10, 64)
-		if err != nil {
-			s.err = fmt.Sprintf("field %s = %q", f, m[f])
-		}
-		*dst = v
-	}
-	s.st = algorithms.FromRegisters(a, b, c, e)
-	if len(m) != 4 {
-		s.err = fmt.Sprintf("hash has fields %v", m)
-	}
-	return s
 }
 
 // parseZSet reads a ZRANGE WITHSCORES reply.
@@ -166,7 +147,7 @@ func sameState(want algorithms.State, got stored, now int64) error {
 		}
 		return nil
 	}
-	if got.kind != "string" && got.kind != "hash" {
+	if got.kind != "string" {
 		return fmt.Errorf("go has registers %+v, redis a %s", want, got.kind)
 	}
 	if !sameRegisters(want, got.st) {
@@ -188,7 +169,6 @@ type stateRead struct {
 	key  string
 	typ  *redis.StatusCmd
 	str  *redis.StringCmd
-	hash *redis.MapStringStringCmd
 	zset *redis.ZSliceCmd
 }
 
@@ -197,7 +177,6 @@ func queueRead(ctx context.Context, pipe redis.Pipeliner, key string) *stateRead
 		key:  key,
 		typ:  pipe.Type(ctx, key),
 		str:  pipe.Get(ctx, key),
-		hash: pipe.HGetAll(ctx, key),
 		zset: pipe.ZRangeWithScores(ctx, key, 0, -1),
 	}
 }
@@ -206,8 +185,6 @@ func (r *stateRead) result() stored {
 	switch t := r.typ.Val(); t {
 	case "string":
 		return parseRegisters(r.str.Val())
-	case "hash":
-		return parseHash(r.hash.Val())
 	case "zset":
 		return parseZSet(r.zset.Val())
 	default:

@@ -9,23 +9,42 @@ import "fmt"
 // their decisions are as of the same instant, the one their shared round
 // trip reached Redis.
 
-// Mergeable reports whether args (a redis.Cmd's Args) are an FCALL of the
-// take function as Runner sends it, without asking for charges (Cluster's
-// undo does), and its now: 0 for Redis TIME, as in production; takes merge
-// only with takes of the same now.
-func Mergeable(args []any) (now int64, ok bool) {
-	if len(args) < 4 || args[0] != "fcall" || args[1] != takeFunction {
-		return 0, false
+// splitFCall is the one reader of the FCALL layout of a redis.Cmd's Args
+// (go-redis's FCall: "fcall", function, numkeys, KEYS..., ARGV...), so that
+// deciding whether takes merge and merging them cannot disagree on it.
+func splitFCall(args []any) (fn any, keys, argv []any, ok bool) {
+	if len(args) < 3 || args[0] != "fcall" {
+		return nil, nil, nil, false
 	}
 	n, ok := args[2].(int)
-	if !ok || n < 1 || len(args) != 3+n+2 {
-		return 0, false
+	if !ok || n < 0 || len(args) < 3+n {
+		return nil, nil, nil, false
 	}
-	if ops, ok := args[3+n+1].(string); !ok || len(ops) != opBytes*n {
-		return 0, false
+	return args[1], args[3 : 3+n], args[3+n:], true
+}
+
+// Mergeable reports whether args (a redis.Cmd's Args) are an FCALL of the
+// take function as Runner sends it, without asking for charges (Cluster's
+// undo does), its now and its first key (whose slot is a Cluster take's):
+// now is 0 for Redis TIME, as in production; takes merge only with takes
+// of the same now.
+func Mergeable(args []any) (now int64, firstKey string, ok bool) {
+	fn, keys, argv, ok := splitFCall(args)
+	if !ok || fn != takeFunction || len(keys) < 1 || len(argv) != 2 {
+		return 0, "", false
 	}
-	now, ok = args[3+n].(int64)
-	return now, ok
+	if ops, ok := argv[1].(string); !ok || len(ops) != opBytes*len(keys) {
+		return 0, "", false
+	}
+	now, ok = argv[0].(int64)
+	if !ok {
+		return 0, "", false
+	}
+	firstKey, ok = keys[0].(string)
+	if !ok {
+		return 0, "", false
+	}
+	return now, firstKey, true
 }
 
 // MergeTakes is the args of one FCALL of the takes function running every
@@ -33,18 +52,21 @@ func Mergeable(args []any) (now int64, ok bool) {
 // KEYS; ARGV is now, then each take's ops (whose lengths say which KEYS are
 // whose).
 func MergeTakes(calls [][]any) []any {
-	keys := 0
-	for _, c := range calls {
-		keys += c[2].(int)
+	keys := make([][]any, len(calls))
+	argv := make([][]any, len(calls))
+	total := 0
+	for i, c := range calls {
+		_, keys[i], argv[i], _ = splitFCall(c)
+		total += len(keys[i])
 	}
-	merged := make([]any, 0, 3+keys+1+len(calls))
-	merged = append(merged, "fcall", takesFunction, keys)
-	for _, c := range calls {
-		merged = append(merged, c[3:3+c[2].(int)]...)
+	merged := make([]any, 0, 3+total+1+len(calls))
+	merged = append(merged, "fcall", takesFunction, total)
+	for _, k := range keys {
+		merged = append(merged, k...)
 	}
-	merged = append(merged, calls[0][3+calls[0][2].(int)])
-	for _, c := range calls {
-		merged = append(merged, c[3+c[2].(int)+1])
+	merged = append(merged, argv[0][0])
+	for _, a := range argv {
+		merged = append(merged, a[1])
 	}
 	return merged
 }

@@ -79,7 +79,7 @@ func TestMergedTakes(t *testing.T) {
 				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(4)), Usage: rng.IntN(4) == 0}
 			}
 			takes[i], calls[i] = ops, fcallArgs(t, ops, time.UnixMicro(now))
-			if n, ok := scripts.Mergeable(calls[i]); !ok || n != now {
+			if n, key, ok := scripts.Mergeable(calls[i]); !ok || n != now || key != ops[0].Key {
 				t.Fatalf("a take's FCALL is not mergeable: %v", calls[i])
 			}
 		}
@@ -161,6 +161,41 @@ func TestMergedTakeFailsAlone(t *testing.T) {
 	}
 	if d, err := scripts.NewRunner().Take(ctx, rdb, []algorithms.Op{{Key: "f:a", Limit: lim}}, now); err != nil || d[0].Remaining != 1 {
 		t.Errorf("f:a after the failed call: %v %v, want 1 remaining as before it", d, err)
+	}
+}
+
+// TestMergeable: only a take's FCALL as Runner sends it merges, and its now
+// and first key are read from where MergeTakes reads them.
+func TestMergeable(t *testing.T) {
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute}
+	now := time.UnixMicro(1_700_000_000_000_000)
+	take := fcallArgs(t, []algorithms.Op{{Key: "k:a", Limit: lim, Hits: 1}, {Key: "k:b", Limit: lim}}, now)
+	edit := func(f func(args []any) []any) []any { return f(append([]any(nil), take...)) }
+	tests := map[string]struct {
+		args     []any
+		ok       bool
+		now      int64
+		firstKey string
+	}{
+		"take":           {take, true, now.UnixMicro(), "k:a"},
+		"redis time":     {fcallArgs(t, []algorithms.Op{{Key: "k:c", Limit: lim}}, time.Time{}), true, 0, "k:c"},
+		"with charges":   {scripts.WithCharges(edit(func(a []any) []any { return a })), false, 0, ""},
+		"other function": {edit(func(a []any) []any { a[1] = "ratelimitd_undo"; return a }), false, 0, ""},
+		"evalsha":        {edit(func(a []any) []any { a[0] = "evalsha"; return a }), false, 0, ""},
+		"no keys":        {[]any{"fcall", scripts.TakeFunction(), 0, int64(0), ""}, false, 0, ""},
+		"numkeys past":   {edit(func(a []any) []any { a[2] = 9; return a }), false, 0, ""},
+		"numkeys text":   {edit(func(a []any) []any { a[2] = "2"; return a }), false, 0, ""},
+		"ops short":      {edit(func(a []any) []any { a[len(a)-1] = "not 128 bytes"; return a }), false, 0, ""},
+		"now not int64":  {edit(func(a []any) []any { a[len(a)-2] = "0"; return a }), false, 0, ""},
+		"too short":      {[]any{"fcall", scripts.TakeFunction()}, false, 0, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			now, key, ok := scripts.Mergeable(tc.args)
+			if ok != tc.ok || now != tc.now || key != tc.firstKey {
+				t.Errorf("Mergeable = %d, %q, %v; want %d, %q, %v", now, key, ok, tc.now, tc.firstKey, tc.ok)
+			}
+		})
 	}
 }
 

@@ -35,7 +35,7 @@ func TestPackRegisters(t *testing.T) {
 		"fraction":   packFloats(0, 0, 0.5, 0),
 		"past 2^53":  packFloats(0, 0, 0, 1<<54),
 		"empty":      "",
-		"hash-ish":   "a1b2c3e4",
+		"field list": "a1b2c3e4",
 		"decimal 32": "12345678901234567890123456789012",
 	} {
 		if st, ok := scripts.UnpackRegisters(v); ok {
@@ -44,11 +44,12 @@ func TestPackRegisters(t *testing.T) {
 	}
 }
 
-// TestHashLayoutUpgrade: a counter that an older release stored as a hash
-// {a, b, c, e} keeps counting after the upgrade to the packed string, for
-// every register algorithm, and its first write turns it into the string
-// with a TTL.
-func TestHashLayoutUpgrade(t *testing.T) {
+// TestOtherTypeReadsFresh: a register key holding another Redis type (no
+// release ever stored registers as anything but the string, so a hash
+// {a, b, c, e} is as foreign as a list) reads as fresh, not as its fields
+// and not as a WRONGTYPE error, and the charge replaces it with the string
+// and a TTL, for every register algorithm.
+func TestOtherTypeReadsFresh(t *testing.T) {
 	ctx := context.Background()
 	rdb := newRedis(t)
 	r := scripts.NewRunner()
@@ -58,29 +59,38 @@ func TestHashLayoutUpgrade(t *testing.T) {
 			continue
 		}
 		lim := algorithms.Limit{Algorithm: alg, Requests: 10, Period: time.Minute}
-		_, st := algorithms.Take(lim, algorithms.State{}, 7, now)
-		key := "upgrade:" + alg.String()
-		a, b, c := st.Registers()
-		if err := rdb.HSet(ctx, key, "a", a, "b", b, "c", c, "e", st.ExpiresAt).Err(); err != nil {
-			t.Fatal(err)
+		// A live state that would deny the next take if it were read.
+		_, live := algorithms.Take(lim, algorithms.State{}, 10, now)
+		a, b, c := live.Registers()
+		writers := map[string]func(key string) error{
+			"hash {a, b, c, e}": func(key string) error {
+				return rdb.HSet(ctx, key, "a", a, "b", b, "c", c, "e", live.ExpiresAt).Err()
+			},
+			"list": func(key string) error { return rdb.RPush(ctx, key, scripts.PackRegisters(live)).Err() },
 		}
 		later := now.Add(time.Second)
-		want, wantSt := algorithms.Take(lim, st, 2, later)
-		got, err := r.Take(ctx, rdb, []algorithms.Op{{Key: key, Limit: lim, Hits: 2}}, later)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[0] != want {
-			t.Errorf("%s: %s over the old hash, want %s as over its state", alg, fmtDecision(got[0]), fmtDecision(want))
-		}
-		if typ := rdb.Type(ctx, key).Val(); typ != "string" {
-			t.Errorf("%s: key is a %s after the write, want a string", alg, typ)
-		}
-		if stored, ok := scripts.UnpackRegisters(rdb.Get(ctx, key).Val()); !ok || !sameRegisters(stored, wantSt) {
-			t.Errorf("%s: stored %+v, want %+v", alg, stored, wantSt)
-		}
-		if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 {
-			t.Errorf("%s: PTTL %s after the write", alg, ttl)
+		want, wantSt := algorithms.Take(lim, algorithms.State{}, 2, later)
+		for name, write := range writers {
+			key := "other-type:" + alg.String() + ":" + name
+			if err := write(key); err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Take(ctx, rdb, []algorithms.Op{{Key: key, Limit: lim, Hits: 2}}, later)
+			if err != nil {
+				t.Fatalf("%s over a %s: %v", alg, name, err)
+			}
+			if got[0] != want {
+				t.Errorf("%s over a %s: %s, want %s as for an absent key", alg, name, fmtDecision(got[0]), fmtDecision(want))
+			}
+			if typ := rdb.Type(ctx, key).Val(); typ != "string" {
+				t.Errorf("%s over a %s: key is a %s after the write, want a string", alg, name, typ)
+			}
+			if stored, ok := scripts.UnpackRegisters(rdb.Get(ctx, key).Val()); !ok || !sameRegisters(stored, wantSt) {
+				t.Errorf("%s over a %s: stored %+v, want %+v", alg, name, stored, wantSt)
+			}
+			if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 {
+				t.Errorf("%s over a %s: PTTL %s after the write", alg, name, ttl)
+			}
 		}
 	}
 }

@@ -28,8 +28,9 @@ type Limit struct {
 	Requests uint64
 	// Period is unit x unit_multiplier; a whole number of seconds in config.
 	Period time.Duration
-	// Burst is the bucket capacity for token_bucket, leaky_bucket and gcra.
-	// Zero means Requests.
+	// Burst is the bucket capacity for token_bucket, leaky_bucket and gcra
+	// (Algorithm.Bucket). Zero means Requests; on another algorithm it
+	// fails Validate.
 	Burst uint64
 	// RefillInterval makes token_bucket add tokens in steps of
 	// Requests*RefillInterval/Period every RefillInterval (fractions of a

@@ -10,7 +10,10 @@ import (
 func BenchmarkTake(b *testing.B) {
 	for _, alg := range All() {
 		b.Run(alg.String(), func(b *testing.B) {
-			lim := Limit{Algorithm: alg, Requests: 1000, Period: time.Second, Burst: 100}
+			lim := Limit{Algorithm: alg, Requests: 1000, Period: time.Second}
+			if alg.Bucket() {
+				lim.Burst = 100
+			}
 			var st State
 			now := t0
 			b.ReportAllocs()

@@ -17,7 +17,7 @@ func randLimit(rng *rand.Rand, alg Algorithm, debt bool) Limit {
 			Requests:  []uint64{1, 2, 3, 7, 10, 100, 1e6}[rng.IntN(7)],
 			Period:    propPeriods[rng.IntN(len(propPeriods))],
 		}
-		if rng.IntN(2) == 0 {
+		if alg.Bucket() && rng.IntN(2) == 0 {
 			lim.Burst = 1 + rng.Uint64N(3*lim.Requests)
 		}
 		if alg == TokenBucket {

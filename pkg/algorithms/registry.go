@@ -19,13 +19,15 @@ const (
 
 // spec is everything the rest of the code derives from an algorithm: its
 // config name (also its Lua file and function name), its state family,
-// whether it is a bucket with a capacity (Burst), its step function, and
+// whether it is a bucket with a capacity (Burst), whether its refill steps
+// and may go into debt (RefillInterval, MaxDebt), its step function, and
 // how to take back a charge.
 type spec struct {
-	name   string
-	family Family
-	bucket bool
-	take   func(Limit, State, uint64, int64) (Decision, State)
+	name    string
+	family  Family
+	bucket  bool
+	stepped bool
+	take    func(Limit, State, uint64, int64) (Decision, State)
 	// force charges hits past the limit (see Record): the state take would
 	// have written had the hits fitted, bounded as its doc comment says.
 	force func(Limit, State, uint64, int64) State
@@ -46,7 +48,7 @@ var registry = [...]spec{
 		horizon: slidingLogHorizon, valid: slidingLogValid},
 	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow, force: slidingWindowForce, undo: slidingWindowUndo,
 		horizon: slidingWindowHorizon, valid: slidingWindowValid},
-	TokenBucket - 1: {name: "token_bucket", family: Registers, bucket: true, take: tokenBucket, force: tokenBucketForce, undo: tokenBucketUndo,
+	TokenBucket - 1: {name: "token_bucket", family: Registers, bucket: true, stepped: true, take: tokenBucket, force: tokenBucketForce, undo: tokenBucketUndo,
 		horizon: tokenBucketHorizon, valid: tokenBucketValid},
 	LeakyBucket - 1: {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket, force: leakyBucketForce, undo: leakyBucketUndo,
 		horizon: leakyBucketHorizon, valid: leakyBucketValid},
@@ -104,6 +106,29 @@ func (a Algorithm) Family() Family {
 func (a Algorithm) Bucket() bool {
 	s, _ := a.lookup()
 	return s.bucket
+}
+
+// Stepped reports whether a refills in steps and may owe hits (Limit.
+// RefillInterval and Limit.MaxDebt apply to it).
+func (a Algorithm) Stepped() bool {
+	s, _ := a.lookup()
+	return s.stepped
+}
+
+// NamesOf names, in declaration order, the algorithms for which has holds
+// (say Algorithm.Bucket) as a list for messages, "a, b and c", so that a
+// message about an option stays true when an algorithm is added.
+func NamesOf(has func(Algorithm) bool) string {
+	var names []string
+	for _, a := range All() {
+		if has(a) {
+			names = append(names, a.String())
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // Parse maps a config name (case-insensitive) to an Algorithm. An unknown

@@ -38,8 +38,13 @@ func (l Limit) Validate() error {
 	if l.RefillInterval < 0 || l.RefillInterval > l.Period || l.RefillInterval%time.Microsecond != 0 {
 		errs = append(errs, fmt.Errorf("refill_interval %s must be whole microseconds between 0 and the period %s", l.RefillInterval, l.Period))
 	}
-	if (l.RefillInterval != 0 || l.MaxDebt != 0) && l.Algorithm != TokenBucket {
-		errs = append(errs, errors.New("refill_interval and max_debt apply to token_bucket only"))
+	// An option the algorithm ignores is refused rather than dropped: the
+	// operator meant something by it.
+	if l.Burst != 0 && l.Algorithm.Valid() && !l.Algorithm.Bucket() {
+		errs = append(errs, fmt.Errorf("burst applies to %s only, not %s", NamesOf(Algorithm.Bucket), l.Algorithm))
+	}
+	if (l.RefillInterval != 0 || l.MaxDebt != 0) && !l.Algorithm.Stepped() {
+		errs = append(errs, fmt.Errorf("refill_interval and max_debt apply to %s only", NamesOf(Algorithm.Stepped)))
 	}
 	if len(errs) == 0 && !l.refillsInTime() {
 		errs = append(errs, fmt.Errorf("a bucket of %d (2*burst+max_debt, the deepest recorded usage) refilling at %d per %s takes longer than %s to refill", 2*l.Capacity()+l.MaxDebt, l.Requests, l.Period, MaxPeriod))

@@ -30,7 +30,11 @@ func TestValidate(t *testing.T) {
 		"refill on fixed window":    {Limit{Algorithm: FixedWindow, Requests: 1, Period: time.Second, RefillInterval: time.Millisecond}, "token_bucket only"},
 		"bucket too slow to fill":   {Limit{Algorithm: LeakyBucket, Requests: 1, Period: year, Burst: 51}, "takes longer than"},
 		"debt too slow to repay":    {Limit{Algorithm: TokenBucket, Requests: 1, Period: year, Burst: 10, MaxDebt: 41}, "takes longer than"},
-		"burst ignored by windows":  {Limit{Algorithm: SlidingLog, Requests: 1, Period: year, Burst: MaxCount}, ""},
+		"burst on sliding_log":      {Limit{Algorithm: SlidingLog, Requests: 1, Period: year, Burst: MaxCount}, "burst applies to token_bucket, leaky_bucket and gcra only, not sliding_log"},
+		"burst on fixed_window":     {Limit{Algorithm: FixedWindow, Requests: 10, Period: time.Second, Burst: 5}, "burst applies to"},
+		"burst on sliding_window":   {Limit{Algorithm: SlidingWindow, Requests: 10, Period: time.Second, Burst: 10}, "burst applies to"},
+		"burst on leaky_bucket":     {Limit{Algorithm: LeakyBucket, Requests: 10, Period: time.Second, Burst: 5}, ""},
+		"burst on gcra":             {Limit{Algorithm: GCRA, Requests: 10, Period: time.Second, Burst: 5}, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -42,6 +46,45 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("valid, want an error containing %q", tc.wantErr)
 			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
 				t.Fatalf("error %q, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// The options Validate refuses follow the registry, not a list of names.
+func TestValidateOptionsFollowRegistry(t *testing.T) {
+	for _, a := range All() {
+		t.Run(a.String(), func(t *testing.T) {
+			burst := Limit{Algorithm: a, Requests: 10, Period: time.Second, Burst: 5}
+			if err := burst.Validate(); (err == nil) != a.Bucket() {
+				t.Errorf("burst: Validate() = %v, bucket %v", err, a.Bucket())
+			}
+			for name, lim := range map[string]Limit{
+				"refill_interval": {Algorithm: a, Requests: 10, Period: time.Second, RefillInterval: time.Millisecond},
+				"max_debt":        {Algorithm: a, Requests: 10, Period: time.Second, MaxDebt: 1},
+			} {
+				if err := lim.Validate(); (err == nil) != a.Stepped() {
+					t.Errorf("%s: Validate() = %v, stepped %v", name, err, a.Stepped())
+				}
+			}
+		})
+	}
+}
+
+func TestNamesOf(t *testing.T) {
+	tests := map[string]struct {
+		has  func(Algorithm) bool
+		want string
+	}{
+		"none":    {func(Algorithm) bool { return false }, ""},
+		"one":     {Algorithm.Stepped, "token_bucket"},
+		"two":     {func(a Algorithm) bool { return a == FixedWindow || a == GCRA }, "fixed_window and gcra"},
+		"buckets": {Algorithm.Bucket, "token_bucket, leaky_bucket and gcra"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := NamesOf(tc.has); got != tc.want {
+				t.Errorf("NamesOf = %q, want %q", got, tc.want)
 			}
 		})
 	}

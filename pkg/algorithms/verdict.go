@@ -16,11 +16,18 @@ type Verdict struct {
 	inQuota, altDenied bool
 }
 
+// Decided is a Decision or a result that embeds one (store.Result), so
+// that VerdictOf reads a store's results in place instead of a copy of
+// their decisions. Only types carrying a Decision implement it.
+type Decided interface{ decision() Decision }
+
+func (d Decision) decision() Decision { return d }
+
 // VerdictOf is the verdict of ops decided as ds (same length and order).
-func VerdictOf(ops []Op, ds []Decision) Verdict {
+func VerdictOf[D Decided](ops []Op, ds []D) Verdict {
 	var v Verdict
 	for i, op := range ops {
-		v.Add(op.Mode, op.Joined, ds[i].Allowed)
+		v.Add(op.Mode, op.Joined, ds[i].decision().Allowed)
 	}
 	return v
 }

@@ -134,6 +134,10 @@ func TestKeyOverrideMatchesConfiguredFixedWindow(t *testing.T) {
 	if o.StatKey != "d.k_v" || o.RequestsPerUnit != 42 || o.Limit.Requests != 42 || o.Limit.Period != time.Minute {
 		t.Errorf("override rule = %+v", o)
 	}
+	// An invalid limit would deny every request the override applies to.
+	if err := o.Limit.Validate(); err != nil || o.Limit.Burst != 0 {
+		t.Errorf("override limit %+v: Validate() = %v, want valid without burst", o.Limit, err)
+	}
 	b := KeyBuilder{Prefix: "x"}
 	if got, want := b.Key(o, entries), b.Key(c.Match("d", entries), entries); got != want {
 		t.Errorf("override key %q != configured key %q (envoyproxy shares them)", got, want)

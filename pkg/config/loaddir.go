@@ -27,7 +27,14 @@ func LoadDir(dir string, opts ...Option) (*Config, error) {
 func readDir(dir string, o options) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("config: read directory %s: %w", dir, err)
+		// Named once, here: the PathError's "open dir" would repeat it. No
+		// package prefix either, like the located errors of the files: the
+		// callers that need one (NewWatcher) add it.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("read directory %s: %w", dir, err)
 	}
 	var files []File
 	var errs []error

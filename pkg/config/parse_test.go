@@ -385,6 +385,40 @@ func TestParseBad(t *testing.T) {
 	}
 }
 
+// The bucket-only and token_bucket-only options are accepted exactly where
+// the algorithm registry says they apply, and what is accepted is a limit
+// the store will evaluate (an invalid one would deny every request).
+func TestParseOptionsFollowRegistry(t *testing.T) {
+	options := map[string]struct {
+		yaml    string
+		applies func(algorithms.Algorithm) bool
+	}{
+		"burst":           {"burst: 5", algorithms.Algorithm.Bucket},
+		"refill_interval": {"refill_interval: 10ms", algorithms.Algorithm.Stepped},
+		"max_debt":        {"max_debt: 1", algorithms.Algorithm.Stepped},
+	}
+	for _, alg := range algorithms.All() {
+		for name, o := range options {
+			t.Run(alg.String()+"/"+name, func(t *testing.T) {
+				yaml := fmt.Sprintf("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 10, algorithm: %s, %s}\n", alg, o.yaml)
+				c, err := Parse([]File{{Name: "f.yaml", Data: []byte(yaml)}})
+				if !o.applies(alg) {
+					if err == nil || !strings.Contains(err.Error(), "only") {
+						t.Fatalf("Parse = %v, want %s refused for %s", err, name, alg)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				if r := c.Match("d", []Entry{{Key: "a"}}); r == nil || r.Limit.Validate() != nil {
+					t.Fatalf("rule %+v, want a valid limit", r)
+				}
+			})
+		}
+	}
+}
+
 func TestParseReportsEveryError(t *testing.T) {
 	files := []File{
 		{Name: "a.yaml", Data: []byte("domain: a\ndescriptors:\n  - key: x\n    rate_limit: {unit: minutes}\n  - key: y\n    bogus: 1\n")},

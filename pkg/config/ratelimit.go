@@ -145,7 +145,7 @@ func (r *reader) buildLimit(b *rateLimitBlock) {
 		rule.Limit.Algorithm = algorithms.FixedWindow
 	}
 	if b.burst != 0 && !rule.Limit.Algorithm.Bucket() {
-		r.errorf(b.keys["burst"], join(b.field, "burst"), "applies to token_bucket, leaky_bucket and gcra only, not %s", rule.Limit.Algorithm)
+		r.errorf(b.keys["burst"], join(b.field, "burst"), "applies to %s only, not %s", algorithms.NamesOf(algorithms.Algorithm.Bucket), rule.Limit.Algorithm)
 		b.valid = false
 		return
 	}

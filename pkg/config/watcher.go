@@ -52,7 +52,8 @@ func NewWatcher(dir string, opts ...WatcherOption) (*Watcher, error) {
 	cfg, err := w.parse(files, readErr)
 	if err != nil {
 		if !o.startWithoutConfig {
-			return nil, fmt.Errorf("config: initial load of %s: %w", w.dir, err)
+			// err names the directory or each bad file already.
+			return nil, fmt.Errorf("config: initial load: %w", err)
 		}
 		w.opts.log.Error("no valid config yet; starting without one", zap.String("dir", w.dir), zap.Error(err))
 		return w, nil

@@ -2,6 +2,8 @@ package config
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -226,6 +228,49 @@ func TestNewWatcherInitialFailure(t *testing.T) {
 	}
 	if _, err := NewWatcher(filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("NewWatcher of a missing dir succeeded")
+	}
+}
+
+// Each layer adds only what it knows: the failing path and the package
+// prefix appear once each, and the cause stays matchable.
+func TestNewWatcherErrorSaysEachThingOnce(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad")
+	if err := os.Mkdir(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	atomicWrite(t, filepath.Join(bad, "a.yaml"), "domain: a\nnope: 1\n")
+	notDir := filepath.Join(dir, "file")
+	atomicWrite(t, notDir, "")
+	tests := map[string]struct {
+		dir    string
+		once   []string
+		is     error
+		prefix string
+	}{
+		"missing directory": {filepath.Join(dir, "missing"), []string{filepath.Join(dir, "missing"), "config:"}, fs.ErrNotExist,
+			"config: initial load: read directory " + filepath.Join(dir, "missing") + ": "},
+		"not a directory": {notDir, []string{notDir, "config:"}, nil, "config: initial load: read directory " + notDir + ": "},
+		"bad file":        {bad, []string{filepath.Join(bad, "a.yaml"), "config:"}, nil, "config: initial load: " + filepath.Join(bad, "a.yaml") + ":2: "},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewWatcher(tc.dir)
+			if err == nil {
+				t.Fatal("NewWatcher succeeded")
+			}
+			if !strings.HasPrefix(err.Error(), tc.prefix) {
+				t.Errorf("error %q, want it to start %q", err, tc.prefix)
+			}
+			for _, w := range tc.once {
+				if n := strings.Count(err.Error(), w); n != 1 {
+					t.Errorf("error %q says %q %d times, want once", err, w, n)
+				}
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %q is not %v", err, tc.is)
+			}
+		})
 	}
 }
 

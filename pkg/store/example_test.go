@@ -10,7 +10,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
-// A Store decides a batch of requests atomically; store.Verdict reads
+// A Store decides a batch of requests atomically; algorithms.VerdictOf reads
 // whether the batch as a whole was denied. The embedded memstore needs no
 // server; redisstore behaves the same against Redis.
 func ExampleStore() {
@@ -30,7 +30,7 @@ func ExampleStore() {
 			return
 		}
 		fmt.Printf("request %d: denied=%v alice.remaining=%d shadow.allowed=%v\n",
-			i+1, store.Verdict(reqs, res).Denied(), res[0].Remaining, res[1].Allowed)
+			i+1, algorithms.VerdictOf(reqs, res).Denied(), res[0].Remaining, res[1].Allowed)
 	}
 	// Output:
 	// request 1: denied=false alice.remaining=1 shadow.allowed=false

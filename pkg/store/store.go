@@ -24,24 +24,13 @@ type Result struct {
 
 // Store decides a batch of requests atomically with the semantics of
 // algorithms.TakeAll: all-or-nothing, in one round trip to its backend.
-// Whether the batch was denied is Verdict(reqs, results).
+// Whether the batch was denied is algorithms.VerdictOf(reqs, results).
 type Store interface {
 	// Take returns one Result per Request, in order. An error is a backend
 	// failure (unreachable, timeout, script error), never "over limit".
 	Take(ctx context.Context, reqs []Request) ([]Result, error)
 	// Close releases the backend's resources.
 	Close() error
-}
-
-// Verdict is the all-or-nothing verdict of a batch a Store decided: the
-// results already reflect it (a denied batch charged nothing), so this is
-// how callers read it without restating the rule.
-func Verdict(reqs []Request, results []Result) algorithms.Verdict {
-	var v algorithms.Verdict
-	for i, r := range reqs {
-		v.Add(r.Mode, r.Joined, results[i].Allowed)
-	}
-	return v
 }
 
 // ErrBadCursor is a listing cursor the store did not issue (the counters

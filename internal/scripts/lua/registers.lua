@@ -5,13 +5,9 @@
 -- (algorithms/registers.go), and e = ExpiresAt (µs). Every value is an
 -- integer below 2^53, which binary64 holds exactly. One GET reads it and one
 -- SET ... PX writes it with its TTL: two commands and one C call to decode,
--- where a hash took HMGET, HSET, PEXPIRE and four tonumber. e is stored, not
--- derived, because a rule's limit may change between calls and only the
--- writer knew when its state stopped mattering.
---
--- Keys written as a hash {a, b, c, e} by releases before this layout are
--- still read (regs_get_hash), so an upgrade keeps every live counter; the
--- first write turns the key into the string.
+-- where a hash would take HMGET, HSET, PEXPIRE and four tonumber. e is
+-- stored, not derived, because a rule's limit may change between calls and
+-- only the writer knew when its state stopped mattering.
 --
 -- The hot path (take.lua's take_distinct) carries a state as the four
 -- numbers a, b, c, e: a table per state costs an allocation, its garbage
@@ -29,39 +25,20 @@ local function regs_exact(a, b, c, e)
     and c >= -TWO53 and c <= TWO53 and e >= -TWO53 and e <= TWO53
 end
 
--- regs_get_hash reads the hash layout of older releases; any other type
--- is treated as absent (the write replaces it).
-local function regs_get_hash(key)
-  local v = redis.pcall('HMGET', key, 'a', 'b', 'c', 'e')
-  if type(v) ~= 'table' or v.err then
-    return 0, 0, 0, 0
-  end
-  local a, b, c, e = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4])
-  if a == nil or b == nil or c == nil or e == nil or not regs_exact(a, b, c, e) then
-    return 0, 0, 0, 0
-  end
-  return a, b, c, e
-end
-
 -- regs_get returns the stored a, b, c, e, or a fresh state (all 0) for an
--- absent key and for a string that is not 32 bytes of exact integers.
+-- absent key, for a string that is not 32 bytes of exact integers, and for
+-- a key of another type (pcall: GET's WRONGTYPE must not fail the batch).
 -- regs_set replaces whatever type the key held.
 local function regs_get(key)
   local v = redis.pcall('GET', key)
-  if not v then
+  if type(v) ~= 'string' or #v ~= REGS_BYTES then
     return 0, 0, 0, 0
   end
-  if type(v) == 'string' then
-    if #v ~= REGS_BYTES then
-      return 0, 0, 0, 0
-    end
-    local a, b, c, e = struct.unpack(REGS_FORMAT, v)
-    if regs_exact(a, b, c, e) then
-      return a, b, c, e
-    end
-    return 0, 0, 0, 0
+  local a, b, c, e = struct.unpack(REGS_FORMAT, v)
+  if regs_exact(a, b, c, e) then
+    return a, b, c, e
   end
-  return regs_get_hash(key)
+  return 0, 0, 0, 0
 end
 
 -- regs_put stores a packed state with its TTL argument (ttl_arg) in one

@@ -30,15 +30,14 @@ type mergeGroup struct {
 func queue(ctx context.Context, pipe redis.Pipeliner, live []*pendingCall, slotted bool) []merged {
 	var groups map[mergeGroup][]*pendingCall
 	for _, p := range live {
-		args := p.cmd.Args()
-		now, ok := scripts.Mergeable(args)
+		now, key, ok := scripts.Mergeable(p.cmd.Args())
 		if !ok {
 			_ = pipe.Process(ctx, onceCmd{p.cmd})
 			continue
 		}
 		g := mergeGroup{now: now, slot: -1}
 		if slotted {
-			g.slot = Slot(args[3].(string)) // Mergeable: args[3] is the first key
+			g.slot = Slot(key)
 		}
 		if groups == nil {
 			groups = make(map[mergeGroup][]*pendingCall, 1)

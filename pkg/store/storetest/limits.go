@@ -60,6 +60,7 @@ func testInvalidLimit(t *testing.T, newStore Factory) {
 		"sub-µs period":       {Algorithm: algorithms.GCRA, Requests: 5, Period: 1500 * time.Nanosecond},
 		"requests too large":  {Algorithm: algorithms.SlidingLog, Requests: algorithms.MaxCount + 1, Period: time.Second},
 		"debt on a window":    {Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Second, MaxDebt: 1},
+		"burst on a window":   {Algorithm: algorithms.SlidingWindow, Requests: 5, Period: time.Second, Burst: 5},
 		"refill over period":  {Algorithm: algorithms.TokenBucket, Requests: 5, Period: time.Second, RefillInterval: 2 * time.Second},
 		"period beyond bound": {Algorithm: algorithms.SlidingWindow, Requests: 5, Period: algorithms.MaxPeriod + time.Second},
 	}
@@ -94,7 +95,9 @@ func testLimitChange(t *testing.T, newStore Factory) {
 				basic(to, 3),
 				basic(to, 20),
 				{Algorithm: to, Requests: 10, Period: 3 * time.Second},
-				{Algorithm: to, Requests: 10, Period: 10 * time.Second, Burst: 2},
+			}
+			if to.Bucket() {
+				edits = append(edits, algorithms.Limit{Algorithm: to, Requests: 10, Period: 10 * time.Second, Burst: 2})
 			}
 			for _, lim := range edits {
 				h.take(req(key, lim, 0))
