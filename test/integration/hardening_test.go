@@ -313,7 +313,7 @@ func TestEmptiedConfigDirectoryWarns(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "the empty config to be counted", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the empty config to be counted", func() bool {
 		return strings.Contains(scrape(t, svc), "ratelimitd_config_empty_loads_total 1")
 	})
 	if !strings.Contains(svc.logs.String(), "no request is rate limited") {
@@ -424,12 +424,12 @@ func TestMemstoreWindowBoundary(t *testing.T) {
 	if worst := after[len(after)-1]; worst > before[len(before)-1]+250*time.Millisecond {
 		t.Errorf("slowest call after the boundary %s, before it %s", worst, before[len(before)-1])
 	}
-	eventually(t, 10*time.Second, "the sweep to drop the expired counters", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the sweep to drop the expired counters", func() bool {
 		return strings.Contains(scrape(t, svc), "ratelimitd_memstore_keys 1\n") // user 7, just written
 	})
 	// Idle now: the sweeper hands the memory back.
 	var idleHeap float64
-	eventually(t, 10*time.Second, "the heap to shrink while idle", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the heap to shrink while idle", func() bool {
 		idleHeap = metricValue(t, scrape(t, svc), "go_memstats_heap_inuse_bytes")
 		return idleHeap < fullHeap/2
 	})
