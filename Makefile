@@ -21,11 +21,12 @@ test:
 # The integration tests N times in a row (default 10), so that a flaky test
 # shows up as a failure instead of a rare red CI run; -failfast stops at the
 # first failure, printed with that run's logs. SOAK_FLAGS=-race adds the
-# race detector (slower). CI runs it with SOAK=N (.ci/run).
+# race detector (slower). CI runs it with SOAK=N (.ci/run). RATELIMITD_SOAK
+# also runs the tests too slow for make test (TestMemstoreWindowBoundary).
 N ?= 10
 SOAK_FLAGS ?=
 test-soak:
-	$(GO) test -count=$(N) -failfast -timeout=$$(( $(N) * 10 + 10 ))m $(SOAK_FLAGS) ./test/integration/...
+	RATELIMITD_SOAK=1 $(GO) test -count=$(N) -failfast -timeout=$$(( $(N) * 10 + 10 ))m $(SOAK_FLAGS) ./test/integration/...
 
 # Cost per decision in one interleaved run (cmd/rlbench, about 1 minute):
 # the embedded store, a local redis-server and a bare gRPC floor, 1 and 3

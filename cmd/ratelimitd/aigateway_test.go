@@ -124,7 +124,7 @@ func startAIGatewayApp(t *testing.T, addr string) rlsv3.RateLimitServiceClient {
 	a, _, _, _ := startApp(t, env)
 	conn := dial(t, a.grpcLn.Addr().String())
 	hc := healthpb.NewHealthClient(conn)
-	waitFor(t, "the first config from the xDS server", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the first config from the xDS server", func() bool {
 		resp, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{})
 		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
 	})

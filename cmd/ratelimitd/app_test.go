@@ -91,17 +91,6 @@ func (w *countingWatcher) Reload() error {
 	return w.configWatcher.Reload()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func dial(t *testing.T, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -204,8 +193,8 @@ func TestAppServesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	hup <- syscall.SIGHUP
-	waitFor(t, "SIGHUP reload", func() bool { return counting.reloads.Load() == 1 })
-	waitFor(t, "new config in /rlconfig", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "SIGHUP reload", func() bool { return counting.reloads.Load() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "new config in /rlconfig", func() bool {
 		_, body := httpGet(t, debugBase+"/rlconfig")
 		return strings.Contains(body, "requests_per_unit=7")
 	})
@@ -271,7 +260,7 @@ func TestRunStopsOnSIGTERM(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(context.Background(), args, envOf(env), &stderr) }()
 	// The signal handlers are installed before the listening line is logged.
-	waitFor(t, "the listening line", func() bool { return strings.Contains(stderr.String(), "ratelimitd listening") })
+	testkit.WaitFor(t, 5*time.Second, "the listening line", func() bool { return strings.Contains(stderr.String(), "ratelimitd listening") })
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -33,20 +33,14 @@ func TestReadyFileReportsBoundPorts(t *testing.T) {
 		}
 	})
 
+	var body []byte
+	testkit.WaitForNil(t, 10*time.Second, "the ready file", func() (err error) {
+		body, err = os.ReadFile(ready)
+		return err
+	})
 	var addrs readyAddrs
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		body, err := os.ReadFile(ready)
-		if err == nil {
-			if err := json.Unmarshal(body, &addrs); err != nil {
-				t.Fatalf("ready file %q: %v", body, err)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ready file after 10 s: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := json.Unmarshal(body, &addrs); err != nil {
+		t.Fatalf("ready file %q: %v", body, err)
 	}
 	for name, addr := range map[string]string{"grpc": addrs.GRPC, "http": addrs.HTTP, "debug": addrs.Debug} {
 		if !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {

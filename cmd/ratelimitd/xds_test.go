@@ -89,7 +89,7 @@ func TestXDSForceStart(t *testing.T) {
 	}
 
 	setXDS(t, cache, "envoy-ratelimit", "1", 1)
-	waitFor(t, "SERVING", func() bool { return health() == healthpb.HealthCheckResponse_SERVING })
+	testkit.WaitFor(t, 5*time.Second, "SERVING", func() bool { return health() == healthpb.HealthCheckResponse_SERVING })
 	if code := httpHealth(); code != http.StatusOK {
 		t.Fatalf("/healthcheck = %d after the first config", code)
 	}

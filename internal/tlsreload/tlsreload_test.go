@@ -9,15 +9,12 @@ import (
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/internal/tlsreload"
 )
 
-// fakeClock is stepped by the tests; the files' own mtimes are real.
-type fakeClock struct{ now time.Time }
-
-func newClock() *fakeClock                   { return &fakeClock{now: time.Unix(1_800_000_000, 0)} }
-func (c *fakeClock) Now() time.Time          { return c.now }
-func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+// newClock is stepped by the tests; the files' own mtimes are real.
+func newClock() *testkit.Clock { return testkit.NewClock(time.Unix(1_800_000_000, 0)) }
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()

@@ -5,42 +5,58 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
 )
 
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-
-// TestShutdownEndsLongPolls: Shutdown answers waiting claims at once.
+// TestShutdownEndsLongPolls: Shutdown answers waiting claims at once. In a
+// synctest bubble, so that the claim is known to be waiting (not yet to
+// start) when Shutdown comes, and "at once" means before any time passes.
 func TestShutdownEndsLongPolls(t *testing.T) {
-	b := queue.NewBroker(memqueue.New())
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Claim(context.Background(), queue.ClaimRequest{Queue: "q", Max: 1, Wait: 20 * time.Second})
-		done <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	b.Shutdown()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		b := queue.NewBroker(memqueue.New())
+		// Ends a poll that survived Shutdown, which the bubble must not
+		// outlive.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.Claim(ctx, queue.ClaimRequest{Queue: "q", Max: 1, Wait: 20 * time.Second})
+			done <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("long poll on an empty queue returned before Shutdown: %v", err)
+		default:
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("long poll survived Shutdown")
-	}
+		start := time.Now()
+		b.Shutdown()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatal("long poll survived Shutdown")
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("Shutdown ended the long poll after %s, want at once", waited)
+		}
+	})
 }
 
 // TestMetrics: per-queue gauges and redeliveries, and the label cap.
 func TestMetrics(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := memqueue.New(memqueue.WithClock(clock.Now))
 	m := queue.NewMetrics(st, 2, time.Second)
 	reg := prometheus.NewPedanticRegistry()
@@ -59,7 +75,7 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clock.now = clock.now.Add(3 * time.Second)
+	clock.Advance(3 * time.Second)
 	for _, name := range []string{"a", "c", "d"} {
 		if _, err := b.Claim(ctx, queue.ClaimRequest{Queue: name, Max: 3, Visibility: time.Minute}); err != nil {
 			t.Fatal(err)
@@ -111,41 +127,54 @@ func (c *countingStore) count() int {
 
 // TestIdleLongPollsShareOneClaim: long polls joining a queue already known
 // to be empty wait without asking the store; an enqueue wakes one of them.
+// In a synctest bubble: synctest.Wait returns once every poll is blocked
+// waiting, so the claims are counted after all ten polls have begun, not
+// before some of them have run.
 func TestIdleLongPollsShareOneClaim(t *testing.T) {
-	st := &countingStore{Store: memqueue.New()}
-	b := queue.NewBroker(st)
-	got := make(chan []queue.Message, 10)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	poll := func() {
-		msgs, _ := b.Claim(ctx, queue.ClaimRequest{Queue: "q", Max: 1, Wait: 10 * time.Second})
-		got <- msgs
-	}
-	go poll()
-	deadline := time.Now().Add(5 * time.Second)
-	for st.count() < 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // let the first poll record the queue as idle
-	for range 9 {
-		go poll()
-	}
-	time.Sleep(50 * time.Millisecond)
-	if n := st.count(); n != 1 {
-		t.Fatalf("10 long polls on an idle queue made %d store claims, want 1", n)
-	}
-	if _, err := b.Enqueue(ctx, queue.EnqueueRequest{Queue: "q", ID: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case msgs := <-got:
-		if len(msgs) != 1 || msgs[0].ID != "x" {
-			t.Fatalf("woken poll got %+v", msgs)
+	synctest.Test(t, func(t *testing.T) {
+		st := &countingStore{Store: memqueue.New()}
+		b := queue.NewBroker(st)
+		got := make(chan []queue.Message, 10)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		poll := func() {
+			msgs, _ := b.Claim(ctx, queue.ClaimRequest{Queue: "q", Max: 1, Wait: 10 * time.Second})
+			got <- msgs
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no long poll woke on enqueue")
-	}
-	if n := st.count(); n > 3 {
-		t.Fatalf("one enqueue cost %d store claims", n-1)
-	}
+		go poll()
+		synctest.Wait() // the first poll has found the queue empty
+		if n := st.count(); n != 1 {
+			t.Fatalf("one long poll on an empty queue made %d store claims, want 1", n)
+		}
+		for range 9 {
+			go poll()
+		}
+		synctest.Wait()
+		if n := st.count(); n != 1 {
+			t.Fatalf("10 long polls on an idle queue made %d store claims, want 1", n)
+		}
+		if len(got) != 0 {
+			t.Fatalf("%d long polls on an empty queue returned", len(got))
+		}
+		if _, err := b.Enqueue(ctx, queue.EnqueueRequest{Queue: "q", ID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case msgs := <-got:
+			if len(msgs) != 1 || msgs[0].ID != "x" {
+				t.Fatalf("woken poll got %+v", msgs)
+			}
+		default:
+			t.Fatal("no long poll woke on enqueue")
+		}
+		if len(got) != 0 {
+			t.Fatalf("one enqueue ended %d more long polls", len(got))
+		}
+		if n := st.count(); n > 3 {
+			t.Fatalf("one enqueue cost %d store claims", n-1)
+		}
+		cancel()
+		synctest.Wait()
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/config"
 	"github.com/ratelimitd/ratelimitd/pkg/xdsconfig"
 )
@@ -317,13 +318,9 @@ func TestTLS(t *testing.T) {
 				}
 				return
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for logs.FilterMessage("xDS stream failed; reconnecting").Len() < 2 {
-				if time.Now().After(deadline) {
-					t.Fatal("no failed stream logged")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			testkit.WaitFor(t, 10*time.Second, "two failed streams logged", func() bool {
+				return logs.FilterMessage("xDS stream failed; reconnecting").Len() >= 2
+			})
 			if src.Current() != nil {
 				t.Fatal("config loaded over a connection that should have failed")
 			}
@@ -414,13 +411,9 @@ func TestServerCARotation(t *testing.T) {
 	}
 	core, logs := observer.New(zapcore.WarnLevel)
 	src := run(t, srv.addr, xdsconfig.WithTLS(cfg), xdsconfig.WithLogger(zap.New(core)))
-	deadline := time.Now().Add(10 * time.Second)
-	for logs.FilterMessage("xDS stream failed; reconnecting").Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("a server from another CA was not refused")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "a server from another CA to be refused", func() bool {
+		return logs.FilterMessage("xDS stream failed; reconnecting").Len() > 0
+	})
 	if src.Current() != nil {
 		t.Fatal("config loaded from an untrusted server")
 	}

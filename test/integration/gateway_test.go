@@ -31,6 +31,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // TestEnvoyGatewayContract runs the binary exactly as Envoy Gateway starts
@@ -96,7 +97,7 @@ func TestEnvoyGatewayContract(t *testing.T) {
 	)
 
 	// Up without a config: listening, but not ready.
-	eventually(t, 15*time.Second, "the HTTP port", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the HTTP port", func() bool {
 		resp, err := http.Get("http://" + s.httpAddr + "/healthcheck")
 		if err != nil {
 			return false

@@ -248,17 +248,3 @@ func (s *service) call(req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, e
 	defer cancel()
 	return s.client.ShouldRateLimit(ctx, req)
 }
-
-// eventually retries cond until it holds or within passes (for file-watch
-// reloads, which are asynchronous I/O).
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", within, what)
-}

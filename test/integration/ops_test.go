@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 func TestGrpcurlWithoutProtoFiles(t *testing.T) {
@@ -129,10 +130,10 @@ func TestHotReload(t *testing.T) {
 		t.Fatalf("initial limit %d", got)
 	}
 	writeFile(t, filepath.Join(dir, "r.yaml"), v2)
-	eventually(t, 10*time.Second, "the good file to be loaded", func() bool { return limitOf() == 5 })
+	testkit.WaitFor(t, 10*time.Second, "the good file to be loaded", func() bool { return limitOf() == 5 })
 
 	writeFile(t, filepath.Join(dir, "r.yaml"), bad)
-	eventually(t, 10*time.Second, "the bad file to be reported", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the bad file to be reported", func() bool {
 		return strings.Contains(svc.logs.String(), "r.yaml:4")
 	})
 	if got := limitOf(); got != 5 {
@@ -144,7 +145,7 @@ func TestHotReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "SIGHUP reload", func() bool { return limitOf() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "SIGHUP reload", func() bool { return limitOf() == 1 })
 }
 
 func TestRedisFailureIsUnavailableWithinDeadline(t *testing.T) {
@@ -177,7 +178,7 @@ func TestRedisFailureIsUnavailableWithinDeadline(t *testing.T) {
 		t.Fatalf("Redis down, long deadline: %v, want Unavailable", err)
 	}
 	rds.Restart(t)
-	eventually(t, 15*time.Second, "recovery after Redis restart", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "recovery after Redis restart", func() bool {
 		resp, err := svc.call(request("it", desc("global", "after")))
 		return err == nil && resp.GetOverallCode() == ok
 	})

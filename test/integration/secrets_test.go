@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // Credentials reach Redis but never the logs, including the error lines
@@ -34,7 +35,7 @@ func TestRedisCredentialsNeverLogged(t *testing.T) {
 			if err == nil {
 				t.Fatal("Redis down: want an error")
 			}
-			eventually(t, 5*time.Second, "the backend error to be logged", func() bool {
+			testkit.WaitFor(t, 5*time.Second, "the backend error to be logged", func() bool {
 				return strings.Contains(svc.logs.String(), "backend")
 			})
 			if logs := svc.logs.String(); strings.Contains(logs, password) {

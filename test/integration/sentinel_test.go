@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // Sentinel the envoyproxy way (REDIS_TYPE=SENTINEL, REDIS_URL=
@@ -27,7 +28,7 @@ func TestSentinelFailover(t *testing.T) {
 	waitReplicated(t, replica.Addr)
 
 	master.Stop()
-	eventually(t, 30*time.Second, "ratelimitd to answer again after the failover", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "ratelimitd to answer again after the failover", func() bool {
 		resp, err := svc.call(request("it", desc("global", "sentinel")))
 		return err == nil && resp.GetOverallCode() == ok
 	})
@@ -54,7 +55,7 @@ func waitReplicated(t *testing.T, addr string) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
-	eventually(t, 10*time.Second, "replication to the replica", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "replication to the replica", func() bool {
 		n, err := rdb.DBSize(context.Background()).Result()
 		return err == nil && n > 0
 	})

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 func TestCheckCommand(t *testing.T) {
@@ -52,7 +54,7 @@ func httpStatus(t *testing.T, url string) int {
 func TestForceStartWithoutInitialConfig(t *testing.T) {
 	root, dir := newConfigRoot(t, map[string]string{"it.yaml": "domain: it\nbogus: true\n"})
 	svc := spawnService(t, root, "FORCE_START_WITHOUT_INITIAL_CONFIG=true", "BACKEND_TYPE=memory")
-	eventually(t, 15*time.Second, "the HTTP port to answer", func() bool { return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") != 0 })
+	testkit.WaitFor(t, 15*time.Second, "the HTTP port to answer", func() bool { return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") != 0 })
 	if code := httpStatus(t, "http://"+svc.httpAddr+"/healthcheck"); code != http.StatusInternalServerError {
 		t.Fatalf("healthcheck without a config: %d, want 500", code)
 	}
@@ -65,7 +67,7 @@ func TestForceStartWithoutInitialConfig(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "it.yaml"), itConfig)
 	svc.waitHealthy(10 * time.Second)
-	eventually(t, 5*time.Second, "gRPC health SERVING", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "gRPC health SERVING", func() bool {
 		hr, err := health.Check(context.Background(), &grpc_health_v1.HealthCheckRequest{})
 		return err == nil && hr.GetStatus() == grpc_health_v1.HealthCheckResponse_SERVING
 	})
@@ -88,7 +90,7 @@ func TestWithoutForceStartABadConfigFailsTheStart(t *testing.T) {
 func TestHealthyWithAtLeastOneConfigLoaded(t *testing.T) {
 	root, dir := newConfigRoot(t, map[string]string{})
 	svc := spawnService(t, root, "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED=true", "BACKEND_TYPE=memory")
-	eventually(t, 15*time.Second, "the HTTP port to answer", func() bool { return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") != 0 })
+	testkit.WaitFor(t, 15*time.Second, "the HTTP port to answer", func() bool { return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") != 0 })
 	if code := httpStatus(t, "http://"+svc.httpAddr+"/healthcheck"); code != http.StatusInternalServerError {
 		t.Fatalf("healthcheck with no domain loaded: %d, want 500", code)
 	}
@@ -105,12 +107,12 @@ func TestHealthyWithAtLeastOneConfigLoaded(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "it.yaml"), itConfig)
 	svc.waitHealthy(10 * time.Second)
-	eventually(t, 5*time.Second, "gRPC health SERVING", func() bool { return grpcStatus() == grpc_health_v1.HealthCheckResponse_SERVING })
+	testkit.WaitFor(t, 5*time.Second, "gRPC health SERVING", func() bool { return grpcStatus() == grpc_health_v1.HealthCheckResponse_SERVING })
 	// Like envoyproxy, a later config without domains fails health again.
 	if err := os.Remove(filepath.Join(dir, "it.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "health to fail with no domain", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "health to fail with no domain", func() bool {
 		return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") == http.StatusInternalServerError &&
 			grpcStatus() == grpc_health_v1.HealthCheckResponse_NOT_SERVING
 	})
@@ -177,7 +179,7 @@ func TestForceStartWithoutConfigDirectory(t *testing.T) {
 				}
 			}
 			svc := spawnService(t, root, "FORCE_START_WITHOUT_INITIAL_CONFIG=true", "BACKEND_TYPE=memory", "RUNTIME_WATCH_ROOT="+tt.watchRoot)
-			eventually(t, 15*time.Second, "the HTTP port to answer", func() bool { return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") != 0 })
+			testkit.WaitFor(t, 15*time.Second, "the HTTP port to answer", func() bool { return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") != 0 })
 			if code := httpStatus(t, "http://"+svc.httpAddr+"/healthcheck"); code != http.StatusInternalServerError {
 				t.Fatalf("healthcheck without a config directory: %d, want 500", code)
 			}

@@ -11,6 +11,8 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 const storeErrorConfig = `domain: se
@@ -123,7 +125,7 @@ func TestOnStoreErrorWithRedisStopped(t *testing.T) {
 	}
 
 	rds.Restart(t)
-	eventually(t, 15*time.Second, "counting again after Redis restarts", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "counting again after Redis restarts", func() bool {
 		resp, err := svc.call(request("se", desc("deny", "d")))
 		return err == nil && resp.GetOverallCode() == ok && resp.GetStatuses()[0].GetCurrentLimit() != nil
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // tlsCall makes one ShouldRateLimit over TLS with an optional client pair.
@@ -104,7 +105,7 @@ func TestGRPCServerTLS(t *testing.T) {
 			}
 			writeFile(t, f[1], string(data))
 		}
-		eventually(t, 10*time.Second, "the rotated certificate to be served", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the rotated certificate to be served", func() bool {
 			return servedSerial(t, svc.grpcAddr, ca, &good) != before
 		})
 		if err := tlsCall(t, svc.grpcAddr, ca, &good); err != nil {
@@ -116,7 +117,7 @@ func TestGRPCServerTLS(t *testing.T) {
 		nextCA := testcerts.NewCA(t, "grpc-next")
 		nextClient := nextCA.Client(t, "next", "spiffe://cluster.local/ns/edge/sa/envoy")
 		writeFile(t, ca.File, string(nextCA.CertPEM))
-		eventually(t, 10*time.Second, "the rotated client CA to be trusted", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the rotated client CA to be trusted", func() bool {
 			return tlsCall(t, svc.grpcAddr, ca, &nextClient) == nil
 		})
 		if err := tlsCall(t, svc.grpcAddr, ca, &good); err == nil {

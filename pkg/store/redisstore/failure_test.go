@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
@@ -64,33 +65,24 @@ func TestRedisDown(t *testing.T) {
 	// The restarted server is empty: no keys and no cached script, so the
 	// runner must fall back from NOSCRIPT to EVAL on its own.
 	srv.Restart(t)
-	res := eventually(t, s, 10*time.Second)
+	// go-redis redials in the background about once a second after every
+	// connection has failed.
+	var res store.Result
+	testkit.WaitForNil(t, 10*time.Second, "the store to recover", func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		got, err := s.Take(ctx, batch(1, window(5), 1))
+		if err == nil {
+			res = got[0]
+		}
+		return err
+	})
 	if !res.Allowed || res.Remaining != 4 {
 		t.Errorf("first Take after restart: %+v, want allowed with remaining 4 (fresh state)", res.Decision)
 	}
 	if err := s.Ping(t.Context()); err != nil {
 		t.Errorf("Ping after restart: %v", err)
 	}
-}
-
-// eventually retries until Redis is reachable again: go-redis redials in the
-// background about once a second after every connection has failed.
-func eventually(t *testing.T, s *redisstore.Store, within time.Duration) store.Result {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		res, err := s.Take(ctx, batch(1, window(5), 1))
-		cancel()
-		if err == nil {
-			return res[0]
-		}
-		lastErr = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("store did not recover within %s: %v", within, lastErr)
-	return store.Result{}
 }
 
 func TestClosedStore(t *testing.T) {

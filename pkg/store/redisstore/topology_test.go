@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
@@ -44,7 +45,7 @@ func TestClusterSmoke(t *testing.T) {
 	if err := admin.Do(t.Context(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	testkit.WaitForNil(t, 10*time.Second, "the cluster to be ok", func() error {
 		info, err := admin.ClusterInfo(t.Context()).Result()
 		if err == nil && !strings.Contains(info, "cluster_state:ok") {
 			err = fmt.Errorf("cluster not ok yet")
@@ -63,22 +64,5 @@ func TestClusterSmoke(t *testing.T) {
 	res = mustTake(t, s, spread)
 	if !res[0].Allowed || res[0].Remaining != 4 || !res[1].Allowed || res[1].Remaining != 4 {
 		t.Errorf("cross-slot batch on a cluster: %+v, %+v", res[0].Decision, res[1].Decision)
-	}
-}
-
-// waitFor polls a real process becoming ready; it waits on the process, not
-// on the passage of rate-limit time.
-func waitFor(t *testing.T, within time.Duration, ready func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := ready()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after %s: %v", within, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
