@@ -71,19 +71,11 @@ type settings struct {
 	undoFailed     func(charges int, err error)
 
 	refreshInterval time.Duration
-	noFunctions     bool
 
 	// REDIS_BREAKER_THRESHOLD and REDIS_BREAKER_PROBE_INTERVAL (breaker.go).
 	breakerThreshold int
 	breakerInterval  time.Duration
 	breakerSet       *BreakerSet
-}
-
-// WithoutFunctions runs the scripts with EVALSHA only, never as FCALL of the
-// FUNCTION library. Not needed for Redis 6 or an ACL that denies FUNCTION:
-// the store notices those on its first call and falls back by itself.
-func WithoutFunctions() Option {
-	return func(s *settings) { s.noFunctions = true }
 }
 
 // WithUndoFailure is told when the undo of a denied cross-slot request

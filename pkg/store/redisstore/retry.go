@@ -150,8 +150,3 @@ func (s *Store) do(ctx context.Context, call func(context.Context) error) error 
 		}
 	}
 }
-
-// Retryable reports whether err certainly ran nothing in Redis, so that the
-// store retries it (after a topology refresh) within the caller's deadline.
-// A call its node's open breaker refused is not: see WithBreaker.
-func Retryable(err error) bool { return classify(err) == notRun }

@@ -57,11 +57,7 @@ func New(opts ...Option) (*Store, error) {
 	if s.timeout <= 0 {
 		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.timeout)
 	}
-	var runnerOpts []scripts.RunnerOption
-	if s.noFunctions {
-		runnerOpts = append(runnerOpts, scripts.WithoutFunctions())
-	}
-	st := &Store{client: s.client, runner: scripts.NewRunner(runnerOpts...), timeout: s.timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
+	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
 	if st.client == nil {
 		c, err := newClient(s)
 		if err != nil {
