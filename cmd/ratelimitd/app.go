@@ -65,29 +65,43 @@ type app struct {
 
 // newApp builds every part of the service, binding nothing: the config
 // source, the store, the service and the servers around it.
-func newApp(set settings, log *zap.Logger) (*app, error) {
+func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	a := &app{set: set, log: log}
+	// One cleanup path: whatever a failed step leaves built is released.
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, a.release())
+		}
+	}()
 	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries))
-	w, err := a.newConfigSource(m)
-	if err != nil {
+	if a.watcher, err = a.newConfigSource(m); err != nil {
 		return nil, err
 	}
-	st, err := newStore(set, m, log)
-	if err != nil {
+	if a.store, err = newStore(set, m, log); err != nil {
 		return nil, err
 	}
-	st, tracingOpts, err := a.startTracing(st)
-	if err != nil {
-		_ = st.Close()
+	var tracingOpts []grpc.ServerOption
+	if a.store, tracingOpts, err = a.startTracing(a.store); err != nil {
 		return nil, err
 	}
-	a.watcher, a.store = w, st
-	a.svc = newService(set, w, st, m, log)
+	a.svc = newService(set, a.watcher, a.store, m, log)
 	if err := a.newServers(m, tracingOpts); err != nil {
-		_ = st.Close()
 		return nil, err
 	}
 	return a, nil
+}
+
+// release frees what newApp built when a later step failed: the delay
+// queue's client, the store's, and the tracer's exporter.
+func (a *app) release() error {
+	var errs []error
+	if a.queue != nil {
+		errs = append(errs, a.queue.close())
+	}
+	if a.store != nil {
+		errs = append(errs, a.store.Close())
+	}
+	return errors.Join(append(errs, a.stopTracing())...)
 }
 
 // newConfigSource builds the watcher of the config files, or the xDS source
@@ -185,7 +199,7 @@ func (a *app) newServers(m *metrics.Metrics, tracingOpts []grpc.ServerOption) er
 	}
 	a.debug = newHTTPServer(dbg)
 	if a.prom, err = promServer(a.set, m.Handler(), a.log); err != nil {
-		return errors.Join(err, a.queue.close())
+		return err
 	}
 	return nil
 }

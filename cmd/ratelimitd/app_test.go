@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -322,4 +323,35 @@ func TestAppWithRedis(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("serve returned %v", err)
 	}
+}
+
+// TestNewAppReleasesWhatAFailedStepBuilt: a step that fails after the store
+// was built (here the gRPC server's TLS files are missing) leaves no store
+// running behind the error: the embedded store's sweeper is gone.
+func TestNewAppReleasesWhatAFailedStepBuilt(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(appConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	set, err := parseSettings([]string{"--config", dir}, envOf(map[string]string{
+		"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": missing, "GRPC_SERVER_TLS_KEY": missing,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := memstoreSweepers()
+	if _, err := newApp(set, zap.NewNop()); err == nil {
+		t.Fatal("newApp with missing TLS files succeeded")
+	}
+	testkit.WaitFor(t, 2*time.Second, "the failed app's store to stop sweeping", func() bool {
+		return memstoreSweepers() <= before
+	})
+}
+
+// memstoreSweepers counts the goroutines memstore.New started.
+func memstoreSweepers() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "\ncreated by github.com/ratelimitd/ratelimitd/pkg/store/memstore.New ")
 }
