@@ -22,6 +22,20 @@ import (
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	c := jsonschema.NewCompiler()
+	// config.schema.json refers to the generated algorithms.schema.json by
+	// its $id, which the compiler would otherwise fetch.
+	f, err := os.Open("algorithms.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("https://github.com/ratelimitd/ratelimitd/api/algorithms.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
 	s, err := c.Compile("config.schema.json")
 	if err != nil {
 		t.Fatalf("compile api/config.schema.json: %v", err)

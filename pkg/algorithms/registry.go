@@ -1,5 +1,7 @@
 package algorithms
 
+//go:generate go test -run TestSchemaMatchesRegistry -update-schema .
+
 import (
 	"fmt"
 	"strings"
