@@ -38,8 +38,7 @@ bench:
 	$(GO) build -o "$$dir/rlbench" ./cmd/rlbench && \
 	"$$dir/rlbench" -ratelimitd "$$dir/ratelimitd" -config bench/config $(BENCH_FLAGS)
 
-# Go benchmarks (every algorithm on every store), then a bounded load run
-# per algorithm against the real binary on loopback (bench/load.sh).
+# Go benchmarks: every algorithm on every store, the matcher, the service.
 bench-go:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 

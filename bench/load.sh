@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load run for `make bench`: a private redis-server and ratelimitd on
+# Load run for `make bench-load`: a private redis-server and ratelimitd on
 # loopback, rlload against them for a bounded time per scenario, then both
 # are stopped. Prints throughput and latency per scenario.
 set -euo pipefail

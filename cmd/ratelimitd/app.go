@@ -261,7 +261,7 @@ func newHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
-// listen binds all three listeners before anything is served, so a port
+// listen binds every listener before anything is served, so a port
 // conflict fails the start instead of leaving a half-running process.
 func (a *app) listen() error {
 	var err error
@@ -386,7 +386,7 @@ loop:
 	return runErr
 }
 
-// shutdownServers stops all three servers in parallel, letting in-flight
+// shutdownServers stops every server in parallel, letting in-flight
 // calls finish until the shutdown timeout, then cutting them off.
 func (a *app) shutdownServers() {
 	ctx, cancel := context.WithTimeout(context.Background(), a.set.ShutdownTimeout)

@@ -2,7 +2,7 @@
 // is one FCALL of internal/scripts' Lua library (EVALSHA where Redis refuses
 // FUNCTION), so a batch is decided atomically in
 // Redis, on Redis's clock, in one round trip. On Redis Cluster a batch whose
-// keys span slots is one EVALSHA per slot group, run concurrently, with an
+// keys span slots is one call per slot group, run concurrently, with an
 // exact undo of what the other groups charged when the batch is denied.
 package redisstore
 
@@ -73,7 +73,7 @@ func New(opts ...Option) (*Store, error) {
 	return st, nil
 }
 
-// Take decides reqs all-or-nothing: one EVALSHA when their keys share a
+// Take decides reqs all-or-nothing: one script call when their keys share a
 // Cluster slot (always on Single and Sentinel), else one per slot group plus
 // an undo when denied. An error means Redis could not decide (unreachable,
 // timed out, script error); it is never "over limit". Errors that certainly
