@@ -42,6 +42,7 @@ bench:
 bench-go:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
+# A bounded load run per algorithm against the real binary on loopback.
 bench-load:
 	bash bench/load.sh
 
