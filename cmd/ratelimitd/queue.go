@@ -15,7 +15,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
-// queueSettings configure the delay queue (README, "Delay queue").
+// queueSettings configure the delay queue (docs/queue.md).
 type queueSettings struct {
 	// Enabled is QUEUE_ENABLED: serve ratelimitd.queue.v1.DelayQueue.
 	Enabled bool

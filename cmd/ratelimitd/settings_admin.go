@@ -8,8 +8,7 @@ import (
 // minAdminTokenLen keeps a guessable word out of ADMIN_TOKEN_FILE.
 const minAdminTokenLen = 16
 
-// adminSettings are the counters API's credentials (README, "Counters
-// API"): without either, the API is not served.
+// adminSettings are the counters API's credentials (docs/counters.md): without either, the API is not served.
 type adminSettings struct {
 	// Token is ADMIN_TOKEN_FILE's content, read once at startup: a
 	// rotated file needs a restart.

@@ -1,4 +1,4 @@
-// Package examples checks the deployment examples the README points at:
+// Package examples checks the deployment examples docs/deploying.md walks through:
 // Kubernetes objects decode strictly into their API types, Envoy configs
 // decode into go-control-plane's protos and pass ValidateAll, Envoy
 // Gateway's resources match strict schemas, and the descriptors the

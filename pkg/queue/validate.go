@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Limits on input, documented in README's queue section. Queue names are
+// Limits on input, documented in docs/queue.md. Queue names are
 // restricted so that they can sit inside a Redis Cluster hash tag.
 const (
 	MaxQueueName      = 80

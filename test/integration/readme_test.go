@@ -84,11 +84,12 @@ func TestReadmeExamples(t *testing.T) {
 	}
 }
 
-// readmeScripts returns README.md's bash blocks that mention needle: shell
-// scripts whose commands depend on each other (a receipt from a claim).
-func readmeScripts(t *testing.T, needle string) []string {
+// readmeScripts returns the bash blocks of doc (a path from the repository
+// root, e.g. docs/queue.md) that mention needle: shell scripts whose
+// commands depend on each other (a receipt from a claim).
+func readmeScripts(t *testing.T, doc, needle string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(doc)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,15 +112,15 @@ func readmeScripts(t *testing.T, needle string) []string {
 	return blocks
 }
 
-// TestReadmeQueueExamples runs the delay queue's README examples verbatim,
-// as one script, on the embedded store as `make run` serves it.
+// TestReadmeQueueExamples runs the delay queue's examples in docs/queue.md
+// verbatim, as one script, on the embedded store as `make run` serves it.
 func TestReadmeQueueExamples(t *testing.T) {
 	if grpcurlPath == "" {
 		redistest.Missing(t, "grpcurl could not be installed")
 	}
-	scripts := readmeScripts(t, "ratelimitd.queue.v1.DelayQueue/")
+	scripts := readmeScripts(t, "docs/queue.md", "ratelimitd.queue.v1.DelayQueue/")
 	if len(scripts) != 1 {
-		t.Fatalf("found %d delay queue example blocks in README.md, want 1", len(scripts))
+		t.Fatalf("found %d delay queue example blocks in docs/queue.md, want 1", len(scripts))
 	}
 	svc := startExample(t)
 
@@ -133,19 +134,19 @@ func TestReadmeQueueExamples(t *testing.T) {
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("README delay queue examples failed: %v\n%s", err, out)
+		t.Fatalf("docs/queue.md examples failed: %v\n%s", err, out)
 	}
 	// Enqueue's answer, the claim (first attempt, with a receipt), and
 	// Ack's empty answer.
 	for _, want := range []string{`"id": "welcome-42"`, `"deliverAt"`, `"payload": "aGVsbG8="`, `"attempt": 1`, `"receipt": "`, "\n{}\n"} {
 		if !strings.Contains(string(out), want) {
-			t.Errorf("README delay queue examples' output lacks %q:\n%s", want, out)
+			t.Errorf("docs/queue.md examples' output lacks %q:\n%s", want, out)
 		}
 	}
 	// The ack really deleted it: nothing left to claim.
 	left, err := exec.Command(grpcurlPath, "-plaintext", "-d", `{"queue":"emails","max_messages":10}`, svc.grpcAddr, "ratelimitd.queue.v1.DelayQueue/Claim").CombinedOutput()
 	if err != nil || strings.Contains(string(left), "welcome-42") {
-		t.Fatalf("after the README's ack: %v\n%s", err, left)
+		t.Fatalf("after the example's ack: %v\n%s", err, left)
 	}
 }
 
@@ -166,15 +167,16 @@ func startExample(t *testing.T, env ...string) *service {
 	return startService(t, root, append([]string{"BACKEND_TYPE=memory", "REDIS_URL="}, env...)...)
 }
 
-// TestReadmeCountersExamples runs the counters API's README examples
-// verbatim, as one script, against the example config with a token file.
+// TestReadmeCountersExamples runs the counters API's examples in
+// docs/counters.md verbatim, as one script, against the example config with
+// a token file.
 func TestReadmeCountersExamples(t *testing.T) {
 	if grpcurlPath == "" {
 		redistest.Missing(t, "grpcurl could not be installed")
 	}
-	scripts := readmeScripts(t, "ratelimitd.admin.v1.Counters/")
+	scripts := readmeScripts(t, "docs/counters.md", "ratelimitd.admin.v1.Counters/")
 	if len(scripts) != 1 {
-		t.Fatalf("found %d counters API example blocks in README.md, want 1", len(scripts))
+		t.Fatalf("found %d counters API example blocks in docs/counters.md, want 1", len(scripts))
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "admin.token"), []byte("readme-example-token-0123456789\n"), 0o600); err != nil {
@@ -193,16 +195,16 @@ func TestReadmeCountersExamples(t *testing.T) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("README counters API examples failed: %v\n%s", err, out)
+		t.Fatalf("docs/counters.md examples failed: %v\n%s", err, out)
 	}
-	// What the README's comments promise, in order: the call, Get, List,
+	// What the examples' comments promise, in order: the call, Get, List,
 	// the refused Reset, the Reset, and the HTTP Get and List (protojson
 	// varies its spacing, so compare without it).
 	flat := strings.Join(strings.Fields(string(out)), "")
 	for _, want := range []string{`"limitRemaining":59`, `"used":"1"`, `"remaining":"59"`, `"value":"198.51.100.9"`,
 		"Code:Unauthenticated", `"deleted":1`, `"existed":true`, `"remaining":"60"`, `}]}{}`} {
 		if !strings.Contains(flat, want) {
-			t.Errorf("README counters API examples' output lacks %q:\n%s", want, out)
+			t.Errorf("docs/counters.md examples' output lacks %q:\n%s", want, out)
 		}
 	}
 	if strings.Index(string(out), "Code: Unauthenticated") > strings.Index(string(out), `"deleted": 1`) {

@@ -353,7 +353,7 @@ func TestUsageSemantics(t *testing.T) {
 				want    []descWant
 				// onCluster, when set, replaces want on a Cluster: a denied
 				// cross-slot request reports the descriptors that fit after
-				// their (then undone) charge, as README's Redis Cluster
+				// their (then undone) charge, as docs/redis.md's Redis Cluster
 				// section documents.
 				onCluster []descWant
 			}

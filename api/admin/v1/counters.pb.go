@@ -7,8 +7,8 @@
 // The counters API: operators read, give back and list the counters of the
 // rate limits, on the gRPC port (and as JSON over HTTP on the debug port).
 // It is served only when an admin credential is configured (ADMIN_TOKEN_FILE
-// or ADMIN_CLIENT_SAN) and every call must present it; see README.md,
-// "Counters API".
+// or ADMIN_CLIENT_SAN) and every call must present it; see
+// docs/counters.md.
 
 package adminv1
 
@@ -362,7 +362,7 @@ type Counter struct {
 	Rule *Rule `protobuf:"bytes,2,opt,name=rule,proto3" json:"rule,omitempty"`
 	// The store key of the counter (COUNTED only).
 	Key string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
-	// capacity - remaining: what is taken of the capacity now (see README.md
+	// capacity - remaining: what is taken of the capacity now (see docs/counters.md
 	// for its meaning per algorithm). Never above capacity, even when usage
 	// took the counter past its limit.
 	Used uint64 `protobuf:"varint,4,opt,name=used,proto3" json:"used,omitempty"`

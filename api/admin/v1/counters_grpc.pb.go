@@ -7,8 +7,8 @@
 // The counters API: operators read, give back and list the counters of the
 // rate limits, on the gRPC port (and as JSON over HTTP on the debug port).
 // It is served only when an admin credential is configured (ADMIN_TOKEN_FILE
-// or ADMIN_CLIENT_SAN) and every call must present it; see README.md,
-// "Counters API".
+// or ADMIN_CLIENT_SAN) and every call must present it; see
+// docs/counters.md.
 
 package adminv1
 

@@ -54,7 +54,7 @@ type groupRun struct {
 // script per slot group, concurrently, then the all-or-nothing verdict over
 // every group; when it denies, the groups that charged are undone so a denied
 // request leaves every counter as it found it (see "Redis Cluster" in
-// README.md for what an undo that fails costs).
+// docs/redis.md for what an undo that fails costs).
 func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time) ([]algorithms.Decision, error) {
 	// A group's script applies the all-or-nothing rule to its own ops only.
 	// Quota ops spread over several groups are decided together here, so
