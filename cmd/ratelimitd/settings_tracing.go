@@ -1,6 +1,6 @@
 package main
 
-import "github.com/ratelimitd/ratelimitd/pkg/tracing"
+import "github.com/ratelimitd/ratelimitd/internal/tracing"
 
 // tracingSettings are envoyproxy's TRACING_* settings. The exporter reads
 // the OTEL_EXPORTER_OTLP_* variables (endpoint, headers, certificate,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ratelimitd/ratelimitd/pkg/xdsconfig"
+	"github.com/ratelimitd/ratelimitd/internal/xdsconfig"
 )
 
 // xdsSettings are envoyproxy's CONFIG_TYPE=GRPC_XDS_SOTW settings, with its

@@ -8,8 +8,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/ratelimitd/ratelimitd/internal/tracing"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
-	"github.com/ratelimitd/ratelimitd/pkg/tracing"
 )
 
 // startTracing, with TRACING_ENABLED, wraps the store in a span per round

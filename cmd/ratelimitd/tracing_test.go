@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ratelimitd/ratelimitd/pkg/tracing"
+	"github.com/ratelimitd/ratelimitd/internal/tracing"
 )
 
 // otlpReceiver collects what an OTLP exporter sends, over HTTP (protobuf

@@ -28,7 +28,7 @@ const (
 )
 
 // Counter is one descriptor resolved exactly as ShouldRateLimit resolves it,
-// for the counters API (pkg/admin).
+// for the counters API (internal/admin).
 type Counter struct {
 	Status CounterStatus
 	// Rule is nil for NoRule; shared with the config, read-only.

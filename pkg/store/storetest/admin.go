@@ -12,7 +12,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// Admin is a store with the counters API's capabilities (pkg/admin).
+// Admin is a store with the counters API's capabilities (internal/admin).
 type Admin interface {
 	store.Store
 	Reset(ctx context.Context, keys []string) ([]bool, error)

@@ -25,8 +25,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
+	"github.com/ratelimitd/ratelimitd/internal/admin"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
-	"github.com/ratelimitd/ratelimitd/pkg/admin"
 	"github.com/ratelimitd/ratelimitd/pkg/config"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"

@@ -25,8 +25,8 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/xdsconfig"
 	"github.com/ratelimitd/ratelimitd/pkg/config"
-	"github.com/ratelimitd/ratelimitd/pkg/xdsconfig"
 )
 
 const nodeID = "envoy-ratelimit"
