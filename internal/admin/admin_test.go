@@ -41,6 +41,10 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 3}
   - key: vip
     rate_limit: {unlimited: true}
+  - key: team
+    rate_limits:
+      - {unit: second, requests_per_unit: 100}
+      - {unit: minute, requests_per_unit: 2}
 `
 
 type staticConfig struct{ cfg *config.Config }
@@ -76,8 +80,13 @@ func newRig(t *testing.T, auth admin.Auth) *rig {
 
 func (r *rig) hit(t *testing.T, user string) rlsv3.RateLimitResponse_Code {
 	t.Helper()
+	return r.hitKey(t, "user", user)
+}
+
+func (r *rig) hitKey(t *testing.T, key, value string) rlsv3.RateLimitResponse_Code {
+	t.Helper()
 	resp, err := r.svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*ratelimitv3.RateLimitDescriptor{
-		{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "user", Value: user}}},
+		{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: key, Value: value}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +197,32 @@ func TestGRPCTokenGetResetList(t *testing.T) {
 				t.Errorf("the token was logged: %v", e)
 			}
 		}
+	}
+}
+
+// A descriptor with several limits (rate_limits) is read as the limit that
+// decides it and reset whole: every limit's counter goes.
+func TestSeveralLimitsGetAndReset(t *testing.T) {
+	r := newRig(t, admin.NewAuth([]byte(token), nil))
+	c := client(t, serve(t, r.admin), insecure.NewCredentials())
+	r.hitKey(t, "team", "a")
+	r.hitKey(t, "team", "a")
+	if r.hitKey(t, "team", "a") != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatal("team a not over its 2 a minute")
+	}
+	got, err := c.Get(bearer(t, token), &adminv1.GetRequest{Domain: "d", Descriptors: descs("team", "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got.GetCounters()[0]; g.GetRemaining() != 0 || g.GetUsed() != 2 {
+		t.Errorf("Get answers %v, want the minute limit's 2 used, 0 left", g)
+	}
+	reset, err := c.Reset(bearer(t, token), &adminv1.ResetRequest{Domain: "d", Descriptors: descs("team", "a")})
+	if err != nil || reset.GetDeleted() != 2 || !reset.GetCounters()[0].GetExisted() {
+		t.Fatalf("Reset: %v, %v; want both limits' counters deleted", reset, err)
+	}
+	if r.hitKey(t, "team", "a") != rlsv3.RateLimitResponse_OK {
+		t.Error("team a still over a limit after the reset")
 	}
 }
 

@@ -55,7 +55,7 @@ func (s *Server) Reset(ctx context.Context, r *adminv1.ResetRequest) (*adminv1.R
 	for i, c := range got {
 		resp.Counters[i] = &adminv1.ResetCounter{Status: statusOf(c.Status), Rule: ruleOf(c), Key: c.Key}
 		if c.Status == service.Counted {
-			keys = append(keys, c.Key)
+			keys = append(keys, c.Keys...)
 		}
 	}
 	who := caller(ctx)
@@ -72,10 +72,14 @@ func (s *Server) Reset(ctx context.Context, r *adminv1.ResetRequest) (*adminv1.R
 		return nil, storeError(ctx, err)
 	}
 	k := 0
-	for _, c := range resp.Counters {
-		if c.Status == adminv1.Status_COUNTED {
-			c.Existed = existed[k]
+	for i, c := range resp.Counters {
+		if c.Status != adminv1.Status_COUNTED {
+			continue
+		}
+		// A descriptor's limits are reset together; it existed if any did.
+		for range got[i].Keys {
 			if existed[k] {
+				c.Existed = true
 				resp.Deleted++
 			}
 			k++

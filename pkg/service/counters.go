@@ -33,8 +33,11 @@ type Counter struct {
 	Status CounterStatus
 	// Rule is nil for NoRule; shared with the config, read-only.
 	Rule *config.Rule
-	// Key and Mode are set when Counted.
+	// Key and Mode are set when Counted; Key is the first limit's counter
+	// (Inspect: the deciding limit's, as Rule), Keys every limit's
+	// (rate_limits), which a reset deletes together.
 	Key  string
+	Keys []string
 	Mode algorithms.Mode
 	// Decision is a check's (hits 0), set by Inspect when Counted.
 	Decision algorithms.Decision
@@ -61,9 +64,12 @@ func (s *Service) Inspect(ctx context.Context, domain string, descriptors [][]co
 	if err != nil {
 		return nil, s.backendError(ctx, err)
 	}
+	// A descriptor with several limits reports the one that decides it,
+	// as ShouldRateLimit answers with it (see plan.decide).
+	p.decide(results)
 	for i := range out {
 		if sl := p.slots[i]; sl.kind == counted {
-			out[i].Decision = results[sl.req].Decision
+			out[i].Rule, out[i].Key, out[i].Decision = p.rules[sl.decider], p.reqs[sl.decider].Key, results[sl.decider].Decision
 		}
 	}
 	return out, nil
@@ -102,6 +108,9 @@ func (s *Service) counters(domain string, descriptors [][]config.Entry) ([]Count
 			c.Status = Replaced
 		case counted:
 			c.Status, c.Key, c.Mode = Counted, p.reqs[sl.req].Key, p.reqs[sl.req].Mode
+			for _, r := range p.reqs[sl.req : sl.req+sl.n] {
+				c.Keys = append(c.Keys, r.Key)
+			}
 		}
 	}
 	return out, p, nil
