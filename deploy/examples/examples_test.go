@@ -175,14 +175,17 @@ func forEachAny(m proto.Message, fn func(*anypb.Any)) {
 	walk(m)
 }
 
-// request is what the route actions of the examples read.
+// request is what the route actions of the examples read: the remote
+// address, request headers and dynamic metadata (namespace -> key -> value).
 type request struct {
-	remote  string
-	headers map[string]string
+	remote   string
+	headers  map[string]string
+	metadata map[string]map[string]string
 }
 
 // descriptors evaluates Envoy's rate_limits actions for req: each
-// rate_limit yields one descriptor unless a header it needs is absent.
+// rate_limit yields one descriptor unless a header or metadata value it
+// needs is absent.
 func descriptors(t *testing.T, rls []*routev3.RateLimit, req request) [][]config.Entry {
 	t.Helper()
 	var out [][]config.Entry
@@ -202,6 +205,16 @@ next:
 				default:
 					continue next
 				}
+			case *routev3.RateLimit_Action_Metadata:
+				mk := spec.Metadata.GetMetadataKey()
+				if len(mk.GetPath()) != 1 {
+					t.Fatalf("metadata action %v: only one-segment paths are evaluated here", mk)
+				}
+				v, ok := req.metadata[mk.GetKey()][mk.GetPath()[0].GetKey()]
+				if !ok {
+					continue next
+				}
+				entries = append(entries, config.Entry{Key: spec.Metadata.GetDescriptorKey(), Value: v})
 			case *routev3.RateLimit_Action_GenericKey_:
 				key := spec.GenericKey.GetDescriptorKey()
 				if key == "" {
@@ -285,9 +298,9 @@ func TestPlainEnvoy(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLimits(t, cfg, rlf.GetDomain(), hcm.GetRouteConfig().GetVirtualHosts()[0].GetRateLimits(), []limitCase{
-		{"login with a user", request{"203.0.113.7", map[string]string{":path": "/login", "x-user-id": "alice"}},
+		{"login with a user", request{remote: "203.0.113.7", headers: map[string]string{":path": "/login", "x-user-id": "alice"}},
 			map[string]uint32{"remote_address=203.0.113.7": 100, "path=/login": 5, "user_id=alice": 3}},
-		{"anonymous", request{"198.51.100.1", map[string]string{":path": "/api/items"}},
+		{"anonymous", request{remote: "198.51.100.1", headers: map[string]string{":path": "/api/items"}},
 			map[string]uint32{"remote_address=198.51.100.1": 100, "path=/api/items": 50}},
 	})
 }
@@ -386,8 +399,8 @@ func TestIstio(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLimits(t, cfg, rlf.GetDomain(), vh.GetRateLimits(), []limitCase{
-		{"product page", request{"10.0.0.1", map[string]string{":path": "/productpage"}}, map[string]uint32{"PATH=/productpage": 1}},
-		{"any other path", request{"10.0.0.1", map[string]string{":path": "/reviews"}}, map[string]uint32{"PATH=/reviews": 100}},
+		{"product page", request{remote: "10.0.0.1", headers: map[string]string{":path": "/productpage"}}, map[string]uint32{"PATH=/productpage": 1}},
+		{"any other path", request{remote: "10.0.0.1", headers: map[string]string{":path": "/reviews"}}, map[string]uint32{"PATH=/reviews": 100}},
 	})
 }
 

@@ -21,49 +21,6 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/config"
 )
 
-// tokenRequest is what the token examples' actions read: request headers
-// and dynamic metadata (namespace -> key -> value).
-type tokenRequest struct {
-	headers  map[string]string
-	metadata map[string]map[string]string
-}
-
-// tokenDescriptors evaluates rate_limits entries the way Envoy's rate limit
-// filter does for the actions the token examples use; an entry whose header
-// or metadata is absent yields no descriptor.
-func tokenDescriptors(t *testing.T, rls []*routev3.RateLimit, req tokenRequest) [][]config.Entry {
-	t.Helper()
-	var out [][]config.Entry
-next:
-	for _, rl := range rls {
-		var entries []config.Entry
-		for _, a := range rl.GetActions() {
-			switch spec := a.GetActionSpecifier().(type) {
-			case *routev3.RateLimit_Action_RequestHeaders_:
-				v, ok := req.headers[spec.RequestHeaders.GetHeaderName()]
-				if !ok {
-					continue next
-				}
-				entries = append(entries, config.Entry{Key: spec.RequestHeaders.GetDescriptorKey(), Value: v})
-			case *routev3.RateLimit_Action_Metadata:
-				mk := spec.Metadata.GetMetadataKey()
-				if len(mk.GetPath()) != 1 {
-					t.Fatalf("metadata action %v: only one-segment paths are evaluated here", mk)
-				}
-				v, ok := req.metadata[mk.GetKey()][mk.GetPath()[0].GetKey()]
-				if !ok {
-					continue next
-				}
-				entries = append(entries, config.Entry{Key: spec.Metadata.GetDescriptorKey(), Value: v})
-			default:
-				t.Fatalf("action %T is not evaluated by this test: extend tokenDescriptors()", spec)
-			}
-		}
-		out = append(out, entries)
-	}
-	return out
-}
-
 // splitByPhase separates the entries Envoy sends when the request arrives
 // from those it sends when the stream ends.
 func splitByPhase(rls []*routev3.RateLimit) (request, streamDone []*routev3.RateLimit) {
@@ -113,10 +70,10 @@ func reportSource(t *testing.T, rl *routev3.RateLimit) (string, string) {
 
 // checkMatches walks each request's descriptors through the matcher: every
 // descriptor must hit a rule with the limit (and quota mode) expected.
-func checkMatches(t *testing.T, cfg *config.Config, domain string, rls []*routev3.RateLimit, req tokenRequest, want map[string]string) {
+func checkMatches(t *testing.T, cfg *config.Config, domain string, rls []*routev3.RateLimit, req request, want map[string]string) {
 	t.Helper()
 	got := map[string]string{}
-	for _, d := range tokenDescriptors(t, rls, req) {
+	for _, d := range descriptors(t, rls, req) {
 		rule := cfg.Match(domain, d)
 		if rule == nil {
 			t.Errorf("descriptor {%s} matches no rule of domain %q", entriesString(d), domain)
@@ -200,11 +157,11 @@ func TestTokensPlainEnvoy(t *testing.T) {
 	if !cfg.HasDomain(rlf.GetDomain()) {
 		t.Fatalf("the filter's domain %q is not in the rules (%v)", rlf.GetDomain(), cfg.Domains())
 	}
-	req := tokenRequest{headers: map[string]string{"x-user-id": "alice", "x-team-id": "search", "x-model": "gpt-4o"}}
+	req := request{headers: map[string]string{"x-user-id": "alice", "x-team-id": "search", "x-model": "gpt-4o"}}
 	want := map[string]string{"user_id=alice": "100000", "team_id=search": "2000000", "model=gpt-4o": "30000"}
 	checkMatches(t, cfg, rlf.GetDomain(), check, req, want)
 	checkMatches(t, cfg, rlf.GetDomain(), report, req, want)
-	checkMatches(t, cfg, rlf.GetDomain(), check, tokenRequest{headers: map[string]string{"x-user-id": "bob", "x-model": "mistral-large"}},
+	checkMatches(t, cfg, rlf.GetDomain(), check, request{headers: map[string]string{"x-user-id": "bob", "x-model": "mistral-large"}},
 		map[string]string{"user_id=bob": "100000", "model=mistral-large": "100000"})
 }
 
@@ -330,8 +287,8 @@ func TestTokensAIGateway(t *testing.T) {
 	if !cfg.HasDomain(perRoute.GetDomain()) {
 		t.Fatalf("domain %q is not in the rules (%v)", perRoute.GetDomain(), cfg.Domains())
 	}
-	request := func(backend, model string) tokenRequest {
-		return tokenRequest{metadata: map[string]map[string]string{"io.envoy.ai_gateway": {
+	requestFor := func(backend, model string) request {
+		return request{metadata: map[string]map[string]string{"io.envoy.ai_gateway": {
 			"ai_service_backend_name": backend, "model_name_override": model, "llm_total_token": "1234",
 		}}}
 	}
@@ -344,8 +301,8 @@ func TestTokensAIGateway(t *testing.T) {
 		{"default/azure-openai", "gpt-4o", "500000 quota"},
 	} {
 		want := map[string]string{"backend_name=" + tc.backend + ",model_name_override=" + tc.model: tc.want}
-		checkMatches(t, cfg, perRoute.GetDomain(), check, request(tc.backend, tc.model), want)
-		checkMatches(t, cfg, perRoute.GetDomain(), report, request(tc.backend, tc.model), want)
+		checkMatches(t, cfg, perRoute.GetDomain(), check, requestFor(tc.backend, tc.model), want)
+		checkMatches(t, cfg, perRoute.GetDomain(), report, requestFor(tc.backend, tc.model), want)
 	}
 }
 

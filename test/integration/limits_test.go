@@ -201,11 +201,7 @@ func warmUp(t *testing.T, svc *service, value string) {
 
 func TestSeveralLimitsClusterOneSlotPerDescriptor(t *testing.T) {
 	svc, nodes := startLimits(t, "cluster", "REDIS_PIPELINE_WINDOW=0")
-	masters := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		masters[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
-		defer masters[i].Close()
-	}
+	masters := redistest.Clients(t, nodes)
 	warmUp(t, svc, "solo")
 	before := clusterScriptCalls(t, masters)
 	const n = 10
@@ -247,11 +243,7 @@ func userOn(t *testing.T, masters []*redis.Client, i int) string {
 // nothing: the group that charged is undone when another denies.
 func TestSeveralLimitsClusterAcrossSlots(t *testing.T) {
 	svc, nodes := startLimits(t, "cluster")
-	masters := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		masters[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
-		defer masters[i].Close()
-	}
+	masters := redistest.Clients(t, nodes)
 	a, b := userOn(t, masters, 0), userOn(t, masters, 1)
 	startOfSecond()
 	// b's per_second is spent by usage.
