@@ -69,7 +69,7 @@ func (s *Server) Reset(ctx context.Context, r *adminv1.ResetRequest) (*adminv1.R
 	if err != nil {
 		s.log.Error("counters reset failed", zap.String("by", who), zap.String("domain", r.GetDomain()),
 			zap.Strings("descriptors", describe(descs)), zap.Int("keys", len(keys)), zap.Error(err))
-		return nil, storeError(ctx, err)
+		return nil, service.BackendStatus(ctx, err)
 	}
 	k := 0
 	for i, c := range resp.Counters {
@@ -119,7 +119,7 @@ func (s *Server) List(ctx context.Context, r *adminv1.ListRequest) (*adminv1.Lis
 		if errors.Is(err, store.ErrBadCursor) {
 			return nil, status.Error(codes.InvalidArgument, "page_token is not one List returned")
 		}
-		return nil, storeError(ctx, err)
+		return nil, service.BackendStatus(ctx, err)
 	}
 	resp := &adminv1.ListResponse{NextPageToken: base64.RawURLEncoding.EncodeToString([]byte(next))}
 	for _, k := range keys {
@@ -203,16 +203,4 @@ func modeName(m algorithms.Mode) string {
 	default:
 		return "ENFORCE"
 	}
-}
-
-// storeError is UNAVAILABLE for a store failure, or the caller's own
-// deadline or cancellation.
-func storeError(ctx context.Context, err error) error {
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return status.Errorf(codes.DeadlineExceeded, "deadline exceeded waiting for the backend: %v", err)
-	case errors.Is(ctx.Err(), context.Canceled):
-		return status.Errorf(codes.Canceled, "canceled waiting for the backend: %v", err)
-	}
-	return status.Errorf(codes.Unavailable, "backend unavailable: %v", err)
 }
