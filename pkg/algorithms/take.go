@@ -154,11 +154,10 @@ func firstPass(op Op, st State, now time.Time) (Decision, State, bool, Decision)
 // takeGeneral is TakeAll for any ops: a key's later ops see the pending
 // state its earlier ops left.
 func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
-	decisions := make([]Decision, len(ops))
+	decisions, taken := decisionPair(len(ops))
 	original := make(map[string]State, len(ops))
 	pending := make(map[string]State, len(ops))
 	charged := make(map[string]bool, len(ops))
-	taken := make([]Decision, len(ops))
 	var verdict Verdict
 	for i, op := range ops {
 		st, seen := pending[op.Key]
@@ -172,13 +171,7 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decisi
 		verdict.Add(op.Mode, op.Joined, decisions[i].Allowed)
 	}
 	if !verdict.Denied() {
-		writes := make(map[string]State, len(ops))
-		for key, ch := range charged {
-			if ch {
-				writes[key] = pending[key]
-			}
-		}
-		return decisions, writes
+		return decisions, chargedStates(charged, pending)
 	}
 	// Denied: start again from the stored states, recording usage only
 	// (a usage op moves its key's running state on as in the first pass).
@@ -203,16 +196,28 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decisi
 			decisions[i] = taken[i]
 		}
 	}
+	return decisions, chargedStates(charged, running)
+}
+
+// decisionPair allocates a batch's decisions and its ops' Take decisions
+// (firstPass's last result) in one go.
+func decisionPair(n int) (decisions, taken []Decision) {
+	ds := make([]Decision, 2*n)
+	return ds[:n:n], ds[n:]
+}
+
+// chargedStates is the states of the charged keys: what a batch writes.
+func chargedStates(charged map[string]bool, states map[string]State) map[string]State {
 	var writes map[string]State
 	for key, ch := range charged {
 		if ch {
 			if writes == nil {
-				writes = make(map[string]State, len(ops))
+				writes = make(map[string]State, len(charged))
 			}
-			writes[key] = running[key]
+			writes[key] = states[key]
 		}
 	}
-	return decisions, writes
+	return writes
 }
 
 // distinctKeys reports whether no key repeats in ops. Requests carry a few
@@ -242,11 +247,10 @@ func distinctKeys(ops []Op) bool {
 // each op sees its key's stored state, so no op's pending state needs
 // tracking by key (the Lua take's distinct-keys path mirrors it).
 func takeDistinct(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
-	decisions := make([]Decision, len(ops))
+	decisions, taken := decisionPair(len(ops))
 	states := make([]State, 2*len(ops)) // stored, then next, per op
 	original, next := states[:len(ops)], states[len(ops):]
 	charged := make([]bool, len(ops))
-	taken := make([]Decision, len(ops))
 	var verdict Verdict
 	for i, op := range ops {
 		original[i] = load(op.Key)
