@@ -58,6 +58,11 @@ const (
 	// quota rules deny charges nothing, where the flip would have charged
 	// its other rules (envoyproxy charges every rule either way).
 	Quota
+	// Spare: hits taken only if they fit, for a lease top-up riding on a
+	// request (pkg/store/lease). A Spare op never denies its batch and is
+	// never recorded past its limit: an admitted batch charges it when it
+	// was allowed, a denied batch never does.
+	Spare
 )
 
 // Op is one charge of Hits against Key under Limit.
@@ -77,6 +82,9 @@ type Op struct {
 	// a run of joined Quota ops is one quota alternative, denied when any
 	// of its ops is, as a descriptor is over when any of its limits is.
 	Joined bool
+	// Lease says the op's rule lets a replica lease blocks of its counter
+	// (pkg/store/lease). Only that decorator reads it; stores ignore it.
+	Lease bool
 }
 
 // Record applies hits to state at now under lim whatever the limit says:

@@ -33,6 +33,29 @@ type Store interface {
 	Close() error
 }
 
+// Charge is what an admitted batch charged one key: the hits and the
+// state written, which is what taking part of it back exactly needs
+// (algorithms.Undo).
+type Charge struct {
+	Key   string
+	Limit algorithms.Limit
+	algorithms.Charged
+}
+
+// Lender is a Store that also tells what an admitted batch charged and
+// takes part of a charge back: what leases need (pkg/store/lease).
+type Lender interface {
+	Store
+	// TakeCharged is Take, also returning, when the batch was admitted, one
+	// Charge per key it charged (none for a key its usage ops charged: usage
+	// is never given back). A denied batch returns no charges.
+	TakeCharged(ctx context.Context, reqs []Request) ([]Result, []Charge, error)
+	// Return takes back each charge's Hits as algorithms.Undo does: never
+	// more room than if the hits had not been charged. An error may leave
+	// some of them charged (under-admission, never over-admission).
+	Return(ctx context.Context, charges []Charge) error
+}
+
 // ErrBadCursor is a listing cursor the store did not issue (the counters
 // API answers it with INVALID_ARGUMENT).
 var ErrBadCursor = errors.New("bad page token")
