@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 )
@@ -25,21 +24,19 @@ type loadResult struct {
 func requests(domain, key string, descriptors, n int) []*rlsv3.RateLimitRequest {
 	out := make([]*rlsv3.RateLimitRequest, n)
 	for i := range out {
-		req := &rlsv3.RateLimitRequest{Domain: domain}
-		for d := range descriptors {
-			req.Descriptors = append(req.Descriptors, &rlcommon.RateLimitDescriptor{
-				Entries: []*rlcommon.RateLimitDescriptor_Entry{{Key: key, Value: "v" + strconv.Itoa((i*descriptors+d)%100000)}},
-			})
-		}
-		out[i] = req
+		out[i] = request(domain, key, descriptors, func(d int) string { return "v" + strconv.Itoa((i*descriptors+d)%100000) })
 	}
 	return out
 }
 
-// load keeps `concurrency` calls in flight on one connection (as Envoy and
-// ghz do) for d, each with its own deadline.
-func load(conn *grpc.ClientConn, reqs []*rlsv3.RateLimitRequest, concurrency int, d, timeout time.Duration) loadResult {
-	client := rlsv3.NewRateLimitServiceClient(conn)
+// load keeps `concurrency` calls in flight for d, each with its own
+// deadline, on one connection per replica (as Envoy and ghz do), the
+// calls spread evenly over them.
+func load(conns []*grpc.ClientConn, reqs []*rlsv3.RateLimitRequest, concurrency int, d, timeout time.Duration) loadResult {
+	clients := make([]rlsv3.RateLimitServiceClient, len(conns))
+	for i, c := range conns {
+		clients[i] = rlsv3.NewRateLimitServiceClient(c)
+	}
 	var next atomic.Uint64
 	lat := make([][]time.Duration, concurrency)
 	failed := make([]int, concurrency)
@@ -50,6 +47,7 @@ func load(conn *grpc.ClientConn, reqs []*rlsv3.RateLimitRequest, concurrency int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			client := clients[w%len(clients)]
 			mine := make([]time.Duration, 0, 4096)
 			for time.Now().Before(stop) {
 				req := reqs[next.Add(1)%uint64(len(reqs))]

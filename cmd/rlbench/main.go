@@ -8,6 +8,13 @@
 // and script calls per decision and the script's usec_per_call (INFO
 // commandstats), and the service/floor CPU ratio; medians over the rounds.
 //
+// Next to ratelimitd it can measure a cost model of envoyproxy/ratelimit
+// (target envoy-model: its Redis backend's pipelined INCRBY + EXPIRE per
+// descriptor, see model.go), and it has scenarios (-scenario): today's
+// uniform load (default), a Zipf(1.1) load over 10^5 counters from three
+// replicas sharing one Redis (zipf), and a single hot counter from three
+// replicas (hot); see scenario.go.
+//
 // CPU per decision is robust to other work on the machine (it counts only
 // the measured process's own CPU); decisions/s and latencies are not.
 //
@@ -36,28 +43,47 @@ type options struct {
 	rounds      int
 	timeout     time.Duration
 	targets     []string
+	replicas    int
+	scenario    scenario
+	modelUnit   time.Duration
+	modelLimit  uint64
 	serveFloor  string
+	serveModel  string
+	modelRedis  string
 }
 
 func main() {
 	var o options
-	var descs, targets string
+	var descs, targets, scenarios string
 	flag.StringVar(&o.ratelimitd, "ratelimitd", "", "ratelimitd binary to measure (required)")
 	flag.StringVar(&o.base, "ratelimitd-base", "", "a second ratelimitd binary (say, before a change) for targets named base-memory, base-redis")
 	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.StringVar(&o.config, "config", "bench/config", "ratelimitd config directory")
 	flag.StringVar(&o.domain, "domain", "bench", "rate limit domain")
+	flag.StringVar(&scenarios, "scenario", "default", "scenarios to run, in order: "+scenarioNames()+"; the flags below override a scenario's settings")
 	flag.StringVar(&o.key, "key", "fixed_window", "descriptor key (one rule of the config)")
 	flag.StringVar(&descs, "descriptors", "1,3", "descriptors per request, one run each")
+	flag.IntVar(&o.replicas, "replicas", 1, "processes per target, the load spread over them (one connection each); CPU is their sum")
 	flag.IntVar(&o.concurrency, "concurrency", 50, "calls in flight")
 	flag.DurationVar(&o.duration, "duration", 4*time.Second, "measured time per run")
 	flag.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured load before each run")
 	flag.IntVar(&o.rounds, "rounds", 2, "rounds; each round runs every target once")
+	flag.DurationVar(&o.modelUnit, "model-unit", time.Second, "envoy-model: the window of its one limit")
+	flag.Uint64Var(&o.modelLimit, "model-limit", 1000, "envoy-model: requests per window of its one limit")
 	flag.DurationVar(&o.timeout, "timeout", time.Second, "per-call deadline")
-	flag.StringVar(&targets, "targets", "floor,memory,redis",
-		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0), and base-<target> for -ratelimitd-base; +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
+	flag.StringVar(&targets, "targets", "floor,memory,redis,envoy-model",
+		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0), redis-lease (LEASE_ENABLED=true), envoy-model, and base-<target> for -ratelimitd-base; +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
 	flag.StringVar(&o.serveFloor, "serve-floor", "", "internal: serve the floor on this address")
+	flag.StringVar(&o.serveModel, "serve-model", "", "internal: serve envoy-model on this address")
+	flag.StringVar(&o.modelRedis, "model-redis", "", "internal: envoy-model's Redis address")
 	flag.Parse()
+	if o.serveModel != "" {
+		if err := serveModel(o.serveModel, o.modelRedis, o.modelUnit, o.modelLimit); err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench model:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.serveFloor != "" {
 		if err := serveFloor(o.serveFloor); err != nil {
 			fmt.Fprintln(os.Stderr, "rlbench floor:", err)
@@ -65,15 +91,30 @@ func main() {
 		}
 		return
 	}
-	var err error
-	if o.descriptors, err = parseInts(descs); err != nil {
-		fmt.Fprintln(os.Stderr, "rlbench: -descriptors:", err)
-		os.Exit(2)
-	}
-	o.targets = strings.Split(targets, ",")
-	if err := run(o); err != nil {
-		fmt.Fprintln(os.Stderr, "rlbench:", err)
-		os.Exit(1)
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, name := range strings.Split(scenarios, ",") {
+		sc, ok := scenarioNamed(strings.TrimSpace(name))
+		if !ok {
+			fmt.Fprintf(os.Stderr, "rlbench: unknown scenario %q (have %s)\n", name, scenarioNames())
+			os.Exit(2)
+		}
+		so := sc.apply(o, set)
+		var err error
+		if set["descriptors"] {
+			so.descriptors, err = parseInts(descs)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench: -descriptors:", err)
+			os.Exit(2)
+		}
+		if set["targets"] {
+			so.targets = strings.Split(targets, ",")
+		}
+		if err := run(so); err != nil {
+			fmt.Fprintln(os.Stderr, "rlbench:", err)
+			os.Exit(1)
+		}
 	}
 }
 

@@ -208,11 +208,17 @@ func startService(bin, config string, logTo io.Writer, env ...string) (*child, s
 
 // startFloor re-executes rlbench as the bare gRPC server.
 func startFloor() (*child, string, error) {
+	return startSelf("floor", "-serve-floor", "127.0.0.1:0")
+}
+
+// startSelf re-executes rlbench with args, as a server that prints its
+// address on its first line.
+func startSelf(name string, args ...string) (*child, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command(self, "-serve-floor", "127.0.0.1:0")
+	cmd := exec.Command(self, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err
@@ -224,10 +230,16 @@ func startFloor() (*child, string, error) {
 	// The first line is read before anything waits on the process: Wait
 	// would close the pipe under the read.
 	line, err := bufio.NewReader(out).ReadString('\n')
-	c := newChild("floor", cmd)
+	c := newChild(name, cmd)
 	if err != nil {
 		c.stop()
-		return nil, "", fmt.Errorf("floor server: %w", err)
+		return nil, "", fmt.Errorf("%s server: %w", name, err)
 	}
 	return c, strings.TrimSpace(line), nil
+}
+
+// startModel re-executes rlbench as envoy-model on redisAddr.
+func startModel(redisAddr string, unit time.Duration, limit uint64) (*child, string, error) {
+	return startSelf("envoy-model", "-serve-model", "127.0.0.1:0", "-model-redis", redisAddr,
+		"-model-unit", unit.String(), "-model-limit", strconv.FormatUint(limit, 10))
 }

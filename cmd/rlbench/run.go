@@ -16,13 +16,26 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
 )
 
-// target is one server under load.
+// target is one server under load: one process, or -replicas processes
+// that the load is spread over (the service's replicas sharing one Redis).
 type target struct {
 	name  string
-	proc  *child
-	addr  string
+	procs []*child
 	redis bool // decisions go to the bench's redis-server
-	conn  *grpc.ClientConn
+	conns []*grpc.ClientConn
+}
+
+// cpu is the CPU the target's processes have used so far.
+func (t *target) cpu() (time.Duration, error) {
+	var sum time.Duration
+	for _, p := range t.procs {
+		c, err := cpuTime(p.pid())
+		if err != nil {
+			return 0, err
+		}
+		sum += c
+	}
+	return sum, nil
 }
 
 // sample is one measured run of one target.
@@ -37,8 +50,8 @@ func run(o options) error {
 	if o.ratelimitd == "" {
 		return errors.New("-ratelimitd is required")
 	}
-	if o.rounds < 1 || o.concurrency < 1 || o.duration <= 0 {
-		return errors.New("-rounds, -concurrency and -duration must be positive")
+	if o.rounds < 1 || o.concurrency < 1 || o.duration <= 0 || o.replicas < 1 {
+		return errors.New("-rounds, -concurrency, -duration and -replicas must be positive")
 	}
 	dir, err := os.MkdirTemp("", "rlbench-")
 	if err != nil {
@@ -75,8 +88,9 @@ func run(o options) error {
 		targets = append(targets, t)
 	}
 
-	fmt.Printf("rlbench: %d concurrent calls on one connection, %s per run after %s warm-up, %d rounds, key %q, GOMAXPROCS of this box: %d CPUs\n",
-		o.concurrency, o.duration, o.warmup, o.rounds, o.key, numCPU())
+	fmt.Printf("\nrlbench scenario %s: %s\n", o.scenario.name, o.scenario.about)
+	fmt.Printf("%d concurrent calls on %d connection(s), one per replica, %s per run after %s warm-up, %d rounds, key %q, GOMAXPROCS of this box: %d CPUs\n",
+		o.concurrency, o.replicas, o.duration, o.warmup, o.rounds, o.key, numCPU())
 	fmt.Println("CPU per decision counts only the measured process (robust to a busy machine); decisions/s and latency are not.")
 	samples, err := measureRounds(o, targets, info, redisProc)
 	if err != nil {
@@ -87,11 +101,30 @@ func run(o options) error {
 	return nil
 }
 
-// startTarget starts the server a target name describes: "floor",
-// "memory", "redis", "redis-nopipe", each optionally "base-" (the
-// -ratelimitd-base binary) and "+VAR=VALUE" (a setting).
+// startTarget starts -replicas servers of what a target name describes:
+// "floor", "memory", "redis", "redis-nopipe", "redis-lease",
+// "envoy-model", each optionally "base-" (the -ratelimitd-base binary) and
+// "+VAR=VALUE" (a setting).
 func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*target, error) {
 	t := &target{name: name}
+	for range o.replicas {
+		proc, addr, err := startReplica(o, t, name, logFile, redisAddr)
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		t.procs = append(t.procs, proc)
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		t.conns = append(t.conns, conn)
+	}
+	return t, nil
+}
+
+func startReplica(o options, t *target, name string, logFile io.Writer, redisAddr string) (*child, string, error) {
 	// "redis+REDIS_PIPELINE_WINDOW=500us" is redis with that setting.
 	kind, extra, _ := strings.Cut(name, "+")
 	env := strings.Split(extra, "+")
@@ -101,38 +134,38 @@ func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*
 	bin := o.ratelimitd
 	if k, ok := strings.CutPrefix(kind, "base-"); ok {
 		if o.base == "" {
-			return nil, fmt.Errorf("target %q needs -ratelimitd-base", name)
+			return nil, "", fmt.Errorf("target %q needs -ratelimitd-base", name)
 		}
 		kind, bin = k, o.base
 	}
-	if kind == "redis-nopipe" {
-		kind, env = "redis", append(env, "REDIS_PIPELINE_WINDOW=0")
+	switch kind {
+	case "redis-nopipe":
+		kind, env = "redis", append([]string{"REDIS_PIPELINE_WINDOW=0"}, env...)
+	case "redis-lease":
+		kind, env = "redis", append([]string{"LEASE_ENABLED=true"}, env...)
 	}
-	var err error
 	switch kind {
 	case "floor":
-		t.proc, t.addr, err = startFloor()
+		return startFloor()
+	case "envoy-model":
+		t.redis = true
+		return startModel(redisAddr, o.modelUnit, o.modelLimit)
 	case "memory":
-		t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
+		return startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
 	case "redis":
 		t.redis = true
-		t.proc, t.addr, err = startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
-	default:
-		err = fmt.Errorf("unknown target %q", name)
+		return startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if t.conn, err = grpc.NewClient(t.addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
-		t.proc.stop()
-		return nil, err
-	}
-	return t, nil
+	return nil, "", fmt.Errorf("unknown target %q", name)
 }
 
 func (t *target) close() {
-	_ = t.conn.Close()
-	t.proc.stop()
+	for _, c := range t.conns {
+		_ = c.Close()
+	}
+	for _, p := range t.procs {
+		p.stop()
+	}
 }
 
 // measureRounds runs every target at every descriptor count, interleaved,
@@ -141,7 +174,7 @@ func measureRounds(o options, targets []*target, info *redisConn, redisProc *chi
 	samples := map[string][]sample{} // target/descriptors -> rounds
 	for round := 1; round <= o.rounds; round++ {
 		for _, d := range o.descriptors {
-			reqs := requests(o.domain, o.key, d, 4096)
+			reqs := o.scenario.requests(o.domain, o.key, d)
 			for _, t := range targets {
 				s, err := measure(o, t, info, redisProc, reqs)
 				if err != nil {
@@ -175,16 +208,16 @@ func reportFailures(samples map[string][]sample, logPath string) {
 
 func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rlsv3.RateLimitRequest) (sample, error) {
 	if o.warmup > 0 {
-		load(t.conn, reqs, o.concurrency, o.warmup, o.timeout)
+		load(t.conns, reqs, o.concurrency, o.warmup, o.timeout)
 	}
-	cpu0, err1 := cpuTime(t.proc.pid())
+	cpu0, err1 := t.cpu()
 	rcpu0, err2 := cpuTime(redisProc.pid())
 	stats0, err3 := commandStats(info)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return sample{}, err
 	}
-	res := load(t.conn, reqs, o.concurrency, o.duration, o.timeout)
-	cpu1, err1 := cpuTime(t.proc.pid())
+	res := load(t.conns, reqs, o.concurrency, o.duration, o.timeout)
+	cpu1, err1 := t.cpu()
 	rcpu1, err2 := cpuTime(redisProc.pid())
 	stats1, err3 := commandStats(info)
 	if err := errors.Join(err1, err2, err3); err != nil {

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+)
+
+// scenario is a workload and the targets it compares. Flags given on the
+// command line override its settings (apply).
+type scenario struct {
+	name        string
+	about       string
+	key         string
+	descriptors []int
+	targets     []string
+	replicas    int
+	rounds      int
+	warmup      time.Duration
+	// modelUnit and modelLimit are envoy-model's limit: the bench config's
+	// rule for key, which the model does not read.
+	modelUnit  time.Duration
+	modelLimit uint64
+	// requests builds the requests the load cycles through.
+	requests func(domain, key string, descriptors int) []*rlsv3.RateLimitRequest
+}
+
+// The Zipf and hot-counter rules have limits per hour far above what the
+// box can send (bench/config), so every decision is an admission and the
+// comparison is about cost; leases (LEASE_ENABLED) lease them.
+const hourLimit = 1_000_000_000
+
+var scenarios = []scenario{
+	{
+		name:  "default",
+		about: "uniform load over 10^5 counters (1 descriptor) or 3 x 10^5 (3 descriptors), fixed_window 1000/s, one replica per target",
+		key:   "fixed_window", descriptors: []int{1, 3},
+		targets:  []string{"floor", "memory", "redis", "envoy-model"},
+		replicas: 1, rounds: 2, warmup: 300 * time.Millisecond,
+		modelUnit: time.Second, modelLimit: 1000,
+		requests: func(domain, key string, d int) []*rlsv3.RateLimitRequest {
+			return requests(domain, key, d, 4096)
+		},
+	},
+	{
+		name:  "zipf",
+		about: "Zipf(s=1.1) over 10^5 counters, fixed_window 10^9/hour, three replicas sharing one Redis, leases off (redis) and on (redis-lease)",
+		key:   "zipf", descriptors: []int{1},
+		targets:  []string{"floor", "redis", "redis-lease", "envoy-model"},
+		replicas: 3, rounds: 3, warmup: time.Second,
+		modelUnit: time.Hour, modelLimit: hourLimit,
+		requests: zipfRequests,
+	},
+	{
+		name:  "hot",
+		about: "one hot counter, fixed_window 10^9/hour, three replicas sharing one Redis, leases off (redis) and on (redis-lease)",
+		key:   "hot", descriptors: []int{1},
+		targets:  []string{"floor", "redis", "redis-lease", "envoy-model"},
+		replicas: 3, rounds: 3, warmup: time.Second,
+		modelUnit: time.Hour, modelLimit: hourLimit,
+		requests: func(domain, key string, d int) []*rlsv3.RateLimitRequest {
+			return []*rlsv3.RateLimitRequest{request(domain, key, d, func(int) string { return "hot" })}
+		},
+	},
+}
+
+func scenarioNamed(name string) (scenario, bool) {
+	for _, s := range scenarios {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return scenario{}, false
+}
+
+func scenarioNames() string {
+	var names []string
+	for _, s := range scenarios {
+		names = append(names, s.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// apply is o with the scenario's settings, except those set on the command
+// line (-descriptors and -targets are the caller's, as they need parsing).
+func (s scenario) apply(o options, set map[string]bool) options {
+	o.scenario = s
+	o.descriptors, o.targets = s.descriptors, s.targets
+	if !set["key"] {
+		o.key = s.key
+	}
+	if !set["replicas"] {
+		o.replicas = s.replicas
+	}
+	if !set["rounds"] {
+		o.rounds = s.rounds
+	}
+	if !set["warmup"] {
+		o.warmup = s.warmup
+	}
+	if !set["model-unit"] {
+		o.modelUnit = s.modelUnit
+	}
+	if !set["model-limit"] {
+		o.modelLimit = s.modelLimit
+	}
+	return o
+}
+
+// request is one request of d descriptors, each one entry key=value(i).
+func request(domain, key string, d int, value func(i int) string) *rlsv3.RateLimitRequest {
+	req := &rlsv3.RateLimitRequest{Domain: domain}
+	for i := range d {
+		req.Descriptors = append(req.Descriptors, &rlcommon.RateLimitDescriptor{
+			Entries: []*rlcommon.RateLimitDescriptor_Entry{{Key: key, Value: value(i)}},
+		})
+	}
+	return req
+}
+
+// zipfRequests draws 2^16 requests whose descriptors' values follow
+// Zipf(s=1.1) over 10^5 counters (rank 0 the most frequent, about 9% of
+// the draws), from a fixed seed so every run and target sees the same
+// sequence.
+func zipfRequests(domain, key string, d int) []*rlsv3.RateLimitRequest {
+	z := rand.NewZipf(rand.New(rand.NewPCG(19, 3)), 1.1, 1, 100_000-1)
+	out := make([]*rlsv3.RateLimitRequest, 1<<16)
+	for i := range out {
+		out[i] = request(domain, key, d, func(int) string { return "z" + strconv.FormatUint(z.Uint64(), 10) })
+	}
+	return out
+}
