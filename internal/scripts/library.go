@@ -31,7 +31,7 @@ const (
 )
 
 // stdGlobals are the standard globals the scripts use per call.
-const stdGlobals = "math, string, struct, tonumber, tostring, type, ipairs, pairs, pcall"
+const stdGlobals = "math, string, struct, tonumber, tostring, type, ipairs, pairs, pcall, unpack"
 
 func codeHash(code string) string {
 	sum := sha1.Sum([]byte(code))

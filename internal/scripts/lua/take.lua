@@ -428,9 +428,92 @@ local function distinct(keys, k0, n)
   return true
 end
 
+-- take_fixed is take_distinct for the commonest batch, every op a plain
+-- fixed_window enforce op: mode 0 or ENFORCE (joined or not; no usage,
+-- shadow, quota or spare), no burst, refill or debt. Same decisions, writes and charges, for
+-- less work in Redis: one MGET reads every key (a key of another type
+-- reads as absent, as regs_get's GET does), fixed_window is called
+-- directly, and FW holds each op's fields between the passes, FW_STRIDE
+-- slots per op, one table for every take as PENDING. It returns nil,
+-- having read no key, when any op is anything else: take_distinct decides
+-- that batch.
+local FW, FW_STRIDE = {}, 12
+local function take_fixed(now, keys, k0, ops, n, charges)
+  for i = 1, n do
+    local an, r, p, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+    if mode >= JOINED then mode = mode - JOINED end
+    if an ~= FIXED_WINDOW or (mode ~= 0 and mode ~= ENFORCE) or burst ~= 0 or refill ~= 0 or debt ~= 0 then
+      return nil
+    end
+    local j = FW_STRIDE * (i - 1)
+    FW[j + 1], FW[j + 2], FW[j + 3] = r, p, h
+  end
+  local vals = redis.call('MGET', unpack(keys, k0 + 1, k0 + n))
+  local out
+  if n == 1 then
+    out = { 0, 0, 0, 0 }
+  elseif n == 2 then
+    out = { 0, 0, 0, 0, 0, 0, 0, 0 }
+  elseif n == 3 then
+    out = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  else
+    out = {}
+  end
+  local admitted = true
+  for i = 1, n do
+    local j = FW_STRIDE * (i - 1)
+    local r, p, h = FW[j + 1], FW[j + 2], FW[j + 3]
+    -- decide_stored's read, expiry and range check.
+    local a, b, c, e = 0, 0, 0, 0
+    local v = vals[i]
+    if type(v) == 'string' and #v == REGS_BYTES then
+      a, b, c, e = struct.unpack(REGS_FORMAT, v)
+      if not regs_exact(a, b, c, e) then
+        a, b, c, e = 0, 0, 0, 0
+      end
+    end
+    if (e ~= 0 and now >= e) or (r > 0 and not fixed_window_valid(r, p, r, 0, 0, a, b, c, now)) then
+      a, b, c, e = 0, 0, 0, 0
+    end
+    local ok, rem, reset, retry, na, nb, nc, ne = fixed_window(r, p, r, 0, 0, a, b, c, e, h, now)
+    FW[j + 4], FW[j + 5], FW[j + 6], FW[j + 7] = a, b, c, e
+    FW[j + 8], FW[j + 9], FW[j + 10], FW[j + 11], FW[j + 12] = ok and h > 0, na, nb, nc, ne
+    if not ok then admitted = false end
+    local k = 4 * (i - 1)
+    out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
+  end
+  if not admitted then
+    -- Nothing is written; an allowed op reports what a check would on its
+    -- stored state, a denied one its own denial.
+    for i = 1, n do
+      local j, k = FW_STRIDE * (i - 1), 4 * (i - 1)
+      if out[k + 1] == 1 then
+        local r, p = FW[j + 1], FW[j + 2]
+        local ok, rem, reset, retry = fixed_window(r, p, r, 0, 0, FW[j + 4], FW[j + 5], FW[j + 6], FW[j + 7], 0, now)
+        out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
+      end
+    end
+    return out
+  end
+  for i = 1, n do
+    local j = FW_STRIDE * (i - 1)
+    if FW[j + 8] then
+      local a, b, c, e = FW[j + 9], FW[j + 10], FW[j + 11], FW[j + 12]
+      regs_put(keys[k0 + i], struct.pack(REGS_FORMAT, a, b, c, e), ttl_arg(e, now))
+      if charges then
+        -- charge_of of a register state.
+        local m = #out
+        out[m + 1], out[m + 2], out[m + 3], out[m + 4] = i, FW[j + 3], a, b
+        out[m + 5], out[m + 6], out[m + 7] = c, e, 0
+      end
+    end
+  end
+  return out
+end
+
 local function take_keys(now, keys, k0, ops, n, charges)
   if distinct(keys, k0, n) then
-    return take_distinct(now, keys, k0, ops, n, charges)
+    return take_fixed(now, keys, k0, ops, n, charges) or take_distinct(now, keys, k0, ops, n, charges)
   end
   return take_general(now, keys, k0, ops, n, charges)
 end
