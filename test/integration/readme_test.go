@@ -36,7 +36,7 @@ func readmeCommands(t *testing.T) []string {
 // example config on the embedded store, as `make run` serves it.
 func TestReadmeExamples(t *testing.T) {
 	if grpcurlPath == "" {
-		redistest.Missing(t, "grpcurl could not be installed")
+		redistest.Missing(t, "grpcurl could not be built (go.mod tool directive)")
 	}
 	svc := startExample(t)
 
@@ -116,7 +116,7 @@ func readmeScripts(t *testing.T, doc, needle string) []string {
 // verbatim, as one script, on the embedded store as `make run` serves it.
 func TestReadmeQueueExamples(t *testing.T) {
 	if grpcurlPath == "" {
-		redistest.Missing(t, "grpcurl could not be installed")
+		redistest.Missing(t, "grpcurl could not be built (go.mod tool directive)")
 	}
 	scripts := readmeScripts(t, "docs/queue.md", "ratelimitd.queue.v1.DelayQueue/")
 	if len(scripts) != 1 {
@@ -172,7 +172,7 @@ func startExample(t *testing.T, env ...string) *service {
 // a token file.
 func TestReadmeCountersExamples(t *testing.T) {
 	if grpcurlPath == "" {
-		redistest.Missing(t, "grpcurl could not be installed")
+		redistest.Missing(t, "grpcurl could not be built (go.mod tool directive)")
 	}
 	scripts := readmeScripts(t, "docs/counters.md", "ratelimitd.admin.v1.Counters/")
 	if len(scripts) != 1 {
