@@ -15,10 +15,10 @@ type KeyCharge struct {
 }
 
 // Charges is what an admitted batch of ops charged at now, computed from
-// TakeAll's decisions and writes and the states its load returned (before), exactly
-// as take.lua's charge_of reports it in Redis, so that every store gives
-// the same charges back: one per key written, in the order the batch first
-// names them, where
+// TakeAll's decisions and writes and the states its load returned
+// (before), exactly as take.lua's charge_of reports it in Redis, so that
+// every store gives the same charges back: one per key written, in the
+// order the batch first names them, where
 //
 //   - Hits is the sum of the hits of the non-usage ops that charged the key:
 //     allowed ones, and Shadow and Quota ops recorded past their limits
@@ -66,8 +66,8 @@ func Charges(ops []Op, decisions []Decision, before func(key string) State, writ
 			continue
 		}
 		// Only hits recorded past a limit can be this large; the Lua take
-		// sees them clamped (internal/scripts' maxHits), and an undo takes
-		// back at most what the key holds anyway.
+		// sees them clamped (internal/scripts' maxHits), and the clamp keeps
+		// the undos' int64 arithmetic exact (the count floors at 0 anyway).
 		a.hits, a.last = satAdd(a.hits, min(op.Hits, maxChargeHits)), i
 	}
 	var out []KeyCharge
