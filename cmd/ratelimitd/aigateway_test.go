@@ -11,9 +11,9 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
+	"go.yaml.in/yaml/v3"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
@@ -36,20 +36,20 @@ func aiGatewayDeployment(t *testing.T) (env map[string]string, args []string) {
 	}
 	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
 		var d struct {
-			Kind string `json:"kind"`
+			Kind string `yaml:"kind"`
 			Spec struct {
 				Template struct {
 					Spec struct {
 						Containers []struct {
-							Args []string `json:"args"`
+							Args []string `yaml:"args"`
 							Env  []struct {
-								Name  string `json:"name"`
-								Value string `json:"value"`
-							} `json:"env"`
-						} `json:"containers"`
-					} `json:"spec"`
-				} `json:"template"`
-			} `json:"spec"`
+								Name  string `yaml:"name"`
+								Value string `yaml:"value"`
+							} `yaml:"env"`
+						} `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
 		}
 		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
 			t.Fatal(err)

@@ -94,7 +94,7 @@ func TestFixedWindowFastPath(t *testing.T) {
 					plain = false
 					switch rng.IntN(5) {
 					case 0:
-						ops[i].Mode = algorithms.Mode(2 + rng.IntN(2)) // shadow, quota
+						ops[i].Mode = []algorithms.Mode{algorithms.Shadow, algorithms.Quota, algorithms.Spare}[rng.IntN(3)]
 					case 1:
 						ops[i].Usage = true
 					case 2:

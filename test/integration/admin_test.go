@@ -21,7 +21,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
-	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
 )
 
@@ -78,23 +77,14 @@ func debugPost(t *testing.T, svc *service, path, auth, body string) (int, string
 // TestCountersAPI drives Get, Reset and List against the binary on each
 // backend, with the token and without it.
 func TestCountersAPI(t *testing.T) {
-	backends := map[string]func(t *testing.T) []string{
-		"memory": func(t *testing.T) []string { return []string{"BACKEND_TYPE=memory"} },
-		"redis": func(t *testing.T) []string {
-			return []string{"REDIS_URL=" + redistest.Start(t).Addr, "CACHE_KEY_PREFIX=rl:", "LOCAL_CACHE_SIZE_IN_BYTES=1048576"}
-		},
-		"sentinel": func(t *testing.T) []string {
-			master := redistest.Start(t)
-			return []string{"REDIS_TYPE=SENTINEL", "REDIS_URL=mymaster," + redistest.StartSentinel(t, "mymaster", master.Addr)}
-		},
-		"cluster": func(t *testing.T) []string {
-			return []string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(redistest.StartCluster(t, 3))}
-		},
-	}
-	for name, env := range backends {
-		t.Run(name, func(t *testing.T) {
-			root, _ := newConfigRoot(t, map[string]string{"shop.yaml": adminConfig})
-			svc := startService(t, root, append(env(t), "ADMIN_TOKEN_FILE="+tokenFile(t, adminToken))...)
+	for _, be := range []backend{memoryBackend, redisBackend, sentinelBackend, clusterBackend} {
+		t.Run(be.name, func(t *testing.T) {
+			env := []string{"ADMIN_TOKEN_FILE=" + tokenFile(t, adminToken)}
+			if be.name == "redis" {
+				// Redis also with a key prefix and the local cache on.
+				env = append(env, "CACHE_KEY_PREFIX=rl:", "LOCAL_CACHE_SIZE_IN_BYTES=1048576")
+			}
+			svc, _ := startOn(t, be, adminConfig, env...)
 			testCounters(t, svc)
 		})
 	}

@@ -30,37 +30,14 @@ descriptors:
     rate_limit: {unit: day, requests_per_unit: 40, algorithm: token_bucket}
 `
 
-// scaleKey is the store key of a one-entry descriptor of domain scale (see
-// config.KeyBuilder: the hash tag is the domain and the entries).
+// scaleKey is the store key of a one-entry descriptor of domain scale.
 func scaleKey(key, value, alg string) string {
-	return fmt.Sprintf("{scale:%d:%s:%d:%s}:%s:86400s", len(key), key, len(value), value, alg)
+	return counterKey("scale", key, value, alg, 24*time.Hour)
 }
 
-// masterIndex is the index in masters of the node serving key's slot.
-func masterIndex(t *testing.T, masters []*redis.Client, key string) int {
-	t.Helper()
-	for i, m := range masters {
-		if err := m.Exists(context.Background(), key).Err(); err == nil {
-			return i
-		}
-	}
-	var errs []string
-	for _, m := range masters {
-		errs = append(errs, fmt.Sprint(m.Get(context.Background(), key).Err()))
-	}
-	t.Fatalf("no master serves %q: %v", key, errs)
-	return -1
-}
-
-// valueOn finds a value of descriptor key whose counter lives on master i.
-func valueOn(t *testing.T, masters []*redis.Client, i int, key, alg, prefix string) string {
-	t.Helper()
-	for n := 0; ; n++ {
-		v := prefix + strconv.Itoa(n)
-		if masterIndex(t, masters, scaleKey(key, v, alg)) == i {
-			return v
-		}
-	}
+// scaleKeyOf is scaleKey for valueOn.
+func scaleKeyOf(key, alg string) func(value string) string {
+	return func(value string) string { return scaleKey(key, value, alg) }
 }
 
 func clusterScriptCalls(t *testing.T, masters []*redis.Client) int {
@@ -127,7 +104,7 @@ func TestClusterScaleOut(t *testing.T) {
 	})
 
 	t.Run("cross-slot all-or-nothing and round trips", func(t *testing.T) {
-		vals := []string{valueOn(t, masters, 0, "small", "fixed_window", "a"), valueOn(t, masters, 1, "small", "fixed_window", "b"), valueOn(t, masters, 2, "small", "fixed_window", "c")}
+		vals := []string{valueOn(t, masters, 0, "a", scaleKeyOf("small", "fixed_window")), valueOn(t, masters, 1, "b", scaleKeyOf("small", "fixed_window")), valueOn(t, masters, 2, "c", scaleKeyOf("small", "fixed_window"))}
 		// Admissions (the request's hits_addend): a descriptor's own
 		// hits_addend would be usage, recorded and never undone.
 		three := func(hits uint32) *rlsv3.RateLimitRequest {
@@ -183,7 +160,7 @@ func TestClusterScaleOut(t *testing.T) {
 	})
 
 	t.Run("master kill under load", func(t *testing.T) {
-		hot := valueOn(t, masters, 0, "user", "fixed_window", "hot")
+		hot := valueOn(t, masters, 0, "hot", scaleKeyOf("user", "fixed_window"))
 		hotKey := scaleKey("user", hot, "fixed_window")
 		victim := masterNodes[0]
 		var replica *redis.Client
@@ -368,7 +345,7 @@ func TestClusterCrossSlotConcurrency(t *testing.T) {
 	const limit = 40
 	for _, tt := range []struct{ key, alg string }{{"fw", "fixed_window"}, {"tb", "token_bucket"}} {
 		t.Run(tt.alg, func(t *testing.T) {
-			vals := []string{valueOn(t, masters, 0, tt.key, tt.alg, "x"), valueOn(t, masters, 1, tt.key, tt.alg, "y"), valueOn(t, masters, 2, tt.key, tt.alg, "z")}
+			vals := []string{valueOn(t, masters, 0, "x", scaleKeyOf(tt.key, tt.alg)), valueOn(t, masters, 1, "y", scaleKeyOf(tt.key, tt.alg)), valueOn(t, masters, 2, "z", scaleKeyOf(tt.key, tt.alg))}
 			req := request("scale", desc(tt.key, vals[0]), desc(tt.key, vals[1]), desc(tt.key, vals[2]))
 			var admitted, denied, failed atomic.Int64
 			var wg sync.WaitGroup

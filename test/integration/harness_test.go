@@ -50,23 +50,20 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build rlload: %v\n%s", err, out)
 		return 1
 	}
-	grpcurlPath = installGrpcurl(dir)
+	grpcurlPath = buildGrpcurl(dir)
 	return m.Run()
 }
 
-// installGrpcurl uses a grpcurl on PATH, else installs the pinned version;
-// an empty result makes the grpcurl tests fail under CI=true and skip elsewhere.
-func installGrpcurl(dir string) string {
-	if p, err := exec.LookPath("grpcurl"); err == nil {
-		return p
-	}
-	cmd := exec.Command("go", "install", "github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4")
-	cmd.Env = append(os.Environ(), "GOBIN="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "install grpcurl: %v\n%s", err, out)
+// buildGrpcurl builds the grpcurl that go.mod's tool directive pins (the
+// one `go tool grpcurl` runs); an empty result makes the grpcurl tests fail
+// under CI=true and skip elsewhere.
+func buildGrpcurl(dir string) string {
+	p := filepath.Join(dir, "grpcurl")
+	if out, err := exec.Command("go", "build", "-o", p, "github.com/fullstorydev/grpcurl/cmd/grpcurl").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build grpcurl (go.mod's tool directive): %v\n%s", err, out)
 		return ""
 	}
-	return filepath.Join(dir, "grpcurl")
+	return p
 }
 
 // service is one running ratelimitd process.

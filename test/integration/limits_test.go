@@ -26,22 +26,10 @@ descriptors:
       - {unit: day, requests_per_unit: 50, unit_multiplier: 7, name: team_week, algorithm: sliding_window}
 `
 
-// startLimits runs ratelimitd with limitsConfig on backend: "memory",
-// "redis" or "cluster".
-func startLimits(t *testing.T, backend string, env ...string) (*service, []*redistest.Server) {
+// startLimits runs ratelimitd with limitsConfig on be.
+func startLimits(t *testing.T, be backend, env ...string) (*service, []*redistest.Server) {
 	t.Helper()
-	switch backend {
-	case "memory":
-		root, _ := newConfigRoot(t, map[string]string{"limits.yaml": limitsConfig})
-		return startService(t, root, append([]string{"BACKEND_TYPE=memory", "REDIS_URL="}, env...)...), nil
-	case "redis":
-		svc, rds := startWithRedis(t, limitsConfig, env...)
-		return svc, []*redistest.Server{rds}
-	default:
-		nodes := redistest.StartCluster(t, 3)
-		root, _ := newConfigRoot(t, map[string]string{"limits.yaml": limitsConfig})
-		return startService(t, root, append([]string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(nodes)}, env...)...), nodes
-	}
+	return startOn(t, be, limitsConfig, env...)
 }
 
 // startOfSecond waits for the next wall-clock second (Redis TIME and the
@@ -70,9 +58,9 @@ func decided(t *testing.T, step string, resp *rlsv3.RateLimitResponse, err error
 // filled with usage (the descriptor's own hits_addend, recorded on every
 // limit past its limit) so the test does not wait 100 seconds.
 func TestSeveralLimitsPerDescriptor(t *testing.T) {
-	for _, backend := range []string{"memory", "redis", "cluster"} {
-		t.Run(backend, func(t *testing.T) {
-			svc, _ := startLimits(t, backend)
+	for _, be := range []backend{memoryBackend, redisBackend, clusterBackend} {
+		t.Run(be.name, func(t *testing.T) {
+			svc, _ := startLimits(t, be)
 			// Eleven calls must share one second; a machine that stalls past
 			// its end gets another try with another user.
 			var user *rlsv3.RateLimitRequest
@@ -135,9 +123,9 @@ func secondOfHits(t *testing.T, svc *service, user *rlsv3.RateLimitRequest) bool
 // A quota descriptor is over when any of its limits is; two of them, each
 // with two limits, are decided in one request.
 func TestSeveralLimitsQuota(t *testing.T) {
-	for _, backend := range []string{"memory", "redis", "cluster"} {
-		t.Run(backend, func(t *testing.T) {
-			svc, _ := startLimits(t, backend)
+	for _, be := range []backend{memoryBackend, redisBackend, clusterBackend} {
+		t.Run(be.name, func(t *testing.T) {
+			svc, _ := startLimits(t, be)
 			req := request("limits", desc("team", "a"), desc("team", "b"))
 			want := []struct {
 				overall rlsv3.RateLimitResponse_Code
@@ -174,7 +162,7 @@ func TestSeveralLimitsQuota(t *testing.T) {
 // Several limits per descriptor still cost one script call per request on
 // Redis (INFO commandstats), and one per slot group on a Cluster.
 func TestSeveralLimitsScriptCalls(t *testing.T) {
-	svc, rds := startLimits(t, "redis", "REDIS_PIPELINE_WINDOW=0")
+	svc, rds := startLimits(t, redisBackend, "REDIS_PIPELINE_WINDOW=0")
 	req := request("limits", desc("user", "u1"), desc("user", "u2"), desc("team", "t1"))
 	warmUp(t, svc, "u1")
 	before := scriptCalls(t, rds[0].Addr)
@@ -200,7 +188,7 @@ func warmUp(t *testing.T, svc *service, value string) {
 }
 
 func TestSeveralLimitsClusterOneSlotPerDescriptor(t *testing.T) {
-	svc, nodes := startLimits(t, "cluster", "REDIS_PIPELINE_WINDOW=0")
+	svc, nodes := startLimits(t, clusterBackend, "REDIS_PIPELINE_WINDOW=0")
 	masters := redistest.Clients(t, nodes)
 	warmUp(t, svc, "solo")
 	before := clusterScriptCalls(t, masters)
@@ -231,18 +219,13 @@ func TestSeveralLimitsClusterOneSlotPerDescriptor(t *testing.T) {
 // userOn finds a value of user whose counters live on master i.
 func userOn(t *testing.T, masters []*redis.Client, i int) string {
 	t.Helper()
-	for n := 0; ; n++ {
-		v := fmt.Sprintf("u%d", n)
-		if masterIndex(t, masters, fmt.Sprintf("{limits:4:user:%d:%s}:fixed_window:1s", len(v), v)) == i {
-			return v
-		}
-	}
+	return valueOn(t, masters, i, "u", func(v string) string { return counterKey("limits", "user", v, "fixed_window", time.Second) })
 }
 
 // A request whose descriptors' limits span masters is still all or
 // nothing: the group that charged is undone when another denies.
 func TestSeveralLimitsClusterAcrossSlots(t *testing.T) {
-	svc, nodes := startLimits(t, "cluster")
+	svc, nodes := startLimits(t, clusterBackend)
 	masters := redistest.Clients(t, nodes)
 	a, b := userOn(t, masters, 0), userOn(t, masters, 1)
 	startOfSecond()

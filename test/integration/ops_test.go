@@ -23,9 +23,7 @@ import (
 )
 
 func TestGrpcurlWithoutProtoFiles(t *testing.T) {
-	if grpcurlPath == "" {
-		redistest.Missing(t, "grpcurl could not be installed")
-	}
+	needGrpcurl(t)
 	svc, _ := startWithRedis(t, itConfig)
 	out, err := exec.Command(grpcurlPath, "-plaintext", svc.grpcAddr, "list").CombinedOutput()
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ratelimitd/ratelimitd/internal/redistest"
 )
 
 // readmeCommands returns the grpcurl and curl lines of README.md's sh blocks.
@@ -35,9 +33,7 @@ func readmeCommands(t *testing.T) []string {
 // TestReadmeExamples runs the README's examples verbatim against the
 // example config on the embedded store, as `make run` serves it.
 func TestReadmeExamples(t *testing.T) {
-	if grpcurlPath == "" {
-		redistest.Missing(t, "grpcurl could not be installed")
-	}
+	needGrpcurl(t)
 	svc := startExample(t)
 
 	// What each example's comment in the README promises.
@@ -115,9 +111,7 @@ func readmeScripts(t *testing.T, doc, needle string) []string {
 // TestReadmeQueueExamples runs the delay queue's examples in docs/queue.md
 // verbatim, as one script, on the embedded store as `make run` serves it.
 func TestReadmeQueueExamples(t *testing.T) {
-	if grpcurlPath == "" {
-		redistest.Missing(t, "grpcurl could not be installed")
-	}
+	needGrpcurl(t)
 	scripts := readmeScripts(t, "docs/queue.md", "ratelimitd.queue.v1.DelayQueue/")
 	if len(scripts) != 1 {
 		t.Fatalf("found %d delay queue example blocks in docs/queue.md, want 1", len(scripts))
@@ -171,9 +165,7 @@ func startExample(t *testing.T, env ...string) *service {
 // docs/counters.md verbatim, as one script, against the example config with
 // a token file.
 func TestReadmeCountersExamples(t *testing.T) {
-	if grpcurlPath == "" {
-		redistest.Missing(t, "grpcurl could not be installed")
-	}
+	needGrpcurl(t)
 	scripts := readmeScripts(t, "docs/counters.md", "ratelimitd.admin.v1.Counters/")
 	if len(scripts) != 1 {
 		t.Fatalf("found %d counters API example blocks in docs/counters.md, want 1", len(scripts))

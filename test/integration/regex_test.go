@@ -30,19 +30,9 @@ descriptors:
 `
 
 func TestValueRegexRanking(t *testing.T) {
-	backends := map[string]func(t *testing.T) *service{
-		"embedded": func(t *testing.T) *service {
-			root, _ := newConfigRoot(t, map[string]string{"rx.yaml": regexConfig})
-			return startService(t, root, "BACKEND_TYPE=memory", "REDIS_URL=")
-		},
-		"redis": func(t *testing.T) *service {
-			svc, _ := startWithRedis(t, regexConfig)
-			return svc
-		},
-	}
-	for name, start := range backends {
-		t.Run(name, func(t *testing.T) {
-			svc := start(t)
+	for _, be := range []backend{memoryBackend, redisBackend} {
+		t.Run(be.name, func(t *testing.T) {
+			svc, _ := startOn(t, be, regexConfig)
 			ruleOf := func(key, value string) (string, rlsv3.RateLimitResponse_Code) {
 				t.Helper()
 				resp, err := svc.call(request("rx", desc(key, value)))

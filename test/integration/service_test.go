@@ -29,11 +29,7 @@ func startWithRedis(t *testing.T, config string, env ...string) (*service, *redi
 func startWithRedisAt(t *testing.T, addr, config string, env ...string) *service {
 	t.Helper()
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": config})
-	base := []string{
-		"BACKEND_TYPE=redis", "REDIS_SOCKET_TYPE=tcp", "REDIS_TYPE=SINGLE",
-		"REDIS_URL=" + addr, "REDIS_POOL_SIZE=8", "REDIS_TIMEOUT=2s",
-		"USE_STATSD=false", "LOG_FORMAT=json",
-	}
+	base := append(redisEnv(addr), "REDIS_POOL_SIZE=8", "REDIS_TIMEOUT=2s", "USE_STATSD=false", "LOG_FORMAT=json")
 	return startService(t, root, append(base, env...)...)
 }
 

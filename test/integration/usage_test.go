@@ -14,7 +14,6 @@ import (
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
@@ -66,28 +65,6 @@ descriptors:
       unit: hour
       requests_per_unit: 100
 `
-
-// usageBackend is one store the binary runs on.
-type usageBackend struct {
-	name string
-	// start brings the store up and returns the binary's settings for it,
-	// plus the cluster's masters when it is a Redis Cluster.
-	start func(t *testing.T) (env []string, masters []*redis.Client)
-}
-
-var (
-	memoryBackend = usageBackend{"memory", func(t *testing.T) ([]string, []*redis.Client) {
-		return []string{"BACKEND_TYPE=memory"}, nil
-	}}
-	redisBackend = usageBackend{"redis", func(t *testing.T) ([]string, []*redis.Client) {
-		rds := redistest.Start(t)
-		return []string{"BACKEND_TYPE=redis", "REDIS_SOCKET_TYPE=tcp", "REDIS_TYPE=SINGLE", "REDIS_URL=" + rds.Addr}, nil
-	}}
-	clusterBackend = usageBackend{"cluster", func(t *testing.T) ([]string, []*redis.Client) {
-		nodes := redistest.StartCluster(t, 3)
-		return []string{"BACKEND_TYPE=redis", "REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(nodes)}, redistest.Clients(t, nodes)
-	}}
-)
 
 // startUsageXDS runs go-control-plane's ADS server over a snapshot cache
 // that serves llmXDS to node envoy-ratelimit from the start, so the binary
@@ -194,21 +171,17 @@ func fmtWant(ws []descWant) string {
 	return "[" + strings.Join(parts, "; ") + "]"
 }
 
-// oneEntryKey is the store key of a one-entry fixed-window counter
-// (config.KeyBuilder without a CACHE_KEY_PREFIX): its hash tag is the domain
-// and the entry, so only the slot computed from it matters here.
-func oneEntryKey(domain, key, value string, window time.Duration) string {
-	return fmt.Sprintf("{%s:%d:%s:%d:%s}:fixed_window:%ds", domain, len(key), key, len(value), value, int(window/time.Second))
-}
-
-// valueApart returns prefix, or prefix-N for the first N, whose counter of
-// key lands on a master other than other's; without a cluster, prefix.
-func valueApart(masterOf func(string) int, domain, key, prefix, otherKey, other string, window time.Duration) string {
+// valueApart returns prefix, or prefix-N for the first N, whose fixed-window
+// counter of key lands on a master other than other's counter of otherKey;
+// without a cluster (no masters), prefix.
+func valueApart(t *testing.T, masters []*redis.Client, domain, key, prefix, otherKey, other string, window time.Duration) string {
+	t.Helper()
 	v := prefix
-	if masterOf == nil {
+	if masters == nil {
 		return v
 	}
-	for n := 0; masterOf(oneEntryKey(domain, key, v, window)) == masterOf(oneEntryKey(domain, otherKey, other, window)); n++ {
+	keyOf := func(key, value string) string { return counterKey(domain, key, value, "fixed_window", window) }
+	for n := 0; masterIndex(t, masters, keyOf(key, v)) == masterIndex(t, masters, keyOf(otherKey, other)); n++ {
 		v = prefix + "-" + strconv.Itoa(n)
 	}
 	return v
@@ -221,36 +194,6 @@ func assertApart(t *testing.T, masters []*redis.Client, a, b string) {
 	ha, hb := holders(t, masters, a), holders(t, masters, b)
 	if len(ha) != 1 || len(hb) != 1 || ha[0] == hb[0] {
 		t.Fatalf("counter of %q on masters %v, of %q on masters %v; want one each, different", a, ha, b, hb)
-	}
-}
-
-// slotMasters returns a function giving the index in masters of the master
-// that serves a key's slot, from CLUSTER SLOTS and CLUSTER KEYSLOT.
-func slotMasters(t *testing.T, masters []*redis.Client) func(key string) int {
-	t.Helper()
-	ctx := context.Background()
-	slots, err := masters[0].ClusterSlots(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	index := map[string]int{}
-	for i, m := range masters {
-		index[m.Options().Addr] = i
-	}
-	return func(key string) int {
-		slot, err := masters[0].ClusterKeySlot(ctx, key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) {
-				if i, found := index[s.Nodes[0].Addr]; found {
-					return i
-				}
-			}
-		}
-		t.Fatalf("no master serves slot %d of %q (slots %v)", slot, key, slots)
-		return -1
 	}
 }
 
@@ -290,15 +233,12 @@ func TestUsageReportTable(t *testing.T) {
 				"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL=" + xdsAddr, "CONFIG_GRPC_XDS_NODE_ID=envoy-ratelimit"})...)
 		}},
 	}
-	for _, be := range []usageBackend{memoryBackend, redisBackend, clusterBackend} {
+	for _, be := range []backend{memoryBackend, redisBackend, clusterBackend} {
 		t.Run(be.name, func(t *testing.T) {
 			// The Cluster's start dominates; the others run beside it.
 			t.Parallel()
-			env, masters := be.start(t)
-			var masterOf func(string) int
-			if masters != nil {
-				masterOf = slotMasters(t, masters)
-			}
+			env, nodes := be.start(t)
+			masters := be.masters(t, nodes)
 			for _, src := range sources {
 				svc := src.start(t, env)
 				for _, mode := range []string{"user", "user+team"} {
@@ -309,7 +249,7 @@ func TestUsageReportTable(t *testing.T) {
 						if mode == "user+team" {
 							// The point on a Cluster: a report whose counters live
 							// on different masters is still recorded on both.
-							team = valueApart(masterOf, "llm", "team", "t-"+label, "user", user, time.Hour)
+							team = valueApart(t, masters, "llm", "team", "t-"+label, "user", user, time.Hour)
 						}
 						runUsageTable(t, svc, user, team)
 						if masters != nil && team != "" {
@@ -329,20 +269,17 @@ func TestUsageReportTable(t *testing.T) {
 // denied request's two counters live on different masters, so the charged
 // master's share must be undone.
 func TestUsageSemantics(t *testing.T) {
-	for _, be := range []usageBackend{memoryBackend, redisBackend, clusterBackend} {
+	for _, be := range []backend{memoryBackend, redisBackend, clusterBackend} {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
-			env, masters := be.start(t)
-			var masterOf func(string) int
-			if masters != nil {
-				masterOf = slotMasters(t, masters)
-			}
+			env, nodes := be.start(t)
+			masters := be.masters(t, nodes)
 			root, _ := newConfigRoot(t, map[string]string{"usage.yaml": usageSemanticsConfig})
 			svc := startService(t, root, slices.Concat(env, []string{"USE_STATSD=false"})...)
 
 			shadow := "s-" + be.name
 			tight := "a-" + be.name
-			wide := valueApart(masterOf, "usage", "wide", "b-"+be.name, "tight", tight, time.Hour)
+			wide := valueApart(t, masters, "usage", "wide", "b-"+be.name, "tight", tight, time.Hour)
 			withRequestHits := func(r *rlsv3.RateLimitRequest, hits uint32) *rlsv3.RateLimitRequest {
 				r.HitsAddend = hits
 				return r

@@ -12,6 +12,6 @@ func TestConformance(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T, clock *queuetest.Clock) queue.Queue {
 		st := memqueue.New(memqueue.WithClock(clock.Now))
 		t.Cleanup(func() { _ = st.Close() })
-		return queue.NewBroker(st)
+		return queue.NewBroker(clock.Watch(st, false))
 	})
 }

@@ -47,7 +47,7 @@ func serve(t *testing.T, st queue.Store) queuev1.DelayQueueClient {
 
 func TestConformanceMemory(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T, clock *queuetest.Clock) queue.Queue {
-		return queuegrpc.NewClient(serve(t, memqueue.New(memqueue.WithClock(clock.Now))))
+		return queuegrpc.NewClient(serve(t, clock.Watch(memqueue.New(memqueue.WithClock(clock.Now)), false)))
 	})
 }
 
@@ -63,7 +63,7 @@ func TestConformanceRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return queuegrpc.NewClient(serve(t, st))
+		return queuegrpc.NewClient(serve(t, clock.Watch(st, true)))
 	})
 }
 

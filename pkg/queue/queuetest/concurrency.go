@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 )
 
@@ -81,11 +82,11 @@ func claimAsync(q queue.Queue, req queue.ClaimRequest) <-chan claimed {
 // testLongPollEnqueue: a waiting Claim returns the message enqueued while it
 // waits, long before its wait ends.
 func testLongPollEnqueue(t *testing.T, f Factory) {
-	q, _ := fresh(t, f)
+	q, c := fresh(t, f)
 	ch := claimAsync(q, queue.ClaimRequest{Queue: "q", Max: 1, Wait: 15 * time.Second})
-	// Give the claim time to find the queue empty and wait; a claim that
-	// has not started yet finds the message anyway.
-	time.Sleep(50 * time.Millisecond)
+	// Enqueue once the claim found the queue empty and waits: one that had
+	// not claimed yet would find the message without being woken.
+	testkit.WaitFor(t, 10*time.Second, "the long poll to wait on an empty queue", c.waiting(t))
 	enqueued := time.Now()
 	enqueue(t, q, queue.EnqueueRequest{Queue: "q", ID: "x"})
 	select {

@@ -16,9 +16,10 @@ import (
 // Clock is the time stores under test read: a fake clock the suite steps,
 // or the real clock for the cases about waking at a due time.
 type Clock struct {
-	mu   sync.Mutex
-	now  time.Time
-	real bool
+	mu      sync.Mutex
+	now     time.Time
+	real    bool
+	watched *WatchedStore
 }
 
 // Now is the clock's time; pass the method value to a store's clock option.
@@ -38,8 +39,32 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// Factory returns a fresh, empty queue reading time from clock; the factory
-// releases it when t ends.
+// Watch wraps the store behind the queue under test (see the package
+// function Watch), so that the long-poll cases wait until a claim is
+// waiting instead of for a while; a factory must pass its store through it.
+func (c *Clock) Watch(st queue.Store, subscribes bool) queue.Store {
+	w := Watch(st, subscribes)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watched = w
+	return w
+}
+
+// waiting reports whether a long poll on the watched store waits for a
+// notification; it fails t when the factory did not call Watch.
+func (c *Clock) waiting(t *testing.T) func() bool {
+	t.Helper()
+	c.mu.Lock()
+	w := c.watched
+	c.mu.Unlock()
+	if w == nil {
+		t.Fatal("queuetest: the factory did not pass its store through Clock.Watch")
+	}
+	return w.Waiting
+}
+
+// Factory returns a fresh, empty queue reading time from clock, its store
+// passed through clock.Watch; the factory releases it when t ends.
 type Factory func(t *testing.T, clock *Clock) queue.Queue
 
 // start is a fixed, millisecond-aligned instant, as stores keep milliseconds.

@@ -3,7 +3,6 @@ package redisqueue_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +38,7 @@ func TestConformance(t *testing.T) {
 		if err := admin.FlushAll(t.Context()).Err(); err != nil {
 			t.Fatalf("FLUSHALL: %v", err)
 		}
-		return queue.NewBroker(newStore(t, srv.Addr, redisqueue.WithClock(clock.Now)))
+		return queue.NewBroker(clock.Watch(newStore(t, srv.Addr, redisqueue.WithClock(clock.Now)), true))
 	})
 }
 
@@ -104,57 +103,13 @@ func TestKeysExpire(t *testing.T) {
 	}
 }
 
-// watchedStore tells when a long poll waits with nothing left to wake it
-// but a notification: the subscription's own notification (which wakes
-// every waiter) has come, and a claim begun after it found the queue empty
-// and has returned.
-type watchedStore struct {
-	queue.Store
-	mu       sync.Mutex
-	subs     int // subscription notifications delivered
-	inFlight int
-	emptyAt  int // subs when the latest empty claim began
-}
-
-func (w *watchedStore) Notify(fn func(queue.Notification)) {
-	w.Store.Notify(func(n queue.Notification) {
-		if n.Queue == "" {
-			w.mu.Lock()
-			w.subs++
-			w.mu.Unlock()
-		}
-		fn(n)
-	})
-}
-
-func (w *watchedStore) Claim(ctx context.Context, req queue.ClaimRequest) (queue.ClaimResult, error) {
-	w.mu.Lock()
-	began := w.subs
-	w.inFlight++
-	w.mu.Unlock()
-	res, err := w.Store.Claim(ctx, req)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.inFlight--
-	if err == nil && len(res.Messages) == 0 {
-		w.emptyAt = began
-	}
-	return res, err
-}
-
-func (w *watchedStore) waiting() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.subs > 0 && w.inFlight == 0 && w.emptyAt == w.subs
-}
-
 // TestNotifyAcrossReplicas: a long poll in one replica wakes when another
 // replica enqueues, through the pub/sub channel. The enqueue waits for the
 // poll to be waiting: one that had not claimed yet would find the message
 // without any notification.
 func TestNotifyAcrossReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	watched := &watchedStore{Store: newStore(t, srv.Addr)}
+	watched := queuetest.Watch(newStore(t, srv.Addr), true)
 	a := queue.NewBroker(watched)
 	b := queue.NewBroker(newStore(t, srv.Addr))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -168,7 +123,7 @@ func TestNotifyAcrossReplicas(t *testing.T) {
 		msgs, err := a.Claim(ctx, queue.ClaimRequest{Queue: "q", Max: 1, Wait: 15 * time.Second})
 		ch <- result{msgs, err}
 	}()
-	testkit.WaitFor(t, 10*time.Second, "the long poll to wait on an empty queue, subscribed", watched.waiting)
+	testkit.WaitFor(t, 10*time.Second, "the long poll to wait on an empty queue, subscribed", watched.Waiting)
 	began := time.Now()
 	if _, err := b.Enqueue(ctx, queue.EnqueueRequest{Queue: "q", ID: "x"}); err != nil {
 		t.Fatal(err)

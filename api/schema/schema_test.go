@@ -1,7 +1,7 @@
-// Package api_test keeps api/config.schema.json honest: the examples
+// Package schema_test keeps api/config.schema.json honest: the examples
 // validate against it, and on every case below the schema and the Go loader
 // (pkg/config) agree on whether a file is valid.
-package api_test
+package schema_test
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 	c := jsonschema.NewCompiler()
 	// config.schema.json refers to the generated algorithms.schema.json by
 	// its $id, which the compiler would otherwise fetch.
-	f, err := os.Open("algorithms.schema.json")
+	f, err := os.Open("../algorithms.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 	if err := c.AddResource("https://github.com/ratelimitd/ratelimitd/api/algorithms.schema.json", doc); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Compile("config.schema.json")
+	s, err := c.Compile("../config.schema.json")
 	if err != nil {
 		t.Fatalf("compile api/config.schema.json: %v", err)
 	}
@@ -94,11 +94,11 @@ func jsonable(v any) any {
 
 func TestExamplesMatchTheSchema(t *testing.T) {
 	s := compileSchema(t)
-	files, err := filepath.Glob(filepath.Join("examples", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
-	files = append(files, filepath.Join("..", "bench", "config", "bench.yaml"))
+	files = append(files, filepath.Join("..", "..", "bench", "config", "bench.yaml"))
 	for _, f := range files {
 		doc, err := os.ReadFile(f)
 		if err != nil {
@@ -115,7 +115,7 @@ func TestExamplesMatchTheSchema(t *testing.T) {
 // the schema.
 func TestReadmeExamplesLoad(t *testing.T) {
 	s := compileSchema(t)
-	raw, err := os.ReadFile("README.md")
+	raw, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestLoaderOnlyChecks(t *testing.T) {
 
 // The Kubernetes example ships rules too: they must load and match.
 func TestDeployConfigMapLoads(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "deploy", "k8s", "configmap.yaml"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "k8s", "configmap.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
