@@ -45,7 +45,7 @@ type Service struct {
 	globalQuota     bool
 	// globalLease: see WithLease.
 	globalLease bool
-	log             *zap.Logger
+	log         *zap.Logger
 	// errLog logs each message at most once a second: when the backend is
 	// down every request fails the same way, and one line per request would
 	// bury everything else.
