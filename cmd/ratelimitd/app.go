@@ -165,6 +165,7 @@ func newService(set settings, w configWatcher, st store.Store, m *metrics.Metric
 		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
 		service.WithDynamicMetadata(set.DynamicMetadata),
 		service.WithQuotaMode(set.QuotaMode),
+		service.WithLease(set.Lease.Enabled),
 		service.WithLogger(log),
 		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),
 	)
