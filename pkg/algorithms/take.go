@@ -131,6 +131,8 @@ func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (
 // An admitted batch charges every op in full: Shadow and Quota ops and
 // Usage ops are recorded past their limits (Record), as envoyproxy counts
 // every descriptor of a request it admits; Enforce ops were all allowed.
+// A Spare op is the exception: it is charged only when it was allowed
+// (its hits fit), never recorded past its limit, and never denies.
 // A denied batch charges only its Usage ops (against the running total of
 // the Usage ops before them): every other op is left uncharged, an allowed
 // one reporting what a check would on that state, a denied one its denial
@@ -147,7 +149,9 @@ func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, 
 }
 
 // firstPass decides one op in a batch's first pass, which assumes the batch
-// is admitted: every op but an Enforce one is recorded in full. It returns
+// is admitted: Usage, Shadow and Quota ops are recorded in full; Enforce
+// and Spare ops only when allowed (a Spare op that does not fit is simply
+// not taken, so later ops on its key see the state without it). It returns
 // the decision, the state and whether it changed, and Take's decision: what
 // the op answers if the batch turns out denied and the op is not Usage.
 func firstPass(op Op, st State, now time.Time) (Decision, State, bool, Decision) {

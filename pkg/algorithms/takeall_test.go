@@ -130,6 +130,53 @@ func TestTakeAll(t *testing.T) {
 				"a": Bucket{Last: t0.UnixMicro(), Tokens: 0}.State(t0.UnixMicro() + 1e6),
 			},
 		},
+		// Spare (a lease top-up riding on a request): taken only if it fits,
+		// never denying, never recorded past its limit.
+		"an admitted batch charges an allowed Spare op": {
+			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 1}, {Key: "b", Limit: fw(5), Hits: 3, Mode: Spare}},
+			want: []Decision{ok(4, 40*s), ok(2, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+				"b": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a denied Spare op denies nothing and is not charged": {
+			stored: map[string]State{"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6)},
+			ops:    []Op{{Key: "a", Limit: fw(5), Hits: 1}, {Key: "b", Limit: fw(3), Hits: 2, Mode: Spare}},
+			want:   []Decision{ok(4, 40*s), no(1, 40*s, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a Spare op alone over its limit is denied and writes nothing": {
+			ops:  []Op{{Key: "b", Limit: fw(3), Hits: 4, Mode: Spare}},
+			want: []Decision{no(3, 40*s, Never)},
+		},
+		"a denied batch charges no Spare op": {
+			ops:  []Op{{Key: "b", Limit: fw(5), Hits: 2, Mode: Spare}, {Key: "d", Limit: fw(1), Hits: 2}},
+			want: []Decision{ok(5, 40*s), no(1, 40*s, Never)},
+		},
+		"a Spare op after an Enforce op on one key sees the running total": {
+			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 3}, {Key: "a", Limit: fw(5), Hits: 3, Mode: Spare}},
+			want: []Decision{ok(2, 40*s), no(2, 40*s, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a Spare op that fits the running total is charged with it": {
+			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 3}, {Key: "a", Limit: fw(5), Hits: 2, Mode: Spare}},
+			want: []Decision{ok(2, 40*s), ok(0, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"an Enforce op after a denied Spare op on one key is not held back by it": {
+			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 6, Mode: Spare}, {Key: "a", Limit: fw(5), Hits: 5}},
+			want: []Decision{no(5, 40*s, Never), ok(0, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+			},
+		},
 		"an invalid limit denies the batch": {
 			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "b", Limit: Limit{Algorithm: FixedWindow, Requests: 1}, Hits: 0}},
 			want: []Decision{ok(3, 40*s), no(0, 0, Never)},
@@ -201,7 +248,7 @@ func TestTakeDistinctMatchesGeneral(t *testing.T) {
 		ops := make([]Op, 1+rng.IntN(len(keys)))
 		for i, k := range rng.Perm(len(keys))[:len(ops)] {
 			lim := randLimit(rng, All()[rng.IntN(len(All()))], rng.IntN(2) == 0)
-			ops[i] = Op{Key: keys[k], Limit: lim, Hits: randHits(rng, lim), Mode: Mode(rng.IntN(4))}
+			ops[i] = Op{Key: keys[k], Limit: lim, Hits: randHits(rng, lim), Mode: Mode(rng.IntN(5))} // 0 (Enforce) .. Spare
 		}
 		if !distinctKeys(ops) {
 			t.Fatalf("step %d: distinct keys %v not recognised", step, ops)

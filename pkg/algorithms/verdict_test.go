@@ -11,6 +11,7 @@ func TestVerdict(t *testing.T) {
 		E = algorithms.Enforce
 		S = algorithms.Shadow
 		Q = algorithms.Quota
+		P = algorithms.Spare
 	)
 	type op struct {
 		mode    algorithms.Mode
@@ -28,6 +29,10 @@ func TestVerdict(t *testing.T) {
 		{"enforce denied", []op{{E, false, false}, {E, true, false}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free}},
 		{"zero mode is enforce", []op{{0, false, false}}, true, []algorithms.Hold{algorithms.Must}},
 		{"shadow denied denies nothing", []op{{S, false, false}, {E, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
+		{"spare denied denies nothing", []op{{P, false, false}, {E, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
+		{"spare alone denied denies nothing", []op{{P, false, false}}, false, []algorithms.Hold{algorithms.Free}},
+		{"spare does not rescue a denied enforce", []op{{E, false, false}, {P, true, false}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free}},
+		{"spare ends a quota alternative like enforce", []op{{Q, false, false}, {P, false, false}, {Q, true, true}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
 		{"one quota with room", []op{{Q, false, false}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
 		{"every quota denied", []op{{Q, false, false}, {Q, false, false}, {S, false, false}}, true, []algorithms.Hold{algorithms.Either, algorithms.Either, algorithms.Free}},
 		{"enforce and quota", []op{{E, false, false}, {Q, false, false}, {Q, true, false}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free, algorithms.Free}},

@@ -28,7 +28,10 @@ import (
 // ErrClosed is returned by Take after Close.
 var ErrClosed = errors.New("memstore: store is closed")
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Lender = (*Store)(nil)
+)
 
 // numShards is 64 so that the set of shards a batch touches is one uint64.
 const numShards = 64
@@ -92,15 +95,26 @@ func (s *Store) shardOf(key string) *shard {
 
 // Take decides reqs atomically with the semantics of algorithms.TakeAll.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
+	results, _, err := s.take(ctx, reqs, false)
+	return results, err
+}
+
+// TakeCharged is Take, also returning what an admitted batch charged each
+// key (algorithms.Charges: what take.lua reports on Redis), for
+// pkg/store/lease to give unused hits back with Return.
+func (s *Store) TakeCharged(ctx context.Context, reqs []store.Request) ([]store.Result, []store.Charge, error) {
+	return s.take(ctx, reqs, true)
+}
+
+func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool) ([]store.Result, []store.Charge, error) {
 	var touched uint64
 	for _, r := range reqs {
-		touched |= 1 << (maphash.String(s.seed, r.Key) % numShards)
+		touched |= s.shardBit(r.Key)
 	}
-
 	s.takes.Add(1)
-	decisions, added, now, err := s.decide(ctx, reqs, touched)
+	decisions, charges, added, now, err := s.decide(ctx, reqs, touched, withCharges)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if added > 0 && s.keys.Add(added) > int64(s.maxKeys) && s.maxKeys > 0 {
 		s.shed(now.UnixMicro())
@@ -109,34 +123,95 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	for i, d := range decisions {
 		results[i] = store.Result{Decision: d}
 	}
-	return results, nil
+	return results, charges, nil
+}
+
+// shardBit is key's shard in the set lockShards takes.
+func (s *Store) shardBit(key string) uint64 {
+	return 1 << (maphash.String(s.seed, key) % numShards)
 }
 
 // decide runs TakeAll with the shards of ops locked and saves what it
-// writes; it returns how many keys are new.
-func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64) ([]algorithms.Decision, int64, time.Time, error) {
+// writes; it returns how many keys are new, and with withCharges what an
+// admitted batch charged.
+func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64, withCharges bool) ([]algorithms.Decision, []store.Charge, int64, time.Time, error) {
 	s.lockShards(touched)
 	defer s.unlockShards(touched)
 	if s.closed.Load() {
-		return nil, 0, time.Time{}, ErrClosed
+		return nil, nil, 0, time.Time{}, ErrClosed
 	}
 	// Checked under the locks, right before deciding: a caller that gave up
 	// while waiting for a lock must not be charged.
 	if err := ctx.Err(); err != nil {
-		return nil, 0, time.Time{}, fmt.Errorf("memstore: %w", err)
+		return nil, nil, 0, time.Time{}, fmt.Errorf("memstore: %w", err)
 	}
 	now := s.now()
 	nowMicro := now.UnixMicro()
-	decisions, writes := algorithms.TakeAll(ops, func(key string) algorithms.State {
+	load := func(key string) algorithms.State {
 		return s.shardOf(key).load(key, nowMicro)
-	}, now)
+	}
+	// The charges of a sliding_log key are the entries the batch added,
+	// which takes the log as it was before the batch: kept only when asked.
+	var before map[string]algorithms.State
+	if withCharges {
+		before = make(map[string]algorithms.State, len(ops))
+		load = func(key string) algorithms.State {
+			st := s.shardOf(key).load(key, nowMicro)
+			before[key] = cloneLog(st)
+			return st
+		}
+	}
+	decisions, writes := algorithms.TakeAll(ops, load, now)
 	var added int64
 	for key, st := range writes {
 		if s.shardOf(key).save(key, st) {
 			added++
 		}
 	}
-	return decisions, added, now, nil
+	var charges []store.Charge
+	if withCharges {
+		kcs := algorithms.Charges(ops, decisions, func(key string) algorithms.State { return before[key] }, writes)
+		if len(kcs) > 0 {
+			charges = make([]store.Charge, len(kcs))
+			for i, c := range kcs {
+				charges[i] = store.Charge(c)
+			}
+		}
+	}
+	return decisions, charges, added, now, nil
+}
+
+// Return takes back each charge as algorithms.Undo does, with the shards
+// of the charges' keys locked so no Take interleaves. Undo never leaves
+// more room than the charge had not happened, however late it runs; a key
+// expired or dropped since has nothing left to give back.
+func (s *Store) Return(ctx context.Context, charges []store.Charge) error {
+	if len(charges) == 0 {
+		return nil
+	}
+	var touched uint64
+	for _, c := range charges {
+		touched |= s.shardBit(c.Key)
+	}
+	s.lockShards(touched)
+	defer s.unlockShards(touched)
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
+	now := s.now()
+	nowMicro := now.UnixMicro()
+	for _, c := range charges {
+		sh := s.shardOf(c.Key)
+		st := sh.load(c.Key, nowMicro)
+		if st.ExpiresAt == 0 {
+			continue // absent or expired: the window or bucket already forgot it
+		}
+		sh.save(c.Key, algorithms.Undo(c.Limit, st, c.Charged, now))
+	}
+	return nil
 }
 
 // lockShards locks in ascending index order, the one order every Take
