@@ -11,7 +11,8 @@ import (
 // and gcra, leaky_bucket and token_bucket as continuous buckets (no
 // refill_interval, no max_debt). It agrees with pkg/store/lease.Leasable,
 // which decides what the lease decorator does; this copy lets the loader
-// refuse lease: true without depending on a store package.
+// refuse lease: true without depending on a store package
+// (TestLeasableAgreesWithTheDecorator holds the two together).
 func Leasable(lim algorithms.Limit) bool {
 	return leaseRefusal(lim) == nil
 }
