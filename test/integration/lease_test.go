@@ -61,7 +61,7 @@ func TestLeasesNeverOverAdmit(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			root, _ := newConfigRoot(t, map[string]string{"lease.yaml": leaseConfig})
-			env := append(b.redis(t), "REDIS_POOL_SIZE=16", "LEASE_ENABLED=true")
+			env := append(b.redis(t), "REDIS_POOL_SIZE=16", "LEASE_ENABLED=true", "LOG_LEVEL=info")
 			replicas := []*service{startService(t, root, env...), startService(t, root, env...)}
 
 			for _, alg := range []string{"fixed_window", "sliding_window", "gcra"} {
