@@ -324,11 +324,15 @@ func (s *Store) shardsOf(reqs []store.Request, idx []uint8) []uint8 {
 	for i := range reqs {
 		var sh uint8
 		if reqs[i].Lease {
-			sh = uint8(maphash.String(s.seed, reqs[i].Key) % numShards)
+			sh = s.shardOf(reqs[i].Key)
 		}
 		idx = append(idx, sh)
 	}
 	return idx
+}
+
+func (s *Store) shardOf(key string) uint8 {
+	return uint8(maphash.String(s.seed, key) % numShards)
 }
 
 func maskOf(idx []uint8) uint64 {
@@ -372,6 +376,16 @@ func hitsOn(reqs []store.Request, i int) uint64 {
 		}
 	}
 	return h
+}
+
+// usageOn reports whether a usage op in reqs charges key.
+func usageOn(reqs []store.Request, key string) bool {
+	for i := range reqs {
+		if reqs[i].Usage && reqs[i].Hits > 0 && reqs[i].Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // answer admits reqs from their keys' leases if every op can be, with the
@@ -436,6 +450,11 @@ func (s *Store) plan(reqs []store.Request, idx []uint8, now int64) []store.Reque
 		}
 		e := s.shards[idx[i]].entries[op.Key]
 		if e == nil || e.inflight || !e.known || e.limit != op.Limit || !Leasable(op.Limit) {
+			continue
+		}
+		if usageOn(reqs, op.Key) {
+			// The backend gives no charge for a key usage charged (usage is
+			// never given back), and a window block must be returnable.
 			continue
 		}
 		hits := hitsOn(reqs, i)
