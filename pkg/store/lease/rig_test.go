@@ -17,6 +17,7 @@ import (
 // what reaches it: the batches, their results, and the charges returned.
 type recorder struct {
 	store.Lender
+	now     func() time.Time
 	mu      sync.Mutex
 	takes   int // plain Take calls
 	batches []backendCall
@@ -24,25 +25,28 @@ type recorder struct {
 }
 
 type backendCall struct {
+	at      time.Time // the clock when the call was made
 	reqs    []store.Request
 	res     []store.Result
 	charged bool // TakeCharged
 }
 
 func (r *recorder) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
+	at := r.now()
 	res, err := r.Lender.Take(ctx, reqs)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.takes++
-	r.batches = append(r.batches, backendCall{reqs: reqs, res: res})
+	r.batches = append(r.batches, backendCall{at: at, reqs: reqs, res: res})
 	return res, err
 }
 
 func (r *recorder) TakeCharged(ctx context.Context, reqs []store.Request) ([]store.Result, []store.Charge, error) {
+	at := r.now()
 	res, ch, err := r.Lender.TakeCharged(ctx, reqs)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.batches = append(r.batches, backendCall{reqs: reqs, res: res, charged: true})
+	r.batches = append(r.batches, backendCall{at: at, reqs: reqs, res: res, charged: true})
 	return res, ch, err
 }
 
@@ -56,6 +60,17 @@ func (r *recorder) Return(ctx context.Context, charges []store.Charge) error {
 // Close leaves the backend open so that tests can read its counters after
 // the lease store's Close.
 func (r *recorder) Close() error { return nil }
+
+func (r *recorder) returned() (calls int, hits uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, chs := range r.returns {
+		for _, ch := range chs {
+			hits += ch.Hits
+		}
+	}
+	return len(r.returns), hits
+}
 
 func (r *recorder) calls() int {
 	r.mu.Lock()
@@ -87,6 +102,7 @@ func (r *recorder) spares() (ops []store.Request, ds []algorithms.Decision) {
 // rig is one lease store over a recorded memstore on a fake clock, with
 // no sweeper goroutine: tests call Sweep.
 type rig struct {
+	limit algorithms.Limit // the limit a test's helpers use, when it has one
 	t     *testing.T
 	clock *storetest.Clock
 	mem   *memstore.Store
@@ -98,7 +114,7 @@ func newRig(t *testing.T, opts ...lease.Option) *rig {
 	t.Helper()
 	clock := storetest.NewClock(storetest.Epoch())
 	mem := memstore.New(memstore.WithClock(clock.Now), memstore.WithSweep(0, 0))
-	rec := &recorder{Lender: mem}
+	rec := &recorder{Lender: mem, now: clock.Now}
 	s := lease.New(rec, append([]lease.Option{lease.WithClock(clock.Now), lease.WithSweep(0)}, opts...)...)
 	t.Cleanup(func() {
 		_ = s.Close()
@@ -106,6 +122,8 @@ func newRig(t *testing.T, opts ...lease.Option) *rig {
 	})
 	return &rig{t: t, clock: clock, mem: mem, rec: rec, s: s}
 }
+
+func (r *rig) lim() algorithms.Limit { return r.limit }
 
 func (r *rig) take(reqs ...store.Request) []store.Result {
 	r.t.Helper()
