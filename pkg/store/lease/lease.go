@@ -91,8 +91,8 @@ type Store struct {
 	pendMu  sync.Mutex
 	pending []store.Charge
 
-	blocks, localHits, returned, lapsed, returnErrors atomic.Uint64
-	outstanding                                       atomic.Int64
+	// Counters the shards' locks do not cover (see shard.counters).
+	returned, returnLapsed, returnErrors atomic.Uint64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -109,7 +109,17 @@ type shard struct {
 	entries map[string]*entry
 	lru     *list.List          // of *entry; front = most recently seen
 	leased  map[*entry]struct{} // entries holding a lease: what Sweep visits
-	_       [40]byte            // keep neighbouring shards' locks off one cache line
+	// counters change under mu, which the path holds anyway: a global
+	// atomic would bounce one cache line between every core serving a hot
+	// key. Stats sums them.
+	counters counters
+	_        [64]byte // keep neighbouring shards' hot fields apart
+}
+
+// counters are a shard's share of Stats.
+type counters struct {
+	blocks, localHits, lapsed uint64
+	outstanding               int64
 }
 
 // Option configures a Store.
@@ -224,14 +234,24 @@ type Stats struct {
 
 // Stats reports the counters.
 func (s *Store) Stats() Stats {
-	return Stats{
-		Blocks:       s.blocks.Load(),
-		LocalHits:    s.localHits.Load(),
+	st := Stats{
 		Returned:     s.returned.Load(),
-		Lapsed:       s.lapsed.Load(),
-		Outstanding:  uint64(max(s.outstanding.Load(), 0)),
+		Lapsed:       s.returnLapsed.Load(),
 		ReturnErrors: s.returnErrors.Load(),
 	}
+	var outstanding int64
+	for i := range s.shards {
+		shd := &s.shards[i]
+		shd.mu.Lock()
+		c := shd.counters
+		shd.mu.Unlock()
+		st.Blocks += c.blocks
+		st.LocalHits += c.localHits
+		st.Lapsed += c.lapsed
+		outstanding += c.outstanding
+	}
+	st.Outstanding = uint64(max(outstanding, 0))
+	return st
 }
 
 // Leasable reports whether a limit can be leased soundly (see the package
@@ -416,14 +436,15 @@ func (s *Store) answer(reqs []store.Request, idx []uint8, now int64) ([]store.Re
 		return nil, false
 	}
 	res := make([]store.Result, len(reqs))
-	var total uint64
 	for i := range reqs {
 		e, l := ents[i], &ents[i].lease
+		c := &s.shards[idx[i]].counters
 		if lapsed := l.use(now, reqs[i].Hits); lapsed > 0 {
-			s.lapse(lapsed)
+			c.lapse(lapsed)
 		}
 		l.lastUse = now
-		total += reqs[i].Hits
+		c.localHits += reqs[i].Hits
+		c.outstanding -= int64(reqs[i].Hits)
 		capacity := l.limit.Requests
 		if l.kind == bucket {
 			capacity = l.limit.Capacity()
@@ -432,8 +453,6 @@ func (s *Store) answer(reqs []store.Request, idx []uint8, now int64) ([]store.Re
 		res[i].Remaining = min(satAdd(e.remaining, l.room(now)), capacity)
 		res[i].ResetAfter = time.Duration(max(e.resetAt-now, 0)) * time.Microsecond
 	}
-	s.localHits.Add(total)
-	s.outstanding.Add(-int64(total))
 	return res, true
 }
 
@@ -565,11 +584,12 @@ func findCharge(charges []store.Charge, key string) *store.Charge {
 // asked at now, into e's lease.
 func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decision, ch *store.Charge, now int64) {
 	b := sp.Hits
-	s.blocks.Add(1)
-	s.outstanding.Add(int64(b))
+	c := &s.shards[sh].counters
+	c.blocks++
+	c.outstanding += int64(b)
 	if s.closed.Load() {
 		// Close has given everything back already: hold nothing more.
-		s.lapse(b)
+		c.lapse(b)
 		return
 	}
 	nl := newLease(sp.Limit, b, d, now)
@@ -577,7 +597,7 @@ func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decis
 		if ch == nil {
 			// Without the charge's state the block could not be given back
 			// exactly: do not use it.
-			s.lapse(b)
+			c.lapse(b)
 			return
 		}
 		nl.after = ch.After
@@ -597,9 +617,9 @@ func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decis
 }
 
 // lapse counts hits of leases that ended without a return.
-func (s *Store) lapse(n uint64) {
-	s.lapsed.Add(n)
-	s.outstanding.Add(-int64(n))
+func (c *counters) lapse(n uint64) {
+	c.lapsed += n
+	c.outstanding -= int64(n)
 }
 
 // touch returns key's entry, creating it (and dropping the shard's least
@@ -666,10 +686,10 @@ func (s *Store) endInto(sh uint8, e *entry, now int64) (store.Charge, bool) {
 	case l.kind != window || l.room(now) == 0:
 		// Bucket slots are never given back, and a window that ended
 		// took its hits with it.
-		s.lapse(unused)
+		s.shards[sh].counters.lapse(unused)
 		return store.Charge{}, false
 	}
-	s.outstanding.Add(-int64(unused))
+	s.shards[sh].counters.outstanding -= int64(unused)
 	return store.Charge{Key: e.key, Limit: l.limit, Charged: algorithms.Charged{Hits: unused, After: l.after}}, true
 }
 
