@@ -18,9 +18,10 @@
 //   - gcra, leaky_bucket, continuous token_bucket (no refill_interval, no
 //     max_debt): a block is b emission slots reserved ahead; slot k of a
 //     block may be used only while the local clock is at or before the
-//     slot's start (slot.go). Unused slots lapse and are never given back:
-//     giving slots back would move the bucket's arrival time back under
-//     another replica's later slots.
+//     slot's start (see lease in entry.go). Unused slots lapse by the
+//     block's last slot's deadline and are never given back: giving slots
+//     back would move the bucket's arrival time back under another
+//     replica's later slots.
 //   - sliding_log, stepped or indebted token buckets, zero or invalid
 //     limits: not leased (see Leasable).
 //
@@ -35,6 +36,13 @@
 // holds a live lease with room for the batch's hits on it: all of them are
 // admitted, or the whole batch goes to the backend as before (all-or-nothing
 // either way). A batch without any Lease op goes straight to the backend.
+//
+// Blocks only ever ride on a request that goes to the backend anyway, so
+// leasing never adds a round trip: a key's block is sized from the rate at
+// which this replica sees its hits (over the last LEASE_TARGET) and from the
+// backend's latest Remaining for it. Leases end on the request path for
+// the keys a request touches and in a sweeper goroutine for the rest; the
+// hits of ended window leases are given back in one Return per sweep.
 package lease
 
 import (
@@ -288,7 +296,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	now := s.now().UnixMicro()
 	var buf [8]uint8
 	idx := s.shardsOf(reqs, buf[:0])
-	mask := maskOf(idx)
+	mask := maskOf(reqs, idx)
 	s.lock(mask)
 	if res, ok := s.answer(reqs, idx, now); ok {
 		s.unlock(mask)
@@ -355,10 +363,13 @@ func (s *Store) shardOf(key string) uint8 {
 	return uint8(maphash.String(s.seed, key) % numShards)
 }
 
-func maskOf(idx []uint8) uint64 {
+// maskOf is the set of the Lease ops' shards.
+func maskOf(reqs []store.Request, idx []uint8) uint64 {
 	var m uint64
-	for _, i := range idx {
-		m |= 1 << i
+	for i, sh := range idx {
+		if reqs[i].Lease {
+			m |= 1 << sh
+		}
 	}
 	return m
 }
@@ -556,16 +567,24 @@ func (s *Store) learn(reqs []store.Request, idx []uint8, ext []store.Request, re
 			// taken: track it again rather than lose the block.
 			e = s.touch(idx[i], op.Key, op.Limit, now)
 		}
+		took := spare >= 0 && admitted && res[spare].Allowed
 		if spare >= 0 {
 			e.inflight = false
 		}
 		if e.limit != op.Limit {
+			// The rule changed during the round trip: the block was taken
+			// under the old one. It stays charged (under-admission).
+			if took {
+				c := &s.shards[idx[i]].counters
+				c.blocks++
+				c.lapsed += ext[spare].Hits
+			}
 			continue
 		}
 		d := res[last].Decision
 		e.remaining, e.known = d.Remaining, true
 		e.resetAt = satAddI(now, d.ResetAfter.Microseconds())
-		if spare >= 0 && admitted && res[spare].Allowed {
+		if took {
 			s.install(idx[i], e, ext[spare], d, findCharge(charges, op.Key), now)
 		}
 	}

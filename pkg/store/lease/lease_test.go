@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -315,5 +316,34 @@ func TestLocalDecision(t *testing.T) {
 	}
 	if want.Remaining != lim.Requests-31 {
 		t.Fatalf("remaining %d after 31 hits of %d", want.Remaining, lim.Requests)
+	}
+}
+
+// The keys tracked are bounded; a dropped key's window lease gives its
+// hits back like any other ending one.
+func TestMaxKeys(t *testing.T) {
+	r := newRig(t, lease.WithMaxKeys(64)) // one key per shard
+	lim := fixed(1000, time.Minute)
+	var admitted uint64
+	for range 30 {
+		r.take(hit("a", lim, 1))
+		admitted++
+		r.clock.Advance(time.Millisecond)
+	}
+	if r.s.Room("a") == 0 {
+		t.Fatal("no lease")
+	}
+	for i := 0; r.s.Room("a") > 0; i++ {
+		if i == 10000 {
+			t.Fatal("a never dropped")
+		}
+		r.take(hit(fmt.Sprint("other", i), lim, 1))
+	}
+	if n := r.s.Tracked(); n > 64 {
+		t.Fatalf("%d keys tracked", n)
+	}
+	r.sweep()
+	if st := r.s.Stats(); st.Returned == 0 || st.Outstanding != 0 || r.count("a", lim) != admitted {
+		t.Fatalf("stats %+v, backend counts %d of a for %d admitted", st, r.count("a", lim), admitted)
 	}
 }
