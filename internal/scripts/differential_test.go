@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,14 +149,20 @@ func (s *sequence) note(format string, args ...any) {
 // nextOps draws the ops of one step: mostly one op on the main key; some
 // batches of 2-4 ops, half of them over the first two keys (so keys repeat:
 // the script's general path), half on distinct keys (its distinct-keys
-// path), with limit variants and, rarely, another algorithm.
+// path), with limit variants and, rarely, another algorithm; every mode
+// (0 = Enforce .. Spare) is drawn alike.
 func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 	if rng.IntN(10) == 0 {
 		s.lim = mutate(rng, s.lim)
 	}
 	if rng.IntN(8) != 0 {
-		// One in four is a usage report, recorded past the limit.
-		return []algorithms.Op{{Key: s.keys[0], Limit: s.lim, Hits: randomHits(rng, s.lim), Usage: rng.IntN(4) == 0}}
+		// One in four is a usage report, recorded past the limit; one in
+		// six a lease top-up on its own (Spare: taken only if it fits).
+		op := algorithms.Op{Key: s.keys[0], Limit: s.lim, Hits: randomHits(rng, s.lim), Usage: rng.IntN(4) == 0}
+		if rng.IntN(6) == 0 {
+			op.Mode = algorithms.Spare
+		}
+		return []algorithms.Op{op}
 	}
 	ops := make([]algorithms.Op, 2+rng.IntN(3))
 	distinct := rng.Perm(len(s.keys))
@@ -176,7 +183,7 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 		if distinct != nil {
 			key = s.keys[distinct[i]]
 		}
-		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(4)), Usage: rng.IntN(4) == 0, Joined: rng.IntN(2) == 0}
+		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(4) == 0, Joined: rng.IntN(2) == 0}
 	}
 	return ops
 }
@@ -239,9 +246,10 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 		}
 	}
 	type pending struct {
-		ops   []algorithms.Op
-		eval  *redis.Cmd
-		reads [4]*stateRead
+		ops     []algorithms.Op
+		eval    *redis.Cmd
+		reads   [4]*stateRead
+		charges bool // the take replies its charges (scripts.WithCharges)
 	}
 	allowed, denied := 0, 0
 	for step := range diffSteps {
@@ -256,6 +264,12 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			keys, args, err := scripts.Encode(ops, time.UnixMicro(s.now))
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Half the takes reply their charges, which also keeps a
+			// single op off the script's write-at-once path.
+			if rng.IntN(2) == 0 {
+				args = scripts.WithCharges(args)
+				steps[i].charges = true
 			}
 			steps[i].ops = ops
 			steps[i].eval = queue(ctx, pipe, keys, args)
@@ -282,6 +296,12 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			for j, v := range parts[1].([]any) {
 				pttl[p.ops[j].Key] = v.(int64)
 			}
+			before := make(map[string]algorithms.State, len(s.keys))
+			for _, key := range s.keys {
+				st := goState[key]
+				st.Log = slices.Clone(st.Log)
+				before[key] = st
+			}
 			want, writes := goState.take(p.ops, time.UnixMicro(s.now))
 			var b strings.Builder
 			for j, op := range p.ops {
@@ -300,6 +320,16 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 					allowed++
 				} else {
 					denied++
+				}
+			}
+			if p.charges {
+				gotCh, err := scripts.DecodeCharges(parts[0], p.ops)
+				if err != nil {
+					fail("charges: %v", err)
+				}
+				wantCh := algorithms.Charges(p.ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(s.now))
+				if err := sameCharges(gotCh, wantCh); err != nil {
+					fail("charges: %v\n  lua %+v\n  go  %+v", err, gotCh, wantCh)
 				}
 			}
 			for k, key := range s.keys {
@@ -358,4 +388,23 @@ func ttlBound(ops []algorithms.Op, key string) int64 {
 		}
 	}
 	return 2*h.Microseconds() + 1000
+}
+
+// sameCharges compares the charges the take script reported with
+// algorithms.Charges', which memstore reports: leases give hits back
+// through either, so they must agree.
+func sameCharges(lua []scripts.Charge, goCh []algorithms.KeyCharge) error {
+	if len(lua) != len(goCh) {
+		return fmt.Errorf("lua reports %d charges, go %d", len(lua), len(goCh))
+	}
+	for i, l := range lua {
+		g := goCh[i]
+		if l.Key != g.Key || l.Limit != g.Limit || l.Hits != g.Hits {
+			return fmt.Errorf("charge %d: lua %s %+v %d hits, go %s %+v %d hits", i, l.Key, l.Limit, l.Hits, g.Key, g.Limit, g.Hits)
+		}
+		if !sameCharged(l.Charged, g.Charged) {
+			return fmt.Errorf("charge %d of %s: lua state %+v, go %+v", i, l.Key, l.After, g.After)
+		}
+	}
+	return nil
 }

@@ -32,8 +32,8 @@ const maxHits = 4 * algorithms.MaxCount
 // Redis TIME), ARGV[2] every op packed, opBytes each: its algorithm (0 for a
 // limit that fails Validate, which the script denies like algorithms.Take
 // does), requests, period µs, burst, refill interval µs, max debt, hits and
-// mode (algorithms.Mode, plus usageFlag for usage and joinedFlag for an op
-// joined to the one before it). One binary argument instead of eight decimal ones
+// mode (algorithms.Mode, an unknown one as Enforce, plus usageFlag for
+// usage and joinedFlag for an op joined to the one before it). One binary argument instead of eight decimal ones
 // per op saves formatting here, and argument handling and tonumber in Redis.
 func Encode(ops []algorithms.Op, now time.Time) ([]string, []any, error) {
 	us, err := nowArg(now)
@@ -65,6 +65,11 @@ func appendOp(buf []byte, op algorithms.Op) []byte {
 		}
 	}
 	mode := float64(op.Mode)
+	if op.Mode > algorithms.Spare {
+		// algorithms.TakeAll reads an unknown mode as Enforce; so must the
+		// script, and a mode of usageFlag or more would read as the flags.
+		mode = float64(algorithms.Enforce)
+	}
 	if op.Usage {
 		mode += usageFlag
 	}

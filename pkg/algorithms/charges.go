@@ -1,6 +1,9 @@
 package algorithms
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // KeyCharge is what an admitted batch charged one key, with the key and the
 // limit an Undo of it needs (store.Charge has the same fields, so a store
@@ -11,23 +14,27 @@ type KeyCharge struct {
 	Charged
 }
 
-// Charges is what an admitted batch of ops charged, computed from TakeAll's
-// decisions and writes and the states its load returned (before), exactly
-// as take.lua's charge_of reports it in Redis, so that every store gives
-// the same charges back: one per key written, in the order the batch first
-// names them, where
+// Charges is what an admitted batch of ops charged at now, computed from
+// TakeAll's decisions and writes and the states its load returned
+// (before), exactly as take.lua's charge_of reports it in Redis, so that
+// every store gives the same charges back: one per key written, in the
+// order the batch first names them, where
 //
 //   - Hits is the sum of the hits of the non-usage ops that charged the key:
 //     allowed ones, and Shadow and Quota ops recorded past their limits
 //     (a Spare or Enforce op that did not fit charged nothing);
 //   - Limit is the last such op's;
 //   - After is the state written; for sliding_log only the entries the
-//     batch added (what Undo removes), with the log's ExpiresAt.
+//     batch added (what Undo removes), with the log's ExpiresAt, and no
+//     charge when it added none that are still there.
 //
 // A key a usage op charged gets no charge: usage is never given back, and
 // taking back the other hits could return room a bucket's floor absorbed of
-// the usage. A denied batch gets none: it charged only usage.
-func Charges(ops []Op, decisions []Decision, before func(key string) State, writes map[string]State) []KeyCharge {
+// the usage. Nor does a key whose state ends in another family than its
+// last charging op's (a batch naming one key under two algorithms, which
+// no config makes): the state is not that op's. A denied batch gets none:
+// it charged only usage.
+func Charges(ops []Op, decisions []Decision, before func(key string) State, writes map[string]State, now time.Time) []KeyCharge {
 	if len(writes) == 0 || len(decisions) != len(ops) || VerdictOf(ops, decisions).Denied() {
 		return nil
 	}
@@ -35,6 +42,9 @@ func Charges(ops []Op, decisions []Decision, before func(key string) State, writ
 		hits  uint64
 		last  int // the last non-usage op that charged the key, -1 for none
 		usage bool
+		// family is that of the last op with a valid limit: the family of
+		// the state the key ends with (Take reads another family's as fresh).
+		family Family
 	}
 	byKey := make(map[string]*acc, len(writes))
 	var order []string
@@ -45,6 +55,9 @@ func Charges(ops []Op, decisions []Decision, before func(key string) State, writ
 			byKey[op.Key] = a
 			order = append(order, op.Key)
 		}
+		if op.Limit.Validate() == nil {
+			a.family = op.Limit.Algorithm.Family()
+		}
 		if !opCharged(op, decisions[i]) {
 			continue
 		}
@@ -52,30 +65,58 @@ func Charges(ops []Op, decisions []Decision, before func(key string) State, writ
 			a.usage = true
 			continue
 		}
-		// Saturating: only hits recorded past a limit can be this large,
-		// and an undo takes back at most what the key holds.
-		a.hits, a.last = satAdd(a.hits, op.Hits), i
+		// Only hits recorded past a limit can be this large; the Lua take
+		// sees them clamped (internal/scripts' maxHits), and the clamp keeps
+		// the undos' int64 arithmetic exact (the count floors at 0 anyway).
+		a.hits, a.last = satAdd(a.hits, min(op.Hits, maxChargeHits)), i
 	}
 	var out []KeyCharge
 	for _, key := range order {
 		a := byKey[key]
 		after, written := writes[key]
-		if !written || a.usage || a.last < 0 {
+		if !written || a.usage || a.last < 0 || a.family != ops[a.last].Limit.Algorithm.Family() {
 			continue
 		}
-		if len(after.Log) > 0 {
-			prev := before(key).Log
-			added := State{ExpiresAt: after.ExpiresAt}
-			for _, e := range after.Log {
-				if !slices.Contains(prev, e) {
-					added.Log = append(added.Log, e)
-				}
+		if a.family == Log {
+			added := addedEntries(ops, key, before(key), now)
+			if len(added) == 0 {
+				// A log that kept no entry of the batch (a record past a
+				// full log, or a later op under another limit that read it
+				// as fresh) has nothing to take back.
+				continue
 			}
-			after = added
+			after = State{Log: added, ExpiresAt: after.ExpiresAt}
 		}
 		out = append(out, KeyCharge{Key: key, Limit: ops[a.last].Limit, Charged: Charged{Hits: a.hits, After: after}})
 	}
 	return out
+}
+
+// addedEntries is the log entries the ops on key added that its final log
+// still holds, replaying the batch's first pass (what an admitted batch
+// writes) from st, the stored state: an op that reads the log as fresh
+// (expired, out of its limit's range, another family) drops what the ops
+// before it added, as take.lua's log view drops its pending entries. An op
+// adds its entry at now with a Seq above every one there, so an entry at
+// now that the op's read of the state did not hold is new.
+func addedEntries(ops []Op, key string, st State, now time.Time) []LogEntry {
+	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
+	var added []LogEntry
+	for _, op := range ops {
+		if op.Key != key {
+			continue
+		}
+		_, read := Take(op.Limit, st, 0, now)
+		_, next, _, _ := firstPass(op, st, now)
+		var kept []LogEntry
+		for _, e := range next.Log {
+			if slices.Contains(added, e) || (e.At == us && !slices.Contains(read.Log, e)) {
+				kept = append(kept, e)
+			}
+		}
+		added, st = kept, next
+	}
+	return added
 }
 
 // opCharged reports whether op, decided as d in an admitted batch, charged
@@ -95,6 +136,10 @@ func opCharged(op Op, d Decision) bool {
 	lim := op.Limit
 	return lim.Validate() == nil && (lim.Requests > 0 || lim.Algorithm == FixedWindow)
 }
+
+// maxChargeHits is internal/scripts' maxHits: the most hits of one op the
+// Lua take sees, and so reports in a charge.
+const maxChargeHits = 4 * MaxCount
 
 func satAdd(a, b uint64) uint64 {
 	if s := a + b; s >= a {

@@ -13,6 +13,8 @@ func TestCharges(t *testing.T) {
 	fw := func(n uint64) Limit { return Limit{Algorithm: FixedWindow, Requests: n, Period: time.Minute} }
 	log := Limit{Algorithm: SlidingLog, Requests: 10, Period: time.Minute}
 	invalid := Limit{Algorithm: FixedWindow, Requests: 5} // no period
+	yearLog := Limit{Algorithm: SlidingLog, Requests: 2, Period: 365 * 24 * time.Hour}
+	dayLog := Limit{Algorithm: SlidingLog, Requests: 1, Period: 24 * time.Hour}
 	window := func(count int64) State {
 		return Window{Start: t0.UnixMicro() - 20e6, Count: count}.State(t0.UnixMicro() + 40e6)
 	}
@@ -60,6 +62,14 @@ func TestCharges(t *testing.T) {
 			ops:    []Op{{Key: "l", Limit: log, Hits: 3}, {Key: "l", Limit: log, Hits: 1, Mode: Spare}},
 			want:   []want{{"l", log, 4, State{Log: []LogEntry{{At: t0.UnixMicro(), Seq: 2, Hits: 3}, {At: t0.UnixMicro(), Seq: 3, Hits: 1}}, ExpiresAt: t0.UnixMicro() + 60e6}}},
 		},
+		// The second op's limit reads the stored log as out of range (its
+		// ExpiresAt is a year ahead): it starts afresh, dropping the first
+		// op's entry, and its own entry equals the stored one.
+		"sliding_log: an op reading the log as fresh drops what the batch added before": {
+			stored: map[string]State{"l": {Log: []LogEntry{{At: t0.UnixMicro(), Seq: 1, Hits: 1}}, ExpiresAt: t0.UnixMicro() + yearLog.Period.Microseconds()}},
+			ops:    []Op{{Key: "l", Limit: yearLog, Hits: 1}, {Key: "l", Limit: dayLog, Hits: 1, Mode: Spare}},
+			want:   []want{{"l", dayLog, 2, State{Log: []LogEntry{{At: t0.UnixMicro(), Seq: 1, Hits: 1}}, ExpiresAt: t0.UnixMicro() + dayLog.Period.Microseconds()}}},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -69,7 +79,7 @@ func TestCharges(t *testing.T) {
 				return st
 			}
 			ds, writes := TakeAll(tc.ops, load, t0)
-			got := Charges(tc.ops, ds, load, writes)
+			got := Charges(tc.ops, ds, load, writes, t0)
 			if len(got) != len(tc.want) {
 				t.Fatalf("charges %+v, want %+v", got, tc.want)
 			}

@@ -6,7 +6,7 @@
 -- ARGV[2]: every op, packed (limit.lua's OP_FORMAT, OP_BYTES each):
 --   algorithm (0 = invalid limit), requests, period µs, burst, refill
 --   interval µs, max debt, hits, mode (algorithms.Mode: 0/ENFORCE, SHADOW,
---   QUOTA; plus USAGE when the hits are usage, algorithms.Op.Usage; plus
+--   QUOTA, SPARE; plus USAGE when the hits are usage, algorithms.Op.Usage; plus
 --   JOINED when the op is another limit of the previous op's descriptor,
 --   algorithms.Op.Joined).
 -- ARGV[3], if present: reply the charges too (scripts.WithCharges).
@@ -20,9 +20,10 @@
 -- limits, as algorithms.Record does); phase 2 writes the final state of
 -- each key an op charged if the batch is admitted (no enforce op denied,
 -- and not every quota op denied), and else only what its usage ops
--- recorded.
+-- recorded. A spare op (a lease top-up) is taken only when it fits: it is
+-- never recorded past its limit and never denies the batch.
 
--- REGS, LOG, ENFORCE, SHADOW, QUOTA and ALGS (algorithm number -> state kind
+-- REGS, LOG, ENFORCE, SHADOW, QUOTA, SPARE and ALGS (algorithm number -> state kind
 -- and step function) are generated from the Go registry (scripts/source.go).
 -- A register algorithm's take and valid work on numbers (fixed_window.lua
 -- says how); a log's on a limit table and a view (sliding_log.lua).
@@ -94,7 +95,8 @@ end
 
 -- records reports whether an op whose take was denied is recorded anyway
 -- in the first phase: usage always; shadow and quota ops count past their
--- limits when the batch is admitted, which phase 1 assumes. A zero rate
+-- limits when the batch is admitted, which phase 1 assumes; enforce and
+-- spare ops never (a spare op that does not fit is not taken). A zero rate
 -- records nothing but in fixed_window (algorithms.Record).
 local function records(alg, usage, mode, h, r)
   return h > 0 and (r > 0 or alg.take == fixed_window) and (usage or mode == SHADOW or mode == QUOTA)
@@ -144,9 +146,13 @@ end
 -- (scripts.Charge): the last op that charged it, the hits charged, and the
 -- state st written: a, b, c, e and no entries for registers; now, 0, 0,
 -- ExpiresAt and the (seq, hits) of each entry added for a log. Usage is
--- never undone, so a key usage charged has no charge (take_general).
+-- never undone, so a key usage charged has no charge (take_general). A log
+-- that kept no entry of the batch (a record past a full log, or a later op
+-- under another limit that read it as fresh) has nothing to take back: no
+-- charge (algorithms.Charges).
 local function charge_of(out, kind, last, hits, st, now)
   local n = #out
+  if kind == LOG and #st.pend == 0 then return end
   if kind == LOG then
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, now, 0
     out[n + 5], out[n + 6], out[n + 7] = 0, st.exp, #st.pend
@@ -185,7 +191,8 @@ end
 local function verdict_add(v, mode, joined, ok)
   if mode ~= QUOTA then
     v.in_quota = false
-    if mode ~= SHADOW and not ok then v.enforced_denied = true end
+    -- Shadow and spare ops never deny the batch.
+    if mode ~= SHADOW and mode ~= SPARE and not ok then v.enforced_denied = true end
     return
   end
   if not joined or not v.in_quota then
@@ -200,7 +207,7 @@ local function verdict_add(v, mode, joined, ok)
 end
 
 -- admits is the batch rule: no enforced op denied, and not every quota
--- alternative denied. Shadow ops never deny a batch.
+-- alternative denied. Shadow and spare ops never deny a batch.
 local function admits(v)
   return not v.enforced_denied and not (v.quota_ops > 0 and v.quota_denied == v.quota_ops)
 end
@@ -399,8 +406,13 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
     -- A key that usage also charged reports no charge: giving its other
     -- hits back could return what a bucket's floor absorbed of the usage
     -- (a denied cross-slot request then consumes them: under-admission).
+    -- Nor does a key whose state ends in another family than its last
+    -- charging op's (only a batch naming one key under two algorithms,
+    -- which no config does): the charge's state would not be that op's.
     for _, rec in ipairs(order) do
-      if rec.hits and not rec.usage then charge_of(out, rec.kind, rec.last, rec.hits, rec.cur, now) end
+      if rec.hits and not rec.usage and ops[rec.last].alg.kind == rec.kind then
+        charge_of(out, rec.kind, rec.last, rec.hits, rec.cur, now)
+      end
     end
   end
   return out

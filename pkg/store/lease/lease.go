@@ -18,9 +18,10 @@
 //   - gcra, leaky_bucket, continuous token_bucket (no refill_interval, no
 //     max_debt): a block is b emission slots reserved ahead; slot k of a
 //     block may be used only while the local clock is at or before the
-//     slot's start (slot.go). Unused slots lapse and are never given back:
-//     giving slots back would move the bucket's arrival time back under
-//     another replica's later slots.
+//     slot's start (see lease in entry.go). Unused slots lapse by the
+//     block's last slot's deadline and are never given back: giving slots
+//     back would move the bucket's arrival time back under another
+//     replica's later slots.
 //   - sliding_log, stepped or indebted token buckets, zero or invalid
 //     limits: not leased (see Leasable).
 //
@@ -35,6 +36,13 @@
 // holds a live lease with room for the batch's hits on it: all of them are
 // admitted, or the whole batch goes to the backend as before (all-or-nothing
 // either way). A batch without any Lease op goes straight to the backend.
+//
+// Blocks only ever ride on a request that goes to the backend anyway, so
+// leasing never adds a round trip: a key's block is sized from the rate at
+// which this replica sees its hits (over the last LEASE_TARGET) and from the
+// backend's latest Remaining for it. Leases end on the request path for
+// the keys a request touches and in a sweeper goroutine for the rest; the
+// hits of ended window leases are given back in one Return per sweep.
 package lease
 
 import (
@@ -91,8 +99,8 @@ type Store struct {
 	pendMu  sync.Mutex
 	pending []store.Charge
 
-	blocks, localHits, returned, lapsed, returnErrors atomic.Uint64
-	outstanding                                       atomic.Int64
+	// Counters the shards' locks do not cover (see shard.counters).
+	returned, returnLapsed, returnErrors atomic.Uint64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -109,7 +117,17 @@ type shard struct {
 	entries map[string]*entry
 	lru     *list.List          // of *entry; front = most recently seen
 	leased  map[*entry]struct{} // entries holding a lease: what Sweep visits
-	_       [40]byte            // keep neighbouring shards' locks off one cache line
+	// counters change under mu, which the path holds anyway: a global
+	// atomic would bounce one cache line between every core serving a hot
+	// key. Stats sums them.
+	counters counters
+	_        [64]byte // keep neighbouring shards' hot fields apart
+}
+
+// counters are a shard's share of Stats.
+type counters struct {
+	blocks, localHits, lapsed uint64
+	outstanding               int64
 }
 
 // Option configures a Store.
@@ -224,14 +242,24 @@ type Stats struct {
 
 // Stats reports the counters.
 func (s *Store) Stats() Stats {
-	return Stats{
-		Blocks:       s.blocks.Load(),
-		LocalHits:    s.localHits.Load(),
+	st := Stats{
 		Returned:     s.returned.Load(),
-		Lapsed:       s.lapsed.Load(),
-		Outstanding:  uint64(max(s.outstanding.Load(), 0)),
+		Lapsed:       s.returnLapsed.Load(),
 		ReturnErrors: s.returnErrors.Load(),
 	}
+	var outstanding int64
+	for i := range s.shards {
+		shd := &s.shards[i]
+		shd.mu.Lock()
+		c := shd.counters
+		shd.mu.Unlock()
+		st.Blocks += c.blocks
+		st.LocalHits += c.localHits
+		st.Lapsed += c.lapsed
+		outstanding += c.outstanding
+	}
+	st.Outstanding = uint64(max(outstanding, 0))
+	return st
 }
 
 // Leasable reports whether a limit can be leased soundly (see the package
@@ -268,7 +296,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	now := s.now().UnixMicro()
 	var buf [8]uint8
 	idx := s.shardsOf(reqs, buf[:0])
-	mask := maskOf(idx)
+	mask := maskOf(reqs, idx)
 	s.lock(mask)
 	if res, ok := s.answer(reqs, idx, now); ok {
 		s.unlock(mask)
@@ -324,17 +352,24 @@ func (s *Store) shardsOf(reqs []store.Request, idx []uint8) []uint8 {
 	for i := range reqs {
 		var sh uint8
 		if reqs[i].Lease {
-			sh = uint8(maphash.String(s.seed, reqs[i].Key) % numShards)
+			sh = s.shardOf(reqs[i].Key)
 		}
 		idx = append(idx, sh)
 	}
 	return idx
 }
 
-func maskOf(idx []uint8) uint64 {
+func (s *Store) shardOf(key string) uint8 {
+	return uint8(maphash.String(s.seed, key) % numShards)
+}
+
+// maskOf is the set of the Lease ops' shards.
+func maskOf(reqs []store.Request, idx []uint8) uint64 {
 	var m uint64
-	for _, i := range idx {
-		m |= 1 << i
+	for i, sh := range idx {
+		if reqs[i].Lease {
+			m |= 1 << sh
+		}
 	}
 	return m
 }
@@ -374,6 +409,16 @@ func hitsOn(reqs []store.Request, i int) uint64 {
 	return h
 }
 
+// usageOn reports whether a usage op in reqs charges key.
+func usageOn(reqs []store.Request, key string) bool {
+	for i := range reqs {
+		if reqs[i].Usage && reqs[i].Hits > 0 && reqs[i].Key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // answer admits reqs from their keys' leases if every op can be, with the
 // shards locked. It allocates nothing but the results.
 func (s *Store) answer(reqs []store.Request, idx []uint8, now int64) ([]store.Result, bool) {
@@ -402,14 +447,15 @@ func (s *Store) answer(reqs []store.Request, idx []uint8, now int64) ([]store.Re
 		return nil, false
 	}
 	res := make([]store.Result, len(reqs))
-	var total uint64
 	for i := range reqs {
 		e, l := ents[i], &ents[i].lease
+		c := &s.shards[idx[i]].counters
 		if lapsed := l.use(now, reqs[i].Hits); lapsed > 0 {
-			s.lapse(lapsed)
+			c.lapse(lapsed)
 		}
 		l.lastUse = now
-		total += reqs[i].Hits
+		c.localHits += reqs[i].Hits
+		c.outstanding -= int64(reqs[i].Hits)
 		capacity := l.limit.Requests
 		if l.kind == bucket {
 			capacity = l.limit.Capacity()
@@ -418,8 +464,6 @@ func (s *Store) answer(reqs []store.Request, idx []uint8, now int64) ([]store.Re
 		res[i].Remaining = min(satAdd(e.remaining, l.room(now)), capacity)
 		res[i].ResetAfter = time.Duration(max(e.resetAt-now, 0)) * time.Microsecond
 	}
-	s.localHits.Add(total)
-	s.outstanding.Add(-int64(total))
 	return res, true
 }
 
@@ -436,6 +480,11 @@ func (s *Store) plan(reqs []store.Request, idx []uint8, now int64) []store.Reque
 		}
 		e := s.shards[idx[i]].entries[op.Key]
 		if e == nil || e.inflight || !e.known || e.limit != op.Limit || !Leasable(op.Limit) {
+			continue
+		}
+		if usageOn(reqs, op.Key) {
+			// The backend gives no charge for a key usage charged (usage is
+			// never given back), and a window block must be returnable.
 			continue
 		}
 		hits := hitsOn(reqs, i)
@@ -518,16 +567,24 @@ func (s *Store) learn(reqs []store.Request, idx []uint8, ext []store.Request, re
 			// taken: track it again rather than lose the block.
 			e = s.touch(idx[i], op.Key, op.Limit, now)
 		}
+		took := spare >= 0 && admitted && res[spare].Allowed
 		if spare >= 0 {
 			e.inflight = false
 		}
 		if e.limit != op.Limit {
+			// The rule changed during the round trip: the block was taken
+			// under the old one. It stays charged (under-admission).
+			if took {
+				c := &s.shards[idx[i]].counters
+				c.blocks++
+				c.lapsed += ext[spare].Hits
+			}
 			continue
 		}
 		d := res[last].Decision
 		e.remaining, e.known = d.Remaining, true
 		e.resetAt = satAddI(now, d.ResetAfter.Microseconds())
-		if spare >= 0 && admitted && res[spare].Allowed {
+		if took {
 			s.install(idx[i], e, ext[spare], d, findCharge(charges, op.Key), now)
 		}
 	}
@@ -546,11 +603,12 @@ func findCharge(charges []store.Charge, key string) *store.Charge {
 // asked at now, into e's lease.
 func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decision, ch *store.Charge, now int64) {
 	b := sp.Hits
-	s.blocks.Add(1)
-	s.outstanding.Add(int64(b))
+	c := &s.shards[sh].counters
+	c.blocks++
+	c.outstanding += int64(b)
 	if s.closed.Load() {
 		// Close has given everything back already: hold nothing more.
-		s.lapse(b)
+		c.lapse(b)
 		return
 	}
 	nl := newLease(sp.Limit, b, d, now)
@@ -558,7 +616,7 @@ func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decis
 		if ch == nil {
 			// Without the charge's state the block could not be given back
 			// exactly: do not use it.
-			s.lapse(b)
+			c.lapse(b)
 			return
 		}
 		nl.after = ch.After
@@ -578,9 +636,9 @@ func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decis
 }
 
 // lapse counts hits of leases that ended without a return.
-func (s *Store) lapse(n uint64) {
-	s.lapsed.Add(n)
-	s.outstanding.Add(-int64(n))
+func (c *counters) lapse(n uint64) {
+	c.lapsed += n
+	c.outstanding -= int64(n)
 }
 
 // touch returns key's entry, creating it (and dropping the shard's least
@@ -647,10 +705,10 @@ func (s *Store) endInto(sh uint8, e *entry, now int64) (store.Charge, bool) {
 	case l.kind != window || l.room(now) == 0:
 		// Bucket slots are never given back, and a window that ended
 		// took its hits with it.
-		s.lapse(unused)
+		s.shards[sh].counters.lapse(unused)
 		return store.Charge{}, false
 	}
-	s.outstanding.Add(-int64(unused))
+	s.shards[sh].counters.outstanding -= int64(unused)
 	return store.Charge{Key: e.key, Limit: l.limit, Charged: algorithms.Charged{Hits: unused, After: l.after}}, true
 }
 

@@ -88,7 +88,7 @@ func (s *Store) giveBack(ctx context.Context, charges []store.Charge) error {
 		hits += charges[i].Hits
 	}
 	if err := s.next.Return(ctx, charges); err != nil {
-		s.lapsed.Add(hits)
+		s.returnLapsed.Add(hits)
 		s.returnErrors.Add(1)
 		return err
 	}

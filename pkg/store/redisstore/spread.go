@@ -54,8 +54,9 @@ type groupRun struct {
 // script per slot group, concurrently, then the all-or-nothing verdict over
 // every group; when it denies, the groups that charged are undone so a denied
 // request leaves every counter as it found it (see "Redis Cluster" in
-// docs/redis.md for what an undo that fails costs).
-func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time) ([]algorithms.Decision, error) {
+// docs/redis.md for what an undo that fails costs). An admitted request
+// returns every group's charges (TakeCharged); a denied one none.
+func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time) ([]algorithms.Decision, []scripts.Charge, error) {
 	// A group's script applies the all-or-nothing rule to its own ops only.
 	// Quota ops spread over several groups are decided together here, so
 	// each script must charge its allowed ops whatever its own quota ops
@@ -111,12 +112,17 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 		// The request gets no answer from Redis, so nothing it charged
 		// elsewhere may stay charged.
 		s.undo(ctx, runs, now)
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
 	if algorithms.VerdictOf(reqs, decisions).Denied() {
 		s.undo(ctx, runs, now)
+		return decisions, nil, nil
 	}
-	return decisions, nil
+	var charges []scripts.Charge
+	for _, run := range runs {
+		charges = append(charges, run.charges...)
+	}
+	return decisions, charges, nil
 }
 
 // undo takes back every group's charges, concurrently, within ctx. A

@@ -21,7 +21,10 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Lender = (*Store)(nil)
+)
 
 // Store decides rate limits in Redis.
 type Store struct {
@@ -79,11 +82,25 @@ func New(opts ...Option) (*Store, error) {
 // timed out, script error); it is never "over limit". Errors that certainly
 // ran nothing are retried within ctx; see retry.go.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
+	results, _, err := s.take(ctx, reqs, false)
+	return results, err
+}
+
+// TakeCharged is Take, also returning what an admitted batch charged each
+// key (the take script's charges, scripts.Charge), for pkg/store/lease to
+// give unused hits back with Return. It is the same single call per slot
+// group; asking for charges only lengthens the reply (such takes are not
+// merged into another's call, see merge.go).
+func (s *Store) TakeCharged(ctx context.Context, reqs []store.Request) ([]store.Result, []store.Charge, error) {
+	return s.take(ctx, reqs, true)
+}
+
+func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool) ([]store.Result, []store.Charge, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
+		return nil, nil, fmt.Errorf("redisstore: %w", err)
 	}
 	if len(reqs) == 0 {
-		return []store.Result{}, nil
+		return []store.Result{}, nil, nil
 	}
 	// REDIS_TIMEOUT caps the call even when the caller allows longer. Envoy
 	// always sends a shorter deadline, so most calls need no timer of ours.
@@ -98,13 +115,18 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	}
 	start := time.Now()
 	var decisions []algorithms.Decision
+	var charges []scripts.Charge
 	var err error
 	if groups := s.slotGroups(reqs); groups != nil {
-		decisions, err = s.takeSpread(ctx, reqs, groups, now)
+		decisions, charges, err = s.takeSpread(ctx, reqs, groups, now)
 	} else {
 		err = s.do(ctx, func(ctx context.Context) error {
 			var err error
-			decisions, err = s.runner.Take(ctx, s.client, reqs, now)
+			if withCharges {
+				decisions, charges, err = s.runner.TakeCharged(ctx, s.client, reqs, now)
+			} else {
+				decisions, err = s.runner.Take(ctx, s.client, reqs, now)
+			}
 			return err
 		})
 	}
@@ -112,16 +134,19 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 		s.observe(time.Since(start), err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
+		return nil, nil, fmt.Errorf("redisstore: %w", err)
 	}
 	if len(decisions) != len(reqs) {
-		return nil, fmt.Errorf("redisstore: script returned %d decisions for %d keys", len(decisions), len(reqs))
+		return nil, nil, fmt.Errorf("redisstore: script returned %d decisions for %d keys", len(decisions), len(reqs))
 	}
 	results := make([]store.Result, len(decisions))
 	for i, d := range decisions {
 		results[i] = store.Result{Decision: d}
 	}
-	return results, nil
+	if !withCharges {
+		return results, nil, nil
+	}
+	return results, storeCharges(charges), nil
 }
 
 // Ping reports whether Redis answers.

@@ -84,13 +84,15 @@ func allowedAre(t *testing.T, what string, got []algorithms.Decision, want ...bo
 
 // testModes: Shadow and Quota ops ride in the same single round trip as the
 // others without letting a rule that must not deny the request veto them,
-// and are counted past their limits when the request is admitted; usage is
+// and are counted past their limits when the request is admitted; Spare ops
+// (lease top-ups) never deny and are charged only when they fit; usage is
 // recorded whatever the verdict; admissions stay all-or-nothing.
 func testModes(t *testing.T, newStore Factory) {
 	const (
 		enforce = algorithms.Enforce
 		shadow  = algorithms.Shadow
 		quota   = algorithms.Quota
+		spare   = algorithms.Spare
 	)
 	cases := []struct {
 		name string
@@ -195,6 +197,45 @@ func testModes(t *testing.T, newStore Factory) {
 				t.Fatalf("enforced op over its limit: %s, want denied", fmtDecision(got[1]))
 			}
 			charged(t, before, p.remaining(), nil)
+		},
+	}, {
+		// Spare: a lease top-up riding on a request, taken only if it fits.
+		name: "spare_with_room_is_charged_in_an_admitted_batch",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("enforced", 1, enforce), p.op("room", 4, spare))
+			allowedAre(t, "enforced + spare with room", got, true, true)
+			charged(t, before, p.remaining(), map[string]uint64{"enforced": 1, "room": 4})
+		},
+	}, {
+		name: "spare_over_limit_neither_denies_nor_is_recorded",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("enforced", 2, enforce), p.op("small", 2, spare))
+			allowedAre(t, "enforced beside a spare op that does not fit", got, true, false)
+			// Unlike a shadow op, the spare op is not counted past its limit.
+			charged(t, before, p.remaining(), map[string]uint64{"enforced": 2})
+			allowedAre(t, "spare ops only, none fits", p.h.take(p.op("small", 2, spare), p.op("room", 11, spare)), false, false)
+			charged(t, before, p.remaining(), map[string]uint64{"enforced": 2})
+		},
+	}, {
+		name: "denied_batch_charges_no_spare_op",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("room", 3, spare), p.op("small", 2, enforce))
+			allowedAre(t, "spare with room + enforced over", got, true, false)
+			charged(t, before, p.remaining(), nil)
+		},
+	}, {
+		name: "spare_after_enforced_on_one_key_sees_the_running_total",
+		run: func(t *testing.T, p modeProbe) {
+			before := p.remaining()
+			got := p.h.take(p.op("room", 7, enforce), p.op("room", 4, spare))
+			allowedAre(t, "enforced 7 then spare 4 on a limit of 10", got, true, false)
+			charged(t, before, p.remaining(), map[string]uint64{"room": 7})
+			got = p.h.take(p.op("enforced", 7, enforce), p.op("enforced", 3, spare))
+			allowedAre(t, "enforced 7 then spare 3 on a limit of 10", got, true, true)
+			charged(t, before, p.remaining(), map[string]uint64{"room": 7, "enforced": 10})
 		},
 	}, {
 		name: "usage_is_recorded_past_the_limit",

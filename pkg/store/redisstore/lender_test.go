@@ -1,0 +1,83 @@
+package redisstore_test
+
+import (
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
+)
+
+// The lender case on a three-master Cluster: a request and its block on
+// keys in different slots (one take per slot group, charges from each),
+// and a Return of both (one undo per slot). TestConformance runs it on a
+// single node.
+func TestLenderConformanceCluster(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3)
+	admins := redistest.Clients(t, nodes)
+	storetest.RunLender(t, func(t *testing.T, clock *storetest.Clock) store.Store {
+		for _, a := range admins {
+			if err := a.FlushAll(t.Context()).Err(); err != nil {
+				t.Fatalf("FLUSHALL: %v", err)
+			}
+		}
+		return newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), redisstore.WithClock(clock.Now))
+	})
+}
+
+// Return follows the retry rule of every call: an undo that certainly did
+// not run is retried and gives the hits back; one whose outcome is unknown
+// (it may have run: an undo is not idempotent) is not retried, fails, and
+// leaves the hits charged (under-admission, never over-admission).
+func TestReturnFailure(t *testing.T) {
+	srv := redistest.Start(t)
+	dialRefused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	tests := []struct {
+		name      string
+		err       error
+		failures  int64
+		wantCalls int64 // undo calls seen by the hook
+		wantErr   bool
+		wantLeft  uint64
+	}{
+		{"dial refused twice, then retried", dialRefused, 2, 3, false, 10},
+		{"EOF: outcome unknown, not retried", io.EOF, 1, 1, true, 5},
+	}
+	lim := window(10)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hook := &faultHook{sha: scripts.UndoFunction(), err: tt.err}
+			hook.n.Store(tt.failures)
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+			t.Cleanup(func() { _ = c.Close() })
+			if err := c.FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			c.AddHook(hook)
+			s := newStore(t, redisstore.WithClient(c), redisstore.WithTimeout(2*time.Second))
+			reqs := []store.Request{{Key: "k", Limit: lim, Hits: 1}, {Key: "k", Limit: lim, Hits: 4, Mode: algorithms.Spare}}
+			res, charges, err := s.TakeCharged(t.Context(), reqs)
+			if err != nil || !res[0].Allowed || !res[1].Allowed || len(charges) != 1 || charges[0].Hits != 5 {
+				t.Fatalf("TakeCharged: %+v, %+v, %v; want both allowed, one charge of 5 hits", res, charges, err)
+			}
+			if err := s.Return(t.Context(), charges); (err != nil) != tt.wantErr {
+				t.Fatalf("Return: %v, want error %v", err, tt.wantErr)
+			}
+			if got := hook.calls.Load(); got != tt.wantCalls {
+				t.Errorf("undo sent %d times, want %d", got, tt.wantCalls)
+			}
+			if got := mustTake(t, s, []store.Request{{Key: "k", Limit: lim}})[0].Remaining; got != tt.wantLeft {
+				t.Errorf("remaining %d after Return, want %d", got, tt.wantLeft)
+			}
+		})
+	}
+}
