@@ -45,6 +45,7 @@ type options struct {
 	targets     []string
 	replicas    int
 	scenario    scenario
+	leaseDrain  time.Duration
 	modelUnit   time.Duration
 	modelLimit  uint64
 	serveFloor  string
@@ -68,6 +69,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 4*time.Second, "measured time per run")
 	flag.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured load before each run")
 	flag.IntVar(&o.rounds, "rounds", 2, "rounds; each round runs every target once")
+	flag.DurationVar(&o.leaseDrain, "lease-drain", 3*time.Second, "after a run of a target with leases, wait this long (past LEASE_IDLE) before reading CPU, so the returns of its idle leases count in its run")
 	flag.DurationVar(&o.modelUnit, "model-unit", time.Second, "envoy-model: the window of its one limit")
 	flag.Uint64Var(&o.modelLimit, "model-limit", 1000, "envoy-model: requests per window of its one limit")
 	flag.DurationVar(&o.timeout, "timeout", time.Second, "per-call deadline")

@@ -67,3 +67,15 @@ func TestCPUTime(t *testing.T) {
 		t.Error("cpuTime(-1) succeeded")
 	}
 }
+
+func TestTargetLeases(t *testing.T) {
+	for name, want := range map[string]bool{
+		"redis": false, "redis-lease": true, "base-redis-lease": true, "redis+LEASE_ENABLED=true": true,
+		"redis+LEASE_ENABLED=false": false, "redis-lease+LEASE_TARGET=5s": true, "redis+X=1+LEASE_ENABLED=true": true,
+		"envoy-model": false,
+	} {
+		if got := (&target{name: name}).leases(); got != want {
+			t.Errorf("%s: leases() = %t, want %t", name, got, want)
+		}
+	}
+}

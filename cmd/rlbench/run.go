@@ -25,6 +25,12 @@ type target struct {
 	conns []*grpc.ClientConn
 }
 
+// leases reports whether the target runs with LEASE_ENABLED=true.
+func (t *target) leases() bool {
+	kind, extra, _ := strings.Cut(t.name, "+")
+	return strings.HasSuffix(kind, "redis-lease") || strings.Contains("+"+extra+"+", "+LEASE_ENABLED=true+")
+}
+
 // cpu is the CPU the target's processes have used so far.
 func (t *target) cpu() (time.Duration, error) {
 	var sum time.Duration
@@ -217,6 +223,12 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 		return sample{}, err
 	}
 	res := load(t.conns, reqs, o.concurrency, o.duration, o.timeout)
+	if t.leases() {
+		// A replica returns a lease's unused hits once it is idle
+		// (LEASE_IDLE): those returns belong to this run, not the next
+		// target's.
+		time.Sleep(o.leaseDrain)
+	}
 	cpu1, err1 := t.cpu()
 	rcpu1, err2 := cpuTime(redisProc.pid())
 	stats1, err3 := commandStats(info)
