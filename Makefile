@@ -39,10 +39,14 @@ SOAK_FLAGS ?=
 test-soak:
 	RATELIMITD_SOAK=1 $(GO) test -count=$(N) -failfast -timeout=$$(( $(N) * 10 + 10 ))m $(SOAK_FLAGS) ./test/integration/...
 
-# Cost per decision in one interleaved run (cmd/rlbench, about 1 minute):
-# the embedded store, a local redis-server and a bare gRPC floor, 1 and 3
+# Cost per decision in one interleaved run (cmd/rlbench, about 1.5 minutes):
+# the embedded store, a local redis-server, a bare gRPC floor and a model of
+# envoyproxy/ratelimit's Redis backend (pipelined INCRBY + EXPIRE), 1 and 3
 # descriptors, 50 concurrent calls over loopback. Settings such as
 # REDIS_PIPELINE_WINDOW in the environment reach the service under test.
+# Other scenarios (docs/performance.md): BENCH_FLAGS='-scenario zipf' (Zipf
+# over 10^5 counters from three replicas, leases off and on), '-scenario
+# hot' (one hot counter), '-scenario all'; each about 1.5 minutes.
 bench:
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	$(GO) build -o "$$dir/ratelimitd" ./cmd/ratelimitd && \

@@ -61,7 +61,7 @@ func main() {
 	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.StringVar(&o.config, "config", "bench/config", "ratelimitd config directory")
 	flag.StringVar(&o.domain, "domain", "bench", "rate limit domain")
-	flag.StringVar(&scenarios, "scenario", "default", "scenarios to run, in order: "+scenarioNames()+"; the flags below override a scenario's settings")
+	flag.StringVar(&scenarios, "scenario", "default", "scenarios to run, in order: "+scenarioNames()+", or all; the flags below override a scenario's settings")
 	flag.StringVar(&o.key, "key", "fixed_window", "descriptor key (one rule of the config)")
 	flag.StringVar(&descs, "descriptors", "1,3", "descriptors per request, one run each")
 	flag.IntVar(&o.replicas, "replicas", 1, "processes per target, the load spread over them (one connection each); CPU is their sum")
@@ -95,6 +95,9 @@ func main() {
 	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if scenarios == "all" {
+		scenarios = scenarioNames()
+	}
 	for _, name := range strings.Split(scenarios, ",") {
 		sc, ok := scenarioNamed(strings.TrimSpace(name))
 		if !ok {

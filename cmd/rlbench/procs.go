@@ -161,14 +161,17 @@ func redisPort() int {
 	return lo + rand.IntN(hi-lo)
 }
 
+// serviceAddrs are what ratelimitd's --ready-file says it listens on.
+type serviceAddrs struct{ GRPC, HTTP, Debug string }
+
 // startService runs the ratelimitd binary on port 0 everywhere, with env
 // added to rlbench's own environment (so REDIS_PIPELINE_WINDOW=... make
 // bench reaches it); it learns the ports from --ready-file and waits for
 // /healthcheck.
-func startService(bin, config string, logTo io.Writer, env ...string) (*child, string, error) {
+func startService(bin, config string, logTo io.Writer, env ...string) (*child, serviceAddrs, error) {
 	dir, err := os.MkdirTemp("", "rlbench-ready-")
 	if err != nil {
-		return nil, "", err
+		return nil, serviceAddrs{}, err
 	}
 	defer os.RemoveAll(dir)
 	ready := filepath.Join(dir, "ready.json")
@@ -179,10 +182,10 @@ func startService(bin, config string, logTo io.Writer, env ...string) (*child, s
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logTo, logTo
 	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start %s: %w", bin, err)
+		return nil, serviceAddrs{}, fmt.Errorf("start %s: %w", bin, err)
 	}
 	c := newChild("ratelimitd", cmd)
-	var addrs struct{ GRPC, HTTP string }
+	var addrs serviceAddrs
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if addrs.HTTP == "" {
@@ -194,13 +197,13 @@ func startService(bin, config string, logTo io.Writer, env ...string) (*child, s
 			if resp, err := http.Get("http://" + addrs.HTTP + "/healthcheck"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					return c, addrs.GRPC, nil
+					return c, addrs, nil
 				}
 			}
 		}
 		if time.Now().After(deadline) {
 			c.stop()
-			return nil, "", fmt.Errorf("ratelimitd (%v) not healthy within 20 s", env)
+			return nil, serviceAddrs{}, fmt.Errorf("ratelimitd (%v) not healthy within 20 s", env)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -41,7 +41,7 @@ func stat(samples []sample, f func(sample) float64, format string) (float64, str
 
 func printTable(o options, targets []*target, samples map[string][]sample) {
 	fmt.Printf("\nmedians over %d rounds (min-max); CPU in us per decision\n", o.rounds)
-	header := []string{"target", "desc", "decisions/s", "p50 ms", "p99 ms", "server CPU", "server/floor", "redis CPU", "cmds/dec", "scripts/dec", "script us/dec", "errors"}
+	header := []string{"target", "desc", "decisions/s", "p50 ms", "p99 ms", "server CPU", "server/floor", "redis CPU", "cmds/dec", "scripts/dec", "script us/dec", "local %", "errors"}
 	rows := [][]string{header}
 	for _, d := range o.descriptors {
 		floor := 0.0
@@ -71,12 +71,17 @@ func printTable(o options, targets []*target, samples map[string][]sample) {
 					return float64(s.script.Usec) / float64(max(1, s.calls))
 				}, "%.2f")
 			}
+			local := "-"
+			if t.leases() {
+				// Decisions answered from a lease, without Redis.
+				_, local = stat(ss, func(s sample) float64 { return 100 * s.localHits / float64(max(1, s.calls)) }, "%.0f")
+			}
 			errs := 0
 			for _, s := range ss {
 				errs += s.failed
 			}
 			rows = append(rows, []string{t.name, fmt.Sprint(d), rate, p50, p99,
-				cpuS, ratio, redisCPU, cmds, scripts, script, fmt.Sprint(errs)})
+				cpuS, ratio, redisCPU, cmds, scripts, script, local, fmt.Sprint(errs)})
 		}
 	}
 	widths := make([]int, len(header))

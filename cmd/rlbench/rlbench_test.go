@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +78,19 @@ func TestTargetLeases(t *testing.T) {
 		if got := (&target{name: name}).leases(); got != want {
 			t.Errorf("%s: leases() = %t, want %t", name, got, want)
 		}
+	}
+}
+
+func TestMetricSum(t *testing.T) {
+	text := `# HELP ratelimitd_lease_local_hits_total hits answered from leases
+# TYPE ratelimitd_lease_local_hits_total counter
+ratelimitd_lease_local_hits_total 12
+ratelimitd_lease_local_hits_total{shard="b"} 3.5
+ratelimitd_lease_local_hits_total_other 100
+ratelimitd_lease_blocks_total 7
+`
+	got, err := metricSum(strings.NewReader(text), localHitsMetric)
+	if err != nil || got != 15.5 {
+		t.Errorf("metricSum = %v, %v; want 15.5", got, err)
 	}
 }

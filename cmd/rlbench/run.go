@@ -23,6 +23,8 @@ type target struct {
 	procs []*child
 	redis bool // decisions go to the bench's redis-server
 	conns []*grpc.ClientConn
+	// debug holds each ratelimitd replica's debug address (metrics).
+	debug []string
 }
 
 // leases reports whether the target runs with LEASE_ENABLED=true.
@@ -50,6 +52,7 @@ type sample struct {
 	serverCPU, redisCPU time.Duration
 	commands            int64
 	script              redisinfo.CommandStat
+	localHits           float64 // hits the replicas answered from leases
 }
 
 func run(o options) error {
@@ -114,12 +117,16 @@ func run(o options) error {
 func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*target, error) {
 	t := &target{name: name}
 	for range o.replicas {
-		proc, addr, err := startReplica(o, t, name, logFile, redisAddr)
+		proc, addrs, err := startReplica(o, t, name, logFile, redisAddr)
 		if err != nil {
 			t.close()
 			return nil, err
 		}
+		addr := addrs.GRPC
 		t.procs = append(t.procs, proc)
+		if addrs.Debug != "" {
+			t.debug = append(t.debug, addrs.Debug)
+		}
 		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.close()
@@ -130,7 +137,7 @@ func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*
 	return t, nil
 }
 
-func startReplica(o options, t *target, name string, logFile io.Writer, redisAddr string) (*child, string, error) {
+func startReplica(o options, t *target, name string, logFile io.Writer, redisAddr string) (*child, serviceAddrs, error) {
 	// "redis+REDIS_PIPELINE_WINDOW=500us" is redis with that setting.
 	kind, extra, _ := strings.Cut(name, "+")
 	env := strings.Split(extra, "+")
@@ -140,7 +147,7 @@ func startReplica(o options, t *target, name string, logFile io.Writer, redisAdd
 	bin := o.ratelimitd
 	if k, ok := strings.CutPrefix(kind, "base-"); ok {
 		if o.base == "" {
-			return nil, "", fmt.Errorf("target %q needs -ratelimitd-base", name)
+			return nil, serviceAddrs{}, fmt.Errorf("target %q needs -ratelimitd-base", name)
 		}
 		kind, bin = k, o.base
 	}
@@ -152,17 +159,19 @@ func startReplica(o options, t *target, name string, logFile io.Writer, redisAdd
 	}
 	switch kind {
 	case "floor":
-		return startFloor()
+		c, addr, err := startFloor()
+		return c, serviceAddrs{GRPC: addr}, err
 	case "envoy-model":
 		t.redis = true
-		return startModel(redisAddr, o.modelUnit, o.modelLimit)
+		c, addr, err := startModel(redisAddr, o.modelUnit, o.modelLimit)
+		return c, serviceAddrs{GRPC: addr}, err
 	case "memory":
 		return startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
 	case "redis":
 		t.redis = true
 		return startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
 	}
-	return nil, "", fmt.Errorf("unknown target %q", name)
+	return nil, serviceAddrs{}, fmt.Errorf("unknown target %q", name)
 }
 
 func (t *target) close() {
@@ -219,7 +228,8 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 	cpu0, err1 := t.cpu()
 	rcpu0, err2 := cpuTime(redisProc.pid())
 	stats0, err3 := commandStats(info)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	local0, err4 := t.localHits()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return sample{}, err
 	}
 	res := load(t.conns, reqs, o.concurrency, o.duration, o.timeout)
@@ -232,10 +242,11 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 	cpu1, err1 := t.cpu()
 	rcpu1, err2 := cpuTime(redisProc.pid())
 	stats1, err3 := commandStats(info)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	local1, err4 := t.localHits()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return sample{}, err
 	}
-	s := sample{loadResult: res, serverCPU: cpu1 - cpu0}
+	s := sample{loadResult: res, serverCPU: cpu1 - cpu0, localHits: local1 - local0}
 	s.commands, s.script = statDelta(stats0, stats1)
 	if t.redis {
 		s.redisCPU = rcpu1 - rcpu0

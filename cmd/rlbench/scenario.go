@@ -82,7 +82,7 @@ func scenarioNames() string {
 	for _, s := range scenarios {
 		names = append(names, s.name)
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, ",")
 }
 
 // apply is o with the scenario's settings, except those set on the command
