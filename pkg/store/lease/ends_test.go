@@ -4,11 +4,13 @@ import (
 	"context"
 	"math/big"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
 // A window lease gives its unused hits back exactly when it ends on idle,
@@ -265,4 +267,40 @@ func TestBucketSlots(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The sweeper goroutine gives an idle lease's hits back on its own, and
+// Close stops it (synctest fails a test that leaves goroutines running).
+func TestSweeper(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		s := lease.New(shared{mem}) // real (bubble) clock, default sweeper
+		lim := fixed(1000, time.Hour)
+		var admitted uint64
+		for range 50 {
+			if res, err := s.Take(context.Background(), []store.Request{hit("k", lim, 1)}); err != nil || !res[0].Allowed {
+				t.Fatal(res, err)
+			}
+			admitted++
+			time.Sleep(time.Millisecond)
+		}
+		if s.Stats().Outstanding == 0 {
+			t.Fatal("no lease")
+		}
+		time.Sleep(lease.DefaultIdle + 2*lease.DefaultSweepInterval)
+		synctest.Wait()
+		if st := s.Stats(); st.Outstanding != 0 || st.Returned == 0 {
+			t.Fatalf("after idle: %+v", st)
+		}
+		res, err := mem.Take(context.Background(), []store.Request{{Key: "k", Limit: lim}})
+		if err != nil || lim.Requests-res[0].Remaining != admitted {
+			t.Fatalf("backend %+v %v, %d admitted", res, err, admitted)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
