@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"testing"
 	"testing/synctest"
@@ -303,4 +304,44 @@ func TestSweeper(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A backend failure: a failed top-up surfaces its error and leaves no block
+// in flight (the next request tops up again); a failed Return leaves the
+// hits charged, counted as lapsed, never used again.
+func TestBackendFailures(t *testing.T) {
+	r := newRig(t)
+	lim := fixed(1000, time.Minute)
+	for range 3 {
+		r.take(hit("k", lim, 1))
+		r.clock.Advance(time.Millisecond)
+	}
+	// Use the lease up, so the next request tops up.
+	if room := r.s.Room("k"); room > 0 {
+		if _, ok := r.local(hit("k", lim, room)); !ok {
+			t.Fatal("not local")
+		}
+	}
+	r.rec.fail.Store(true)
+	if _, err := r.s.Take(context.Background(), []store.Request{hit("k", lim, 1)}); !errors.Is(err, errBackend) {
+		t.Fatalf("Take: %v", err)
+	}
+	r.rec.fail.Store(false)
+	r.take(hit("k", lim, 1))
+	if c := r.rec.last(); len(c.reqs) != 2 || c.reqs[1].Mode != algorithms.Spare {
+		t.Fatalf("no top-up after a failed one: %+v", c.reqs)
+	}
+	held := r.s.Stats().Outstanding
+	count := r.count("k", lim)
+	r.rec.fail.Store(true)
+	if err := r.s.ReturnAll(context.Background()); !errors.Is(err, errBackend) {
+		t.Fatalf("ReturnAll: %v", err)
+	}
+	r.rec.fail.Store(false)
+	if st := r.s.Stats(); held == 0 || st.Lapsed != held || st.Returned != 0 || st.ReturnErrors != 1 || st.Outstanding != 0 {
+		t.Fatalf("stats %+v, %d held", st, held)
+	}
+	if r.count("k", lim) != count || r.s.Room("k") != 0 {
+		t.Fatal("a failed return freed hits")
+	}
 }
