@@ -223,6 +223,12 @@ func TestBucketSlots(t *testing.T) {
 				if st := r.s.Stats(); st.Lapsed != 3 || st.Outstanding != b-6 || st.LocalHits != localBefore+used {
 					t.Fatalf("stats %+v, want 3 lapsed and %d held", st, b-6)
 				}
+				// The sweeper counts slots past their deadlines as they pass.
+				r.clock.Set(slotDeadline(tSend, d.ResetAfter, b, 6, lim).Add(time.Microsecond))
+				r.sweep()
+				if st := r.s.Stats(); st.Lapsed != 4 || st.Outstanding != b-7 {
+					t.Fatalf("stats %+v after slot 6's deadline, want 4 lapsed and %d held", st, b-7)
+				}
 				state := r.check("k", lim)
 				switch how {
 				case "idle":
