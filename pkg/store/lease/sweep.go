@@ -1,0 +1,119 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+)
+
+// sweeper ends leases as they time out, every s.every, until Close: a lease
+// nobody touches must still give its hits back after LEASE_IDLE.
+func (s *Store) sweeper() {
+	defer close(s.stopped)
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			_ = s.Sweep(s.now()) // a failed Return is counted in Stats
+		}
+	}
+}
+
+// Sweep ends every lease that is over at now (its window or last slot,
+// idleness, age) and gives back, in one Return, the unused hits of the
+// window leases among them and of those ended on the request path since
+// the last call. The sweeper calls it; tests call it with a fake clock.
+// An error is the backend's on Return: those hits stay charged.
+func (s *Store) Sweep(now time.Time) error {
+	us := now.UnixMicro()
+	var charges []store.Charge
+	for i := range s.shards {
+		shd := &s.shards[i]
+		shd.mu.Lock()
+		for e := range shd.leased {
+			if !s.over(&e.lease, us) {
+				// Count the bucket slots already past their deadlines, so
+				// that Outstanding (what a crash would lose) stays exact.
+				if n := e.lease.use(us, 0); n > 0 {
+					shd.counters.lapse(n)
+				}
+				continue
+			}
+			if ch, ok := s.endInto(uint8(i), e, us); ok {
+				charges = append(charges, ch)
+			}
+		}
+		shd.mu.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), returnTimeout)
+	defer cancel()
+	return s.giveBack(ctx, s.takePending(charges))
+}
+
+// ReturnAll ends every lease now and gives the unused hits of window
+// leases back in one Return (on config reload: blocks were taken under the
+// old rules). Bucket slots lapse.
+func (s *Store) ReturnAll(ctx context.Context) error {
+	us := s.now().UnixMicro()
+	var charges []store.Charge
+	for i := range s.shards {
+		shd := &s.shards[i]
+		shd.mu.Lock()
+		for e := range shd.leased {
+			if ch, ok := s.endInto(uint8(i), e, us); ok {
+				charges = append(charges, ch)
+			}
+		}
+		shd.mu.Unlock()
+	}
+	return s.giveBack(ctx, s.takePending(charges))
+}
+
+// takePending appends the charges waiting in pending to charges.
+func (s *Store) takePending(charges []store.Charge) []store.Charge {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	charges = append(charges, s.pending...)
+	s.pending = nil
+	return charges
+}
+
+// giveBack returns charges in one backend call. On failure their hits stay
+// charged: under-admission, counted as lapsed.
+func (s *Store) giveBack(ctx context.Context, charges []store.Charge) error {
+	if len(charges) == 0 {
+		return nil
+	}
+	var hits uint64
+	for i := range charges {
+		hits += charges[i].Hits
+	}
+	if err := s.next.Return(ctx, charges); err != nil {
+		s.returnLapsed.Add(hits)
+		s.returnErrors.Add(1)
+		return err
+	}
+	s.returned.Add(hits)
+	return nil
+}
+
+// Close stops the sweeper, gives back every lease (within a bounded time:
+// SIGTERM must not hang on a dead backend), then closes the wrapped store.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if s.every > 0 {
+			close(s.stop)
+		}
+		<-s.stopped
+		ctx, cancel := context.WithTimeout(context.Background(), returnTimeout)
+		defer cancel()
+		s.closeErr = errors.Join(s.ReturnAll(ctx), s.next.Close())
+	})
+	return s.closeErr
+}
