@@ -27,7 +27,9 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *
 		return nil, nil, err
 	}
 	var gate *leaseGate
-	if lender, ok := st.(store.Lender); ok && set.Backend == backendRedis { // always, with Redis (below)
+	// The Redis store is always a Lender (asserted below); the embedded
+	// store is one too, but never leases.
+	if lender, ok := st.(store.Lender); ok && set.Backend == backendRedis {
 		gate = newLeaseGate(lender, set.Lease, log)
 		if err := m.AddLeases(gate); err != nil {
 			return nil, nil, errors.Join(fmt.Errorf("lease metrics: %w", err), st.Close())
