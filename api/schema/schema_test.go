@@ -247,6 +247,19 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 		{"null on_store_error", rl("unit: second, requests_per_unit: 1, on_store_error: null"), false},
 		{"on_store_error as a boolean", rl("unit: second, requests_per_unit: 1, on_store_error: true"), false},
 		{"on_store_error with unlimited", rl("unlimited: true, on_store_error: allow"), false},
+		{"lease", desc("lease: true, rate_limit: {unit: second, requests_per_unit: 10}"), true},
+		{"lease false on sliding_log", desc("lease: false, rate_limit: {unit: second, requests_per_unit: 10, algorithm: sliding_log}"), true},
+		{"lease null on a zero limit", desc("lease: null, rate_limit: {unit: second, requests_per_unit: 0}"), true},
+		{"lease on every leasable algorithm", desc("lease: yes, rate_limits: [{unit: second, requests_per_unit: 1}, {unit: second, requests_per_unit: 1, algorithm: sliding_window}, {unit: second, requests_per_unit: 1, algorithm: GCRA, burst: 3}, {unit: second, requests_per_unit: 1, algorithm: leaky_bucket}, {unit: second, requests_per_unit: 1, algorithm: token_bucket, refill_interval: 0, max_debt: 0}]"), true},
+		{"lease on a node without a rule", desc("lease: true"), true},
+		{"lease on sliding_log", desc("lease: true, rate_limit: {unit: second, requests_per_unit: 10, algorithm: Sliding_Log}"), false},
+		{"lease on a stepped token_bucket", desc("lease: true, rate_limit: {unit: second, requests_per_unit: 10, algorithm: token_bucket, refill_interval: 100ms}"), false},
+		{"lease on a token_bucket with debt", desc("lease: on, rate_limit: {unit: second, requests_per_unit: 10, algorithm: token_bucket, max_debt: 1}"), false},
+		{"lease on a zero limit", desc("lease: true, rate_limit: {unit: second, requests_per_unit: 0}"), false},
+		{"lease without requests_per_unit", desc("lease: true, rate_limit: {unit: second}"), false},
+		{"lease on an unlimited rule", desc("lease: true, rate_limit: {unlimited: true}"), false},
+		{"lease on one sliding_log of rate_limits", desc("lease: true, rate_limits: [{unit: second, requests_per_unit: 1}, {unit: day, requests_per_unit: 9, algorithm: sliding_log}]"), false},
+		{"lease not a boolean", desc("lease: 1, rate_limit: {unit: second, requests_per_unit: 10}"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,6 +55,9 @@ type app struct {
 	queue   *delayQueue
 	// admin serves the counters API; nil unless a credential is configured.
 	admin *admin.Server
+	// leases is the lease gate over the Redis store; nil on the embedded
+	// store, which never leases.
+	leases *leaseGate
 
 	grpcLn, httpLn, debugLn net.Listener
 
@@ -77,9 +80,10 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if a.watcher, err = a.newConfigSource(m); err != nil {
 		return nil, err
 	}
-	if a.store, err = newStore(set, m, log); err != nil {
+	if a.store, a.leases, err = newStore(set, m, log); err != nil {
 		return nil, err
 	}
+	a.observeLeases(a.watcher.Current())
 	var tracingOpts []grpc.ServerOption
 	if a.store, tracingOpts, err = a.startTracing(a.store); err != nil {
 		return nil, err
@@ -114,6 +118,7 @@ func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
 		m.ConfigLoad(err)
 		if err == nil {
 			empty.observe(cfg)
+			a.observeLeases(cfg)
 		}
 		a.syncHealth()
 	}
@@ -165,6 +170,7 @@ func newService(set settings, w configWatcher, st store.Store, m *metrics.Metric
 		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
 		service.WithDynamicMetadata(set.DynamicMetadata),
 		service.WithQuotaMode(set.QuotaMode),
+		service.WithLease(set.Lease.Enabled),
 		service.WithLogger(log),
 		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),
 	)
@@ -368,6 +374,7 @@ loop:
 	}
 
 	a.log.Info("shutting down", zap.Duration("timeout", a.set.ShutdownTimeout))
+	deadline := time.Now().Add(a.set.ShutdownTimeout)
 	a.svc.SetServing(false)
 	a.health.Shutdown()
 	a.queue.shutdown()
@@ -376,6 +383,9 @@ loop:
 	if watchDone != nil {
 		<-watchDone
 	}
+	// Every call has ended: give the leases' unused hits back while Redis
+	// is still open, within what is left of the shutdown timeout.
+	a.returnLeases(deadline)
 	if err := a.store.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("closing store: %w", err))
 	}

@@ -130,6 +130,9 @@ type settings struct {
 	Queue   queueSettings
 	// Admin is the counters API's credentials (settings_admin.go).
 	Admin adminSettings
+	// Lease is LEASE_ENABLED and the other LEASE_* settings
+	// (settings_lease.go).
+	Lease leaseSettings
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -173,6 +176,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.readTracing(env)
 	s.Queue = readQueueSettings(env)
 	s.readAdmin(env)
+	s.readLease(env)
 	if err := env.err(); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)
 	}
@@ -186,6 +190,9 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	}
 	if err := s.resolveBackend(backend); err != nil {
 		return settings{}, err
+	}
+	if s.Lease.Enabled && s.Backend != backendRedis {
+		s.Warnings = append(s.Warnings, "LEASE_ENABLED=true has no effect with the embedded store (BACKEND_TYPE=memory): it is one process and never leases")
 	}
 	return s, nil
 }

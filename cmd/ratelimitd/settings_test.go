@@ -67,6 +67,7 @@ func defaultSettings() settings {
 		GRPCMaxStreams:            defaultGRPCMaxStreams,
 		MaxDecodingBytes:          service.DefaultDecodeBudget,
 		Queue:                     queueSettings{Enabled: true, MetricQueues: 100, KeyPrefix: "ratelimitd:queue:"},
+		Lease:                     defaultLeaseSettings(),
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
 		},
@@ -212,6 +213,23 @@ func TestParseSettings(t *testing.T) {
 			},
 		},
 		{
+			name: "lease settings",
+			env: map[string]string{"REDIS_URL": "redis:6379", "LEASE_ENABLED": "true", "LEASE_TARGET": "500ms", "LEASE_MAX_BLOCK": "2",
+				"LEASE_FRACTION": "1", "LEASE_IDLE": "1s", "LEASE_MAX_AGE": "1m", "LEASE_MAX_KEYS": "10"},
+			want: func(s *settings) {
+				s.Backend, s.RedisURL = backendRedis, "redis:6379"
+				s.Lease = leaseSettings{Enabled: true, Target: 500 * time.Millisecond, MaxBlock: 2, Fraction: 1, Idle: time.Second, MaxAge: time.Minute, MaxKeys: 10}
+			},
+		},
+		{
+			name: "LEASE_ENABLED on the embedded store is warned about",
+			env:  map[string]string{"LEASE_ENABLED": "true"},
+			want: func(s *settings) {
+				s.Lease.Enabled = true
+				s.Warnings = []string{"LEASE_ENABLED=true has no effect with the embedded store (BACKEND_TYPE=memory): it is one process and never leases"}
+			},
+		},
+		{
 			name: "empty values mean unset",
 			env:  map[string]string{"PORT": "", "LOG_LEVEL": " "},
 			want: func(*settings) {},
@@ -256,6 +274,17 @@ func TestParseSettingsErrors(t *testing.T) {
 		{name: "half a client certificate", env: map[string]string{"REDIS_TLS_CLIENT_CERT": "/c.pem"}, want: []string{"REDIS_TLS_CLIENT_KEY"}},
 		{name: "every bad variable at once", env: map[string]string{"PORT": "x", "DEBUG_PORT": "y", "REDIS_TLS": "z"},
 			want: []string{`PORT="x"`, `DEBUG_PORT="y"`, `REDIS_TLS="z"`}},
+		{name: "bad LEASE_ENABLED", env: map[string]string{"LEASE_ENABLED": "sometimes"}, want: []string{`LEASE_ENABLED="sometimes"`, "true or false"}},
+		{name: "zero LEASE_TARGET", env: map[string]string{"LEASE_TARGET": "0s"}, want: []string{`LEASE_TARGET="0s"`, "positive Go duration of at most 24h0m0s"}},
+		{name: "LEASE_IDLE without a unit", env: map[string]string{"LEASE_IDLE": "2"}, want: []string{`LEASE_IDLE="2"`, "Go duration"}},
+		{name: "LEASE_MAX_AGE over a day", env: map[string]string{"LEASE_MAX_AGE": "25h"}, want: []string{`LEASE_MAX_AGE="25h"`, "at most 24h0m0s"}},
+		{name: "LEASE_MAX_BLOCK of 1", env: map[string]string{"LEASE_MAX_BLOCK": "1"}, want: []string{`LEASE_MAX_BLOCK="1"`, "between 2 and 1099511627776"}},
+		{name: "LEASE_FRACTION of 0", env: map[string]string{"LEASE_FRACTION": "0"}, want: []string{`LEASE_FRACTION="0"`, "above 0 and at most 1"}},
+		{name: "LEASE_FRACTION above 1", env: map[string]string{"LEASE_FRACTION": "1.5"}, want: []string{`LEASE_FRACTION="1.5"`}},
+		{name: "LEASE_FRACTION NaN", env: map[string]string{"LEASE_FRACTION": "NaN"}, want: []string{`LEASE_FRACTION="NaN"`}},
+		{name: "LEASE_MAX_KEYS of 0", env: map[string]string{"LEASE_MAX_KEYS": "0"}, want: []string{`LEASE_MAX_KEYS="0"`}},
+		{name: "every bad LEASE_ setting at once", env: map[string]string{"LEASE_TARGET": "-1s", "LEASE_MAX_BLOCK": "x", "LEASE_IDLE": "0"},
+			want: []string{`LEASE_TARGET="-1s"`, `LEASE_MAX_BLOCK="x"`, `LEASE_IDLE="0"`}},
 		{name: "unknown flag", args: []string{"--nope"}, want: []string{"flags", "nope"}},
 		{name: "stray argument", args: []string{"serve"}, want: []string{`unexpected argument "serve"`}},
 		{name: "bad flag address", args: []string{"--grpc-addr", "8081"}, want: []string{"--grpc-addr", "host:port"}},

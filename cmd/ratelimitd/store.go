@@ -15,17 +15,42 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
-func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, error) {
+// newStore builds the backend and the decorators over it, innermost
+// first: with Redis the lease gate (leaseGate: on once a rule leases), then
+// the local over-limit cache (LOCAL_CACHE_SIZE_IN_BYTES), so a request the
+// cache knows to be denied reaches neither. It returns the gate too (nil on
+// the embedded store, which never leases: it is one process, with every
+// counter in memory already).
+func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error) {
 	st, err := newBackend(set, m, log)
-	if err != nil || set.LocalCacheBytes == 0 {
-		return st, err
+	if err != nil {
+		return nil, nil, err
+	}
+	var gate *leaseGate
+	// The Redis store is always a Lender (asserted below); the embedded
+	// store is one too, but never leases.
+	if lender, ok := st.(store.Lender); ok && set.Backend == backendRedis {
+		gate = newLeaseGate(lender, set.Lease, log)
+		if err := m.AddLeases(gate); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("lease metrics: %w", err), st.Close())
+		}
+		if set.Lease.Enabled {
+			gate.enable()
+		}
+		st = gate
+	}
+	if set.LocalCacheBytes == 0 {
+		return st, gate, nil
 	}
 	cache := localcache.New(st, set.LocalCacheBytes)
 	if err := m.AddLocalCache(cache); err != nil {
-		return nil, errors.Join(fmt.Errorf("local cache metrics: %w", err), st.Close())
+		return nil, nil, errors.Join(fmt.Errorf("local cache metrics: %w", err), st.Close())
 	}
-	return cache, nil
+	return cache, gate, nil
 }
+
+// The Redis store lends blocks of its counters to the lease decorator.
+var _ store.Lender = (*redisstore.Store)(nil)
 
 func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, error) {
 	if set.Backend != backendRedis {

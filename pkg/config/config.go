@@ -106,6 +106,7 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			r.ValueToMetric = d.valueToMetric
 			r.ShareThreshold = d.shareThreshold
 			r.QuotaMode = d.quotaMode
+			r.Lease = d.lease
 			r.Metadata = d.metadata
 			r.Source = source
 			r.Index = i

@@ -61,6 +61,9 @@ func dumpRule(sb *strings.Builder, r *Rule) {
 	if r.OnStoreError != StoreErrorUnavailable {
 		fmt.Fprintf(sb, ", on_store_error=%s", r.OnStoreError)
 	}
+	if r.Lease != LeaseUnset {
+		fmt.Fprintf(sb, ", lease: %s", r.Lease)
+	}
 	for _, flag := range []struct {
 		on   bool
 		name string

@@ -27,8 +27,9 @@ type rateLimitBlock struct {
 
 // rateLimit reads a rate_limit block (or one item of rate_limits, whose
 // allowed keys differ) into a Rule with its limit set, or reports why it
-// cannot and returns nil.
-func (r *reader) rateLimit(at, n *yaml.Node, field string, allowed []string) *Rule {
+// cannot and returns nil. leaseKey is the descriptor's lease key when it
+// says lease: true (nil otherwise): the limit must then be able to lease.
+func (r *reader) rateLimit(at, n *yaml.Node, field string, allowed []string, leaseKey *yaml.Node) *Rule {
 	pairs, ok := r.fields(n, field, allowed...)
 	if !ok {
 		return nil
@@ -44,6 +45,7 @@ func (r *reader) rateLimit(at, n *yaml.Node, field string, allowed []string) *Ru
 	} else {
 		r.buildLimit(b)
 	}
+	r.checkLease(b, leaseKey)
 	if !b.valid {
 		return nil
 	}

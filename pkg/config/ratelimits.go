@@ -20,7 +20,7 @@ func limitKeys() []string {
 // rateLimits reads a descriptor's rate_limits, ratelimitd's list of limits
 // decided together (see "Several limits per descriptor" in api/README.md),
 // or reports why it cannot and returns nil.
-func (r *reader) rateLimits(at, n *yaml.Node, field string) []*Rule {
+func (r *reader) rateLimits(at, n *yaml.Node, field string, leaseKey *yaml.Node) []*Rule {
 	items, ok := r.list(n, field)
 	if !ok {
 		return nil
@@ -38,7 +38,7 @@ func (r *reader) rateLimits(at, n *yaml.Node, field string) []*Rule {
 	names := map[string]int{}
 	for i, item := range items {
 		sub := fmt.Sprintf("%s[%d]", field, i)
-		rules[i] = r.rateLimit(item, item, sub, limitKeys())
+		rules[i] = r.rateLimit(item, item, sub, limitKeys(), leaseKey)
 		if rules[i] == nil {
 			valid = false
 			continue

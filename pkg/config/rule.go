@@ -48,6 +48,10 @@ type Rule struct {
 	// OnStoreError is what the rule answers when the store cannot decide
 	// (on_store_error).
 	OnStoreError StoreErrorAction
+	// Lease is the descriptor's lease field (ratelimitd): whether replicas
+	// may lease blocks of the rule's counters (pkg/store/lease). LeaseUnset
+	// leaves it to the global LEASE_ENABLED; see Leases.
+	Lease Lease
 	// Source is "file:line" of the node's key, for logs and /rlconfig.
 	Source string
 	// Index is the rule's position in its descriptor's rate_limits (0 for
@@ -124,6 +128,46 @@ func parseStoreErrorAction(s string) (StoreErrorAction, bool) {
 		return StoreErrorDeny, true
 	}
 	return 0, false
+}
+
+// Lease is a descriptor's lease field: unset, true or false.
+type Lease uint8
+
+const (
+	// LeaseUnset: the global setting (LEASE_ENABLED) decides. Rules from
+	// xDS, which has no such field, are always unset.
+	LeaseUnset Lease = iota
+	// LeaseOn: lease: true. Only rules whose every limit can lease have it
+	// (Parse refuses the others).
+	LeaseOn
+	// LeaseOff: lease: false, whatever the global setting.
+	LeaseOff
+)
+
+func (l Lease) String() string {
+	switch l {
+	case LeaseOn:
+		return "true"
+	case LeaseOff:
+		return "false"
+	default:
+		return "unset"
+	}
+}
+
+// Leases reports whether the store may lease blocks of this rule's counter
+// (algorithms.Op.Lease): the rule's lease field, or global (LEASE_ENABLED)
+// where it is unset, and only for a limit that can lease (Leasable). An
+// unlimited rule never reaches a store, so it never leases.
+func (r *Rule) Leases(global bool) bool {
+	switch {
+	case r.Unlimited || r.Lease == LeaseOff:
+		return false
+	case r.Lease == LeaseUnset && !global:
+		return false
+	default:
+		return Leasable(r.Limit)
+	}
 }
 
 // Limits returns every limit of the rule's descriptor in config order: the

@@ -8,14 +8,14 @@ import (
 )
 
 // The keys allowed at each level mirror envoyproxy/ratelimit's YAML, plus
-// our extensions: value_regex on descriptors, algorithm, burst,
+// our extensions: value_regex and lease on descriptors, algorithm, burst,
 // unit_multiplier, refill_interval, max_debt and on_store_error on
 // rate_limit, and rate_limits, a list of such blocks.
 func rootKeys() []string { return []string{"domain", "descriptors"} }
 
 func descriptorKeys() []string {
 	return []string{"key", "value", "value_regex", "rate_limit", "rate_limits", "descriptors", "shadow_mode", "detailed_metric",
-		"value_to_metric", "share_threshold", "quota_mode", "metadata"}
+		"value_to_metric", "share_threshold", "quota_mode", "metadata", "lease"}
 }
 
 func rateLimitKeys() []string {
@@ -52,6 +52,7 @@ type descSpec struct {
 	valueToMetric  bool
 	shareThreshold bool
 	quotaMode      bool
+	lease          Lease
 	metadata       map[string]any
 	children       []*descSpec
 }
@@ -126,7 +127,7 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 	}
 	d := &descSpec{field: field, line: n.Line}
 	var rateLimit, rateLimitKey, rateLimits, rateLimitsKey *yaml.Node
-	var shareNode *yaml.Node
+	var shareNode, leaseOn *yaml.Node
 	var valuePair, regexPair *pair
 	for _, p := range pairs {
 		sub := join(field, p.name)
@@ -158,6 +159,13 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 			d.quotaMode, _ = r.boolean(p.val, sub)
 		case "metadata":
 			d.metadata, _ = r.metadata(p.val, sub)
+		case "lease":
+			if on, ok := r.boolean(p.val, sub); ok && !isNull(p.val) {
+				d.lease = LeaseOff
+				if on {
+					d.lease, leaseOn = LeaseOn, p.key
+				}
+			}
 		}
 	}
 	if d.key == "" {
@@ -174,13 +182,13 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 	}
 	hasRateLimit := rateLimit != nil && !isNull(rateLimit)
 	if hasRateLimit {
-		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"), rateLimitKeys())
+		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"), rateLimitKeys(), leaseOn)
 	}
 	if rateLimits != nil && !isNull(rateLimits) {
 		if hasRateLimit {
 			r.errorf(rateLimitsKey, join(field, "rate_limits"), "must not be set together with rate_limit (list every limit in rate_limits)")
 		} else {
-			d.limits = r.rateLimits(rateLimitsKey, rateLimits, join(field, "rate_limits"))
+			d.limits = r.rateLimits(rateLimitsKey, rateLimits, join(field, "rate_limits"), leaseOn)
 		}
 	}
 	return d

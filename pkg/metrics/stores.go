@@ -1,6 +1,10 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
+)
 
 // LocalCache is what the local over-limit cache (pkg/store/localcache)
 // reports: batches answered from it, batches sent on to the backend, and
@@ -59,4 +63,29 @@ func (m *Metrics) register(cs ...prometheus.Collector) error {
 		}
 	}
 	return nil
+}
+
+// Leases is what the lease decorator (pkg/store/lease) reports.
+type Leases interface {
+	Stats() lease.Stats
+}
+
+// AddLeases exports the lease decorator's counters as ratelimitd_lease_*
+// (docs/leases.md). It fails if leases were already added.
+func (m *Metrics) AddLeases(l Leases) error {
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "ratelimitd", Subsystem: "lease", Name: name, Help: help}
+	}
+	counter := func(name, help string, pick func(lease.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts(opts(name, help)), func() float64 { return float64(pick(l.Stats())) })
+	}
+	return m.register(
+		counter("blocks_total", "Blocks of counters leased from the backend.", func(s lease.Stats) uint64 { return s.Blocks }),
+		counter("local_hits_total", "Hits answered from a leased block, without the backend.", func(s lease.Stats) uint64 { return s.LocalHits }),
+		counter("returned_hits_total", "Unused hits of ended leases given back to the backend.", func(s lease.Stats) uint64 { return s.Returned }),
+		counter("lapsed_hits_total", "Unused hits that ended without a return: bucket slots, window ends, failed returns.", func(s lease.Stats) uint64 { return s.Lapsed }),
+		counter("return_errors_total", "Returns of unused hits the backend failed (their hits are lapsed).", func(s lease.Stats) uint64 { return s.ReturnErrors }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("outstanding_hits", "Unused hits held in leases now: what a crash of this replica would leave charged.")),
+			func() float64 { return float64(l.Stats().Outstanding) }),
+	)
 }

@@ -162,12 +162,17 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 // rule replaces; the descriptor is replaced when every limit is. The
 // limits after the first are Joined to it: one descriptor, so one quota
 // alternative. Usage (the descriptor's own hits_addend) is recorded on
-// every limit.
+// every limit. Each op carries Lease when its limit leases (the rule's
+// lease field, else WithLease) and it is an enforced admission.
 func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor, replacing map[string]struct{}) {
 	r := sl.rule
 	sl.quota = !r.ShadowMode && (r.QuotaMode || s.globalQuota)
 	mode := s.modeOf(r, sl.quota)
 	h, usage := hits(req, d)
+	// Only enforced admissions lease: a block is taken and answered from
+	// as all-or-nothing admissions are; shadow and quota ops may be
+	// recorded past the limit and usage always is.
+	lease := mode == algorithms.Enforce && !usage
 	first := len(p.reqs)
 	for _, l := range r.Limits() {
 		if l.Name != "" && isReplaced(replacing, l.Name) {
@@ -181,6 +186,7 @@ func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *
 			Mode:   mode,
 			Usage:  usage,
 			Joined: len(p.reqs) > first,
+			Lease:  lease && l.Leases(s.globalLease),
 		})
 		p.rules = append(p.rules, l)
 	}

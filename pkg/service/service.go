@@ -43,7 +43,9 @@ type Service struct {
 	// dynamicMetadata and globalQuota: see WithDynamicMetadata, WithQuotaMode.
 	dynamicMetadata bool
 	globalQuota     bool
-	log             *zap.Logger
+	// globalLease: see WithLease.
+	globalLease bool
+	log         *zap.Logger
 	// errLog logs each message at most once a second: when the backend is
 	// down every request fails the same way, and one line per request would
 	// bury everything else.

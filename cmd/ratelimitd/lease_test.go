@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+var hotLimit = algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 10000, Period: time.Minute}
+
+// closeCounting is a memstore that counts Close calls and reads what the
+// hot counter had left when it was closed.
+type closeCounting struct {
+	*memstore.Store
+	closes int
+	left   uint64
+}
+
+func (c *closeCounting) Close() error {
+	c.closes++
+	res, err := c.Take(context.Background(), []store.Request{{Key: "l:k", Limit: hotLimit, Mode: algorithms.Enforce}})
+	if err != nil {
+		return err
+	}
+	c.left = res[0].Remaining
+	return c.Store.Close()
+}
+
+func leaseCfg(t *testing.T, body string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]config.File{{Name: "l.yaml", Data: []byte("domain: l\ndescriptors:\n" + body)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+const (
+	plainRule  = "  - {key: k, rate_limit: {unit: minute, requests_per_unit: 10000}}\n"
+	leasedRule = "  - {key: k, lease: true, rate_limit: {unit: minute, requests_per_unit: 10000}}\n"
+	lowerRule  = "  - {key: k, lease: true, rate_limit: {unit: minute, requests_per_unit: 5000}}\n"
+)
+
+// hot takes n single hits of one leased fixed-window counter.
+func hot(t *testing.T, st store.Store, n int) {
+	t.Helper()
+	op := store.Request{Key: "l:k", Limit: hotLimit, Hits: 1, Mode: algorithms.Enforce, Lease: true}
+	for i := range n {
+		res, err := st.Take(context.Background(), []store.Request{op})
+		if err != nil || !res[0].Allowed {
+			t.Fatalf("take %d: %+v, %v", i, res, err)
+		}
+	}
+}
+
+// TestLeaseGate: the decorator comes on with LEASE_ENABLED or the first
+// config with a leasing rule, a config whose rules changed ends every
+// lease, and Close gives the leases back before the backend closes.
+func TestLeaseGate(t *testing.T) {
+	tests := []struct {
+		name   string
+		global bool
+		cfgs   []string // configs put in force in turn
+		on     bool     // the decorator is on after the last
+		// returned: a lease taken before the last config was given back
+		// when it came into force.
+		returned bool
+	}{
+		{"no leasing rule", false, []string{plainRule}, false, false},
+		{"LEASE_ENABLED", true, []string{plainRule}, true, false},
+		{"a lease: true rule", false, []string{leasedRule}, true, false},
+		{"a reload brings the first leasing rule", false, []string{plainRule, leasedRule}, true, false},
+		{"a reload that changes no rule keeps the leases", false, []string{leasedRule, leasedRule}, true, false},
+		{"a reload that changes a rule returns the leases", false, []string{leasedRule, lowerRule}, true, true},
+		{"a reload that drops lease: true returns the leases", false, []string{leasedRule, plainRule}, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := &closeCounting{Store: memstore.New()}
+			gate := newLeaseGate(mem, defaultLeaseSettings(), zap.NewNop())
+			if err := metrics.New().AddLeases(gate); err != nil {
+				t.Fatal(err)
+			}
+			for i, body := range tt.cfgs {
+				last := i == len(tt.cfgs)-1
+				if last && gate.enabled() {
+					hot(t, gate, 50)
+					if gate.Stats().Outstanding == 0 {
+						t.Fatalf("no lease taken after 50 hits: %+v", gate.Stats())
+					}
+				}
+				if err := gate.observe(leaseCfg(t, body), tt.global, time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if gate.enabled() != tt.on {
+				t.Fatalf("enabled = %v, want %v", gate.enabled(), tt.on)
+			}
+			st := gate.Stats()
+			if got := st.Returned > 0 && st.Outstanding == 0; got != tt.returned {
+				t.Errorf("stats %+v: returned = %v, want %v", st, got, tt.returned)
+			}
+			if tt.on {
+				hot(t, gate, 50)
+				if gate.Stats().LocalHits == 0 {
+					t.Errorf("no hit answered locally: %+v", gate.Stats())
+				}
+			}
+			if err := gate.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if st := gate.Stats(); st.Outstanding != 0 {
+				t.Errorf("Close left %d hits outstanding: %+v", st.Outstanding, st)
+			}
+			if mem.closes != 1 {
+				t.Errorf("backend closed %d times, want 1", mem.closes)
+			}
+		})
+	}
+}
+
+// TestLeaseGateCloseReturnsBeforeTheBackendCloses: Close gives the unused
+// hits back while the backend is open, so it holds only the hits admitted.
+func TestLeaseGateCloseReturnsBeforeTheBackendCloses(t *testing.T) {
+	mem := &closeCounting{Store: memstore.New()}
+	gate := newLeaseGate(mem, defaultLeaseSettings(), zap.NewNop())
+	gate.enable()
+	hot(t, gate, 100)
+	if st := gate.Stats(); st.Outstanding == 0 || st.LocalHits == 0 {
+		t.Fatalf("no lease in use after 100 hits: %+v", st)
+	}
+	if err := gate.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := hotLimit.Requests - 100; mem.left != want {
+		t.Errorf("the backend had %d left when closed, want %d (stats %+v)", mem.left, want, gate.Stats())
+	}
+}
+
+// TestNewStoreLeases: the lease gate sits over Redis only, under the local
+// cache, on at startup with LEASE_ENABLED; the embedded store never leases.
+func TestNewStoreLeases(t *testing.T) {
+	srv := redistest.Start(t)
+	tests := []struct {
+		name     string
+		env      map[string]string
+		gate, on bool
+		cached   bool
+	}{
+		{"embedded store", map[string]string{"LEASE_ENABLED": "true"}, false, false, false},
+		{"redis", map[string]string{"REDIS_URL": srv.Addr}, true, false, false},
+		{"redis with LEASE_ENABLED", map[string]string{"REDIS_URL": srv.Addr, "LEASE_ENABLED": "true"}, true, true, false},
+		{"redis with the local cache", map[string]string{"REDIS_URL": srv.Addr, "LEASE_ENABLED": "true", "LOCAL_CACHE_SIZE_IN_BYTES": "4096"}, true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := parseSettings(nil, envOf(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := metrics.New()
+			st, gate, err := newStore(set, m, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			if (gate != nil) != tt.gate {
+				t.Fatalf("gate %v, want one: %v", gate, tt.gate)
+			}
+			_, lease := gathered(t, m)["ratelimitd_lease_local_hits_total"]
+			if lease != tt.gate {
+				t.Errorf("lease metrics exported: %v, want %v", lease, tt.gate)
+			}
+			if gate == nil {
+				return
+			}
+			if gate.enabled() != tt.on {
+				t.Errorf("enabled %v, want %v", gate.enabled(), tt.on)
+			}
+			inner := st
+			if c, ok := st.(*localcache.Store); ok != tt.cached {
+				t.Fatalf("store %T, local cache wanted: %v", st, tt.cached)
+			} else if ok {
+				inner = c.Unwrap()
+			}
+			if inner != store.Store(gate) {
+				t.Errorf("under the local cache: %T, want the lease gate", inner)
+			}
+			if _, ok := gate.Unwrap().(*redisstore.Store); !ok {
+				t.Errorf("the gate wraps %T, want the Redis store (the counters API finds it by Unwrap)", gate.Unwrap())
+			}
+		})
+	}
+}
+
+// gathered maps every unlabelled sample of m to its value.
+func gathered(t *testing.T, m *metrics.Metrics) map[string]float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			if len(s.GetLabel()) == 0 {
+				out[f.GetName()] = s.GetCounter().GetValue() + s.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}

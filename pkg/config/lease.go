@@ -1,0 +1,88 @@
+package config
+
+import (
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// Leasable reports whether replicas may lease blocks of a counter under lim
+// (see "Leases" in docs/algorithms.md): fixed_window and sliding_window,
+// and gcra, leaky_bucket and token_bucket as continuous buckets (no
+// refill_interval, no max_debt). It agrees with pkg/store/lease.Leasable,
+// which decides what the lease decorator does; this copy lets the loader
+// refuse lease: true without depending on a store package
+// (TestLeasableAgreesWithTheDecorator holds the two together).
+func Leasable(lim algorithms.Limit) bool {
+	return leaseRefusal(lim) == nil
+}
+
+// leaseRefused says why a limit cannot lease: the field to blame (empty
+// for the whole block) and the reason.
+type leaseRefused struct {
+	field, reason string
+}
+
+func leaseRefusal(lim algorithms.Limit) *leaseRefused {
+	switch {
+	case lim.Validate() != nil:
+		return &leaseRefused{"", "an invalid limit cannot lease"}
+	case lim.Requests == 0:
+		return &leaseRefused{"requests_per_unit", "a zero limit cannot lease: it admits nothing to lease"}
+	case lim.Algorithm == algorithms.SlidingLog:
+		return &leaseRefused{"algorithm", "sliding_log cannot lease: it logs each hit at its admission time, and a hit admitted later from a block would leave the log early"}
+	case lim.RefillInterval != 0:
+		return &leaseRefused{"refill_interval", "a token_bucket with refill_interval cannot lease: stepped refills are not a continuous bucket whose emission slots can be reserved ahead"}
+	case lim.MaxDebt != 0:
+		return &leaseRefused{"max_debt", "a token_bucket with max_debt cannot lease: debt is not a continuous bucket whose emission slots can be reserved ahead"}
+	}
+	return nil
+}
+
+// checkLease refuses lease: true (at leaseKey) on a limit that cannot lease,
+// pointing at the field that prevents it. It runs on each limit of a
+// descriptor, so every limit of rate_limits is checked.
+func (r *reader) checkLease(b *rateLimitBlock, leaseKey *yaml.Node) {
+	if leaseKey == nil || !b.valid {
+		return
+	}
+	refused := leaseRefusal(b.rule.Limit)
+	if b.rule.Unlimited {
+		refused = &leaseRefused{"unlimited", "an unlimited rule cannot lease: it never reaches the store"}
+	}
+	if refused == nil {
+		return
+	}
+	at, field := b.at, b.field
+	if key := b.keys[refused.field]; key != nil {
+		at, field = key, join(b.field, refused.field)
+	}
+	r.errorf(at, field, "%s (lease: true at line %d; set lease: false or change the limit)", refused.reason, leaseKey.Line)
+	b.valid = false
+}
+
+// Leases reports whether any rule of c can lease when LEASE_ENABLED is off
+// (lease: true): whether the store needs the lease decorator for c.
+func (c *Config) Leases() bool {
+	if c == nil {
+		return false
+	}
+	for _, tree := range c.domains {
+		if leases(tree.root) {
+			return true
+		}
+	}
+	return false
+}
+
+func leases(n *node) bool {
+	if n.rule != nil && n.rule.Leases(false) {
+		return true
+	}
+	for _, c := range n.children {
+		if leases(c) {
+			return true
+		}
+	}
+	return false
+}

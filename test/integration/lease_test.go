@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
+)
+
+// leaseLimit is every hot counter's limit per day; leaseBucketT is the
+// gcra's emission interval (a day / leaseLimit).
+const (
+	leaseLimit   = 2000
+	leaseBucketT = 24 * time.Hour / leaseLimit
+)
+
+// leaseConfig leases the hot counters by their own lease: true and
+// "returned" by LEASE_ENABLED; "exact" opts out.
+const leaseConfig = `domain: lease
+descriptors:
+  - key: hot
+    value: fixed_window
+    lease: true
+    rate_limit: {unit: day, requests_per_unit: 2000}
+  - key: hot
+    value: sliding_window
+    lease: true
+    rate_limit: {unit: day, requests_per_unit: 2000, algorithm: sliding_window}
+  - key: hot
+    value: gcra
+    lease: true
+    rate_limit: {unit: day, requests_per_unit: 2000, algorithm: gcra}
+  - key: returned
+    rate_limit: {unit: day, requests_per_unit: 100000}
+  - key: exact
+    lease: false
+    rate_limit: {unit: day, requests_per_unit: 100000}
+`
+
+// TestLeasesNeverOverAdmit runs two replicas of the binary with leases on
+// against one Redis (a single node, then a three-master Cluster): hot
+// counters offered three times their limit across both replicas admit at
+// most the limit (a bucket: its burst plus what it refilled meanwhile),
+// most of it answered from leased blocks without Redis; and a replica
+// stopped with SIGTERM gives its unused hits back before it exits, so the
+// counter holds exactly the hits admitted.
+func TestLeasesNeverOverAdmit(t *testing.T) {
+	waitPastMidnight(t, 30*time.Second)
+	backends := []struct {
+		name  string
+		redis func(t *testing.T) []string
+	}{
+		{"single", func(t *testing.T) []string {
+			return []string{"REDIS_TYPE=SINGLE", "REDIS_URL=" + redistest.Start(t).Addr}
+		}},
+		{"cluster", func(t *testing.T) []string {
+			return []string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(redistest.StartCluster(t, 3))}
+		}},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			root, configDir := newConfigRoot(t, map[string]string{"lease.yaml": leaseConfig})
+			env := append(b.redis(t), "REDIS_POOL_SIZE=16", "LEASE_ENABLED=true", "LOG_LEVEL=info")
+			replicas := []*service{startService(t, root, env...), startService(t, root, env...)}
+
+			for _, alg := range []string{"fixed_window", "sliding_window", "gcra"} {
+				start := time.Now()
+				got := countAdmitted(t, replicas, 16, 3*leaseLimit/16, request("lease", desc("hot", alg)))
+				bound := int64(leaseLimit)
+				if alg == "gcra" {
+					bound += int64(time.Since(start)/leaseBucketT) + 1
+				}
+				t.Logf("%s: admitted %d of %d offered, limit %d (%.3f)", alg, got, 3*leaseLimit, leaseLimit, float64(got)/leaseLimit)
+				if got > bound {
+					t.Errorf("%s: admitted %d across two replicas, more than the limit allows (%d)", alg, got, bound)
+				}
+				if got < leaseLimit*9/10 {
+					t.Errorf("%s: admitted only %d of the limit %d with the load at three times it", alg, got, leaseLimit)
+				}
+			}
+			var local float64
+			for i, r := range replicas {
+				body := scrape(t, r)
+				hits, blocks := metricValue(t, body, "ratelimitd_lease_local_hits_total"), metricValue(t, body, "ratelimitd_lease_blocks_total")
+				t.Logf("replica %d: %v blocks, %v hits answered locally", i, blocks, hits)
+				if blocks == 0 {
+					t.Errorf("replica %d leased no block", i)
+				}
+				local += hits
+			}
+			if local < leaseLimit {
+				t.Errorf("%v of the %d hits admitted were answered from leases: leases barely used", local, 3*leaseLimit)
+			}
+
+			// Below the limit (LEASE_ENABLED leases "returned"), then SIGTERM:
+			// the unused rest of the replica's blocks goes back to Redis.
+			const sent = 2000
+			if got := countAdmitted(t, replicas[:1], 16, sent/16, request("lease", desc("returned", "r"))); got != sent {
+				t.Fatalf("admitted %d of %d far below the limit", got, sent)
+			}
+			if out := metricValue(t, scrape(t, replicas[0]), "ratelimitd_lease_outstanding_hits"); out == 0 {
+				t.Fatalf("no unused hits held after %d hits: nothing to return", sent)
+			}
+			replicas[0].stop()
+			if !strings.Contains(replicas[0].logs.String(), "leases returned") {
+				t.Errorf("the stopped replica did not log its returns:\n%s", replicas[0].logs.String())
+			}
+			resp, err := replicas[1].call(request("lease", withHits(desc("returned", "r"), 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := resp.GetStatuses()[0].GetLimitRemaining(); left != 100000-sent {
+				t.Errorf("after SIGTERM the counter has %d left, want %d: the stopped replica kept %d hits charged", left, 100000-sent, 100000-sent-int(left))
+			}
+			// A reload that changes a rule ends every lease: the unused hits go back.
+			if got := countAdmitted(t, replicas[1:], 16, sent/16, request("lease", desc("returned", "r"))); got != sent {
+				t.Fatalf("admitted %d of %d far below the limit", got, sent)
+			}
+			if out := metricValue(t, scrape(t, replicas[1]), "ratelimitd_lease_outstanding_hits"); out == 0 {
+				t.Fatalf("no unused hits held after %d hits: nothing to return", sent)
+			}
+			writeFile(t, filepath.Join(configDir, "lease.yaml"), strings.Replace(leaseConfig, "requests_per_unit: 100000}\n", "requests_per_unit: 100001}\n", 1))
+			testkit.WaitFor(t, 10*time.Second, "the reload to return the leases", func() bool {
+				return metricValue(t, scrape(t, replicas[1]), "ratelimitd_lease_outstanding_hits") == 0
+			})
+			resp, err = replicas[1].call(request("lease", withHits(desc("returned", "r"), 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := resp.GetStatuses()[0].GetLimitRemaining(); left != 100001-2*sent {
+				t.Errorf("after the reload the counter has %d left, want %d", left, 100001-2*sent)
+			}
+
+			// lease: false stays per decision under LEASE_ENABLED: every answer is Redis's.
+			for i := range 3 {
+				resp, err := replicas[1].call(request("lease", desc("exact", "e")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if left := resp.GetStatuses()[0].GetLimitRemaining(); left != uint32(100000-1-i) {
+					t.Fatalf("lease: false, call %d: %d left, want %d", i, left, 100000-1-i)
+				}
+			}
+		})
+	}
+}
+
+// waitPastMidnight waits while the next UTC day boundary, where the day
+// windows of these tests roll over (and a fixed window may admit its limit
+// twice), is nearer than margin.
+func waitPastMidnight(t *testing.T, margin time.Duration) {
+	t.Helper()
+	now := time.Now().UTC()
+	next := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	if until := next.Sub(now); until < margin {
+		t.Logf("waiting %s for the day windows to roll over first", until)
+		time.Sleep(until + time.Second)
+	}
+}
