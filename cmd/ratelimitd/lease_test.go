@@ -221,3 +221,28 @@ func gathered(t *testing.T, m *metrics.Metrics) map[string]float64 {
 	}
 	return out
 }
+
+// A counters API reset clears the keys from every decorator that remembers
+// them: the local cache's denials and the lease gate's blocks (a block kept
+// past the reset would admit hits no counter holds).
+func TestAdminForgetsLeases(t *testing.T) {
+	mem := memstore.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	gate := newLeaseGate(mem, leaseSettings{Target: time.Second, MaxBlock: 1000, Fraction: 0.1, Idle: time.Minute, MaxAge: time.Minute, MaxKeys: 100}, zap.NewNop())
+	gate.enable()
+	hot(t, gate, 50)
+	if gate.Stats().Outstanding == 0 {
+		t.Fatal("no block held after 50 hits")
+	}
+	backend, forget, err := adminBackend(localcache.New(gate, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if backend != any(mem) {
+		t.Fatalf("admin backend is %T, want the memstore", backend)
+	}
+	forget("l:k")
+	if st := gate.Stats(); st.Outstanding != 0 {
+		t.Fatalf("after the reset's Forget the gate still holds %d hits", st.Outstanding)
+	}
+}
