@@ -9,7 +9,6 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/config"
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
-	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 )
 
 // startAdmin serves the counters API on the gRPC server when an admin
@@ -38,13 +37,19 @@ func (a *app) startAdmin(m *metrics.Metrics) error {
 	return nil
 }
 
-// adminBackend finds the store under the local cache and tracing
-// decorators, and the local cache's Forget when there is one.
+// adminBackend finds the store under the decorators, and the Forget of
+// every decorator that remembers keys (the local cache's denials, the
+// lease gate's blocks), which a reset must clear with the keys.
 func adminBackend(st store.Store) (admin.Backend, func(...string), error) {
-	forget := func(...string) {}
+	var forgets []func(...string)
+	forget := func(keys ...string) {
+		for _, f := range forgets {
+			f(keys...)
+		}
+	}
 	for {
-		if c, ok := st.(*localcache.Store); ok {
-			forget = c.Forget
+		if f, ok := st.(interface{ Forget(...string) }); ok {
+			forgets = append(forgets, f.Forget)
 		}
 		if b, ok := st.(admin.Backend); ok {
 			return b, forget, nil

@@ -118,6 +118,13 @@ func (g *leaseGate) Close() error {
 // Unwrap is the Redis store, for the counters API.
 func (g *leaseGate) Unwrap() store.Store { return g.next }
 
+// Forget drops the blocks of keys a counters API reset deletes.
+func (g *leaseGate) Forget(keys ...string) {
+	if l := g.store.Load(); l != nil {
+		l.Forget(keys...)
+	}
+}
+
 // returnLeases ends every lease before the store closes on shutdown,
 // within what is left of the shutdown timeout (deadline): a Redis that
 // does not answer in time leaves the hits charged (under-admission), it

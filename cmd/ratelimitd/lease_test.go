@@ -7,11 +7,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/config"
 	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
 var hotLimit = algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 10000, Period: time.Minute}
@@ -142,5 +145,104 @@ func TestLeaseGateCloseReturnsBeforeTheBackendCloses(t *testing.T) {
 	}
 	if want := hotLimit.Requests - 100; mem.left != want {
 		t.Errorf("the backend had %d left when closed, want %d (stats %+v)", mem.left, want, gate.Stats())
+	}
+}
+
+// TestNewStoreLeases: the lease gate sits over Redis only, under the local
+// cache, on at startup with LEASE_ENABLED; the embedded store never leases.
+func TestNewStoreLeases(t *testing.T) {
+	srv := redistest.Start(t)
+	tests := []struct {
+		name     string
+		env      map[string]string
+		gate, on bool
+		cached   bool
+	}{
+		{"embedded store", map[string]string{"LEASE_ENABLED": "true"}, false, false, false},
+		{"redis", map[string]string{"REDIS_URL": srv.Addr}, true, false, false},
+		{"redis with LEASE_ENABLED", map[string]string{"REDIS_URL": srv.Addr, "LEASE_ENABLED": "true"}, true, true, false},
+		{"redis with the local cache", map[string]string{"REDIS_URL": srv.Addr, "LEASE_ENABLED": "true", "LOCAL_CACHE_SIZE_IN_BYTES": "4096"}, true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := parseSettings(nil, envOf(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := metrics.New()
+			st, gate, err := newStore(set, m, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			if (gate != nil) != tt.gate {
+				t.Fatalf("gate %v, want one: %v", gate, tt.gate)
+			}
+			_, lease := gathered(t, m)["ratelimitd_lease_local_hits_total"]
+			if lease != tt.gate {
+				t.Errorf("lease metrics exported: %v, want %v", lease, tt.gate)
+			}
+			if gate == nil {
+				return
+			}
+			if gate.enabled() != tt.on {
+				t.Errorf("enabled %v, want %v", gate.enabled(), tt.on)
+			}
+			inner := st
+			if c, ok := st.(*localcache.Store); ok != tt.cached {
+				t.Fatalf("store %T, local cache wanted: %v", st, tt.cached)
+			} else if ok {
+				inner = c.Unwrap()
+			}
+			if inner != store.Store(gate) {
+				t.Errorf("under the local cache: %T, want the lease gate", inner)
+			}
+			if _, ok := gate.Unwrap().(*redisstore.Store); !ok {
+				t.Errorf("the gate wraps %T, want the Redis store (the counters API finds it by Unwrap)", gate.Unwrap())
+			}
+		})
+	}
+}
+
+// gathered maps every unlabelled sample of m to its value.
+func gathered(t *testing.T, m *metrics.Metrics) map[string]float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			if len(s.GetLabel()) == 0 {
+				out[f.GetName()] = s.GetCounter().GetValue() + s.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// A counters API reset clears the keys from every decorator that remembers
+// them: the local cache's denials and the lease gate's blocks (a block kept
+// past the reset would admit hits no counter holds).
+func TestAdminForgetsLeases(t *testing.T) {
+	mem := memstore.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	gate := newLeaseGate(mem, leaseSettings{Target: time.Second, MaxBlock: 1000, Fraction: 0.1, Idle: time.Minute, MaxAge: time.Minute, MaxKeys: 100}, zap.NewNop())
+	gate.enable()
+	hot(t, gate, 50)
+	if gate.Stats().Outstanding == 0 {
+		t.Fatal("no block held after 50 hits")
+	}
+	backend, forget, err := adminBackend(localcache.New(gate, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if backend != any(mem) {
+		t.Fatalf("admin backend is %T, want the memstore", backend)
+	}
+	forget("l:k")
+	if st := gate.Stats(); st.Outstanding != 0 {
+		t.Fatalf("after the reset's Forget the gate still holds %d hits", st.Outstanding)
 	}
 }

@@ -27,6 +27,8 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *
 		return nil, nil, err
 	}
 	var gate *leaseGate
+	// The Redis store is always a Lender (asserted below); the embedded
+	// store is one too, but never leases.
 	if lender, ok := st.(store.Lender); ok && set.Backend == backendRedis {
 		gate = newLeaseGate(lender, set.Lease, log)
 		if err := m.AddLeases(gate); err != nil {
@@ -46,6 +48,9 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *
 	}
 	return cache, gate, nil
 }
+
+// The Redis store lends blocks of its counters to the lease decorator.
+var _ store.Lender = (*redisstore.Store)(nil)
 
 func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, error) {
 	if set.Backend != backendRedis {

@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // leaseLimit is every hot counter's limit per day; leaseBucketT is the
@@ -60,7 +62,7 @@ func TestLeasesNeverOverAdmit(t *testing.T) {
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			root, _ := newConfigRoot(t, map[string]string{"lease.yaml": leaseConfig})
+			root, configDir := newConfigRoot(t, map[string]string{"lease.yaml": leaseConfig})
 			env := append(b.redis(t), "REDIS_POOL_SIZE=16", "LEASE_ENABLED=true", "LOG_LEVEL=info")
 			replicas := []*service{startService(t, root, env...), startService(t, root, env...)}
 
@@ -90,7 +92,7 @@ func TestLeasesNeverOverAdmit(t *testing.T) {
 				local += hits
 			}
 			if local < leaseLimit {
-				t.Errorf("%v hits answered from leases of %d admitted per counter: leases barely used", local, 3*leaseLimit)
+				t.Errorf("%v of the %d hits admitted were answered from leases: leases barely used", local, 3*leaseLimit)
 			}
 
 			// Below the limit (LEASE_ENABLED leases "returned"), then SIGTERM:
@@ -113,6 +115,25 @@ func TestLeasesNeverOverAdmit(t *testing.T) {
 			if left := resp.GetStatuses()[0].GetLimitRemaining(); left != 100000-sent {
 				t.Errorf("after SIGTERM the counter has %d left, want %d: the stopped replica kept %d hits charged", left, 100000-sent, 100000-sent-int(left))
 			}
+			// A reload that changes a rule ends every lease: the unused hits go back.
+			if got := countAdmitted(t, replicas[1:], 16, sent/16, request("lease", desc("returned", "r"))); got != sent {
+				t.Fatalf("admitted %d of %d far below the limit", got, sent)
+			}
+			if out := metricValue(t, scrape(t, replicas[1]), "ratelimitd_lease_outstanding_hits"); out == 0 {
+				t.Fatalf("no unused hits held after %d hits: nothing to return", sent)
+			}
+			writeFile(t, filepath.Join(configDir, "lease.yaml"), strings.Replace(leaseConfig, "requests_per_unit: 100000}\n", "requests_per_unit: 100001}\n", 1))
+			testkit.WaitFor(t, 10*time.Second, "the reload to return the leases", func() bool {
+				return metricValue(t, scrape(t, replicas[1]), "ratelimitd_lease_outstanding_hits") == 0
+			})
+			resp, err = replicas[1].call(request("lease", withHits(desc("returned", "r"), 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := resp.GetStatuses()[0].GetLimitRemaining(); left != 100001-2*sent {
+				t.Errorf("after the reload the counter has %d left, want %d", left, 100001-2*sent)
+			}
+
 			// lease: false stays per decision under LEASE_ENABLED: every answer is Redis's.
 			for i := range 3 {
 				resp, err := replicas[1].call(request("lease", desc("exact", "e")))

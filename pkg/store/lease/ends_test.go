@@ -2,13 +2,16 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
 // A window lease gives its unused hits back exactly when it ends on idle,
@@ -220,6 +223,12 @@ func TestBucketSlots(t *testing.T) {
 				if st := r.s.Stats(); st.Lapsed != 3 || st.Outstanding != b-6 || st.LocalHits != localBefore+used {
 					t.Fatalf("stats %+v, want 3 lapsed and %d held", st, b-6)
 				}
+				// The sweeper counts slots past their deadlines as they pass.
+				r.clock.Set(slotDeadline(tSend, d.ResetAfter, b, 6, lim).Add(time.Microsecond))
+				r.sweep()
+				if st := r.s.Stats(); st.Lapsed != 4 || st.Outstanding != b-7 {
+					t.Fatalf("stats %+v after slot 6's deadline, want 4 lapsed and %d held", st, b-7)
+				}
 				state := r.check("k", lim)
 				switch how {
 				case "idle":
@@ -264,5 +273,81 @@ func TestBucketSlots(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The sweeper goroutine gives an idle lease's hits back on its own, and
+// Close stops it (synctest fails a test that leaves goroutines running).
+func TestSweeper(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		s := lease.New(shared{mem}) // real (bubble) clock, default sweeper
+		lim := fixed(1000, time.Hour)
+		var admitted uint64
+		for range 50 {
+			if res, err := s.Take(context.Background(), []store.Request{hit("k", lim, 1)}); err != nil || !res[0].Allowed {
+				t.Fatal(res, err)
+			}
+			admitted++
+			time.Sleep(time.Millisecond)
+		}
+		if s.Stats().Outstanding == 0 {
+			t.Fatal("no lease")
+		}
+		time.Sleep(lease.DefaultIdle + 2*lease.DefaultSweepInterval)
+		synctest.Wait()
+		if st := s.Stats(); st.Outstanding != 0 || st.Returned == 0 {
+			t.Fatalf("after idle: %+v", st)
+		}
+		res, err := mem.Take(context.Background(), []store.Request{{Key: "k", Limit: lim}})
+		if err != nil || lim.Requests-res[0].Remaining != admitted {
+			t.Fatalf("backend %+v %v, %d admitted", res, err, admitted)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A backend failure: a failed top-up surfaces its error and leaves no block
+// in flight (the next request tops up again); a failed Return leaves the
+// hits charged, counted as lapsed, never used again.
+func TestBackendFailures(t *testing.T) {
+	r := newRig(t)
+	lim := fixed(1000, time.Minute)
+	for range 3 {
+		r.take(hit("k", lim, 1))
+		r.clock.Advance(time.Millisecond)
+	}
+	// Use the lease up, so the next request tops up.
+	if room := r.s.Room("k"); room > 0 {
+		if _, ok := r.local(hit("k", lim, room)); !ok {
+			t.Fatal("not local")
+		}
+	}
+	r.rec.fail.Store(true)
+	if _, err := r.s.Take(context.Background(), []store.Request{hit("k", lim, 1)}); !errors.Is(err, errBackend) {
+		t.Fatalf("Take: %v", err)
+	}
+	r.rec.fail.Store(false)
+	r.take(hit("k", lim, 1))
+	if c := r.rec.last(); len(c.reqs) != 2 || c.reqs[1].Mode != algorithms.Spare {
+		t.Fatalf("no top-up after a failed one: %+v", c.reqs)
+	}
+	held := r.s.Stats().Outstanding
+	count := r.count("k", lim)
+	r.rec.fail.Store(true)
+	if err := r.s.ReturnAll(context.Background()); !errors.Is(err, errBackend) {
+		t.Fatalf("ReturnAll: %v", err)
+	}
+	r.rec.fail.Store(false)
+	if st := r.s.Stats(); held == 0 || st.Lapsed != held || st.Returned != 0 || st.ReturnErrors != 1 || st.Outstanding != 0 {
+		t.Fatalf("stats %+v, %d held", st, held)
+	}
+	if r.count("k", lim) != count || r.s.Room("k") != 0 {
+		t.Fatal("a failed return freed hits")
 	}
 }

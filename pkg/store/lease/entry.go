@@ -17,8 +17,9 @@ type entry struct {
 
 	// Hits seen in the rate interval starting at rateStart (cur) and in the
 	// one before (prev): the rate is estimated over the last interval like a
-	// sliding window counter, so it rises as soon as traffic does and needs
-	// no floating clock maths per request.
+	// sliding window counter, so it rises as soon as traffic does, and a
+	// local answer only adds to cur (the weighting is done when a block is
+	// sized, on the way to the backend).
 	rateStart int64
 	cur, prev uint64
 	remaining uint64 // the backend's latest Remaining for the key

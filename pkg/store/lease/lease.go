@@ -539,6 +539,9 @@ func firstOn(reqs []store.Request, key string) int {
 // charges is nil when the batch had no Spare op.
 func (s *Store) learn(reqs []store.Request, idx []uint8, ext []store.Request, res []store.Result, charges []store.Charge, now int64) {
 	if len(res) != len(ext) {
+		// Not an answer to this batch: learn nothing, but let the keys
+		// top up again.
+		s.abandon(reqs, idx, ext)
 		return
 	}
 	admitted := len(ext) > len(reqs) && !algorithms.VerdictOf(reqs, res[:len(reqs)]).Denied()

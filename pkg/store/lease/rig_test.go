@@ -2,7 +2,9 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 type recorder struct {
 	store.Lender
 	now     func() time.Time
+	fail    atomic.Bool // every backend call fails
 	mu      sync.Mutex
 	takes   int // plain Take calls
 	batches []backendCall
@@ -32,6 +35,9 @@ type backendCall struct {
 }
 
 func (r *recorder) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
+	if r.fail.Load() {
+		return nil, errBackend
+	}
 	at := r.now()
 	res, err := r.Lender.Take(ctx, reqs)
 	r.mu.Lock()
@@ -41,7 +47,12 @@ func (r *recorder) Take(ctx context.Context, reqs []store.Request) ([]store.Resu
 	return res, err
 }
 
+var errBackend = errors.New("backend down")
+
 func (r *recorder) TakeCharged(ctx context.Context, reqs []store.Request) ([]store.Result, []store.Charge, error) {
+	if r.fail.Load() {
+		return nil, nil, errBackend
+	}
 	at := r.now()
 	res, ch, err := r.Lender.TakeCharged(ctx, reqs)
 	r.mu.Lock()
@@ -51,6 +62,9 @@ func (r *recorder) TakeCharged(ctx context.Context, reqs []store.Request) ([]sto
 }
 
 func (r *recorder) Return(ctx context.Context, charges []store.Charge) error {
+	if r.fail.Load() {
+		return errBackend
+	}
 	r.mu.Lock()
 	r.returns = append(r.returns, charges)
 	r.mu.Unlock()

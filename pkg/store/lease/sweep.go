@@ -36,10 +36,16 @@ func (s *Store) Sweep(now time.Time) error {
 		shd := &s.shards[i]
 		shd.mu.Lock()
 		for e := range shd.leased {
-			if s.over(&e.lease, us) {
-				if ch, ok := s.endInto(uint8(i), e, us); ok {
-					charges = append(charges, ch)
+			if !s.over(&e.lease, us) {
+				// Count the bucket slots already past their deadlines, so
+				// that Outstanding (what a crash would lose) stays exact.
+				if n := e.lease.use(us, 0); n > 0 {
+					shd.counters.lapse(n)
 				}
+				continue
+			}
+			if ch, ok := s.endInto(uint8(i), e, us); ok {
+				charges = append(charges, ch)
 			}
 		}
 		shd.mu.Unlock()
