@@ -10,29 +10,48 @@ import (
 	"time"
 )
 
-// localHitsMetric counts the hits a replica answered from its leases.
-const localHitsMetric = "ratelimitd_lease_local_hits_total"
+// The lease metrics rlbench reads from a leasing target's replicas.
+const (
+	localHitsMetric = "ratelimitd_lease_local_hits_total"    // hits answered from leases
+	blocksMetric    = "ratelimitd_lease_blocks_total"        // blocks taken
+	returnedMetric  = "ratelimitd_lease_returned_hits_total" // unused hits given back
+)
 
-// localHits is the sum of localHitsMetric over the target's ratelimitd
-// replicas (0 for a target without leases, whose replicas do not export
-// it, and for the floor and the model).
-func (t *target) localHits() (float64, error) {
+// leaseStats are those metrics summed over a target's replicas.
+type leaseStats struct{ local, blocks, returned float64 }
+
+func (a leaseStats) sub(b leaseStats) leaseStats {
+	return leaseStats{a.local - b.local, a.blocks - b.blocks, a.returned - b.returned}
+}
+
+// leaseStats reads the lease metrics of the target's ratelimitd replicas
+// (zero for a target without leases, the floor and the model).
+func (t *target) leaseStats() (leaseStats, error) {
+	var sum leaseStats
 	if !t.leases() {
-		return 0, nil
+		return sum, nil
 	}
 	client := http.Client{Timeout: 5 * time.Second}
-	sum := 0.0
 	for _, addr := range t.debug {
 		resp, err := client.Get("http://" + addr + "/metrics")
 		if err != nil {
-			return 0, err
+			return sum, err
 		}
-		v, err := metricSum(resp.Body, localHitsMetric)
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			return 0, fmt.Errorf("%s/metrics: %w", addr, err)
+			return sum, err
 		}
-		sum += v
+		for _, m := range []struct {
+			name string
+			to   *float64
+		}{{localHitsMetric, &sum.local}, {blocksMetric, &sum.blocks}, {returnedMetric, &sum.returned}} {
+			v, err := metricSum(strings.NewReader(string(body)), m.name)
+			if err != nil {
+				return sum, fmt.Errorf("%s/metrics: %w", addr, err)
+			}
+			*m.to += v
+		}
 	}
 	return sum, nil
 }

@@ -74,7 +74,7 @@ func printTable(o options, targets []*target, samples map[string][]sample) {
 			local := "-"
 			if t.leases() {
 				// Decisions answered from a lease, without Redis.
-				_, local = stat(ss, func(s sample) float64 { return 100 * s.localHits / float64(max(1, s.calls)) }, "%.0f")
+				_, local = stat(ss, func(s sample) float64 { return 100 * s.lease.local / float64(max(1, s.calls)) }, "%.0f")
 			}
 			errs := 0
 			for _, s := range ss {

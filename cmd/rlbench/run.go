@@ -52,7 +52,7 @@ type sample struct {
 	serverCPU, redisCPU time.Duration
 	commands            int64
 	script              redisinfo.CommandStat
-	localHits           float64 // hits the replicas answered from leases
+	lease               leaseStats // what the replicas' leases did over the run
 }
 
 func run(o options) error {
@@ -200,6 +200,11 @@ func measureRounds(o options, targets []*target, info *redisConn, redisProc *chi
 				fmt.Printf("  round %d %-14s %d desc: %8.0f/s p50 %-9s p99 %-9s server %6.1f us/dec  redis %6.1f us/dec  %.2f cmds/dec  errors %d\n",
 					round, t.name, d, float64(s.calls)/s.elapsed.Seconds(), rnd(s.p50), rnd(s.p99),
 					perCall(s.serverCPU, s.calls), perCall(s.redisCPU, s.calls), float64(s.commands)/float64(max(1, s.calls)), s.failed)
+				if t.leases() {
+					n := float64(max(1, s.calls))
+					fmt.Printf("    leases: %.0f%% of decisions answered locally, %.3f blocks and %.3f returned hits per decision\n",
+						100*s.lease.local/n, s.lease.blocks/n, s.lease.returned/n)
+				}
 			}
 		}
 	}
@@ -228,7 +233,7 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 	cpu0, err1 := t.cpu()
 	rcpu0, err2 := cpuTime(redisProc.pid())
 	stats0, err3 := commandStats(info)
-	local0, err4 := t.localHits()
+	lease0, err4 := t.leaseStats()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return sample{}, err
 	}
@@ -242,11 +247,11 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 	cpu1, err1 := t.cpu()
 	rcpu1, err2 := cpuTime(redisProc.pid())
 	stats1, err3 := commandStats(info)
-	local1, err4 := t.localHits()
+	lease1, err4 := t.leaseStats()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return sample{}, err
 	}
-	s := sample{loadResult: res, serverCPU: cpu1 - cpu0, localHits: local1 - local0}
+	s := sample{loadResult: res, serverCPU: cpu1 - cpu0, lease: lease1.sub(lease0)}
 	s.commands, s.script = statDelta(stats0, stats1)
 	if t.redis {
 		s.redisCPU = rcpu1 - rcpu0
