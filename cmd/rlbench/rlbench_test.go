@@ -94,3 +94,33 @@ ratelimitd_lease_blocks_total 7
 		t.Errorf("metricSum = %v, %v; want 15.5", got, err)
 	}
 }
+
+// TestScenarios: a scenario's settings apply unless the flag was given, and
+// the Zipf load is skewed as Zipf(1.1) over 10^5 counters is.
+func TestScenarios(t *testing.T) {
+	zipf, ok := scenarioNamed("zipf")
+	if !ok {
+		t.Fatal("no zipf scenario")
+	}
+	o := options{key: "mine", rounds: 7, replicas: 1, warmup: time.Millisecond}
+	got := zipf.apply(o, map[string]bool{"rounds": true})
+	if got.key != "zipf" || got.rounds != 7 || got.replicas != 3 || got.warmup != time.Second || got.modelUnit != time.Hour {
+		t.Errorf("apply = key %q, rounds %d, replicas %d, warmup %s, model unit %s", got.key, got.rounds, got.replicas, got.warmup, got.modelUnit)
+	}
+	reqs := zipf.requests("bench", "zipf", 1)
+	counts := map[string]int{}
+	for _, r := range reqs {
+		counts[r.Descriptors[0].Entries[0].Value]++
+	}
+	// Zipf(1.1) over 10^5: the top counter about 13% of draws (1/H with
+	// H = sum k^-1.1 ≈ 7.4), and tens of thousands of counters drawn.
+	if top := float64(counts["z0"]) / float64(len(reqs)); top < 0.10 || top > 0.17 {
+		t.Errorf("top counter drawn %.3f of the time, want about 0.13", top)
+	}
+	if len(counts) < 10000 {
+		t.Errorf("%d distinct counters in %d draws", len(counts), len(reqs))
+	}
+	if _, ok := scenarioNamed("nope"); ok {
+		t.Error("scenarioNamed(nope) found one")
+	}
+}
