@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	queuev1 "github.com/ratelimitd/ratelimitd/api/queue/v1"
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/queuegrpc"
