@@ -301,9 +301,7 @@ func (a *app) announce(log *zap.Logger) {
 	if a.promLn != nil {
 		fields = append(fields, zap.String("prometheus", a.promLn.Addr().String()+" ("+a.set.Prometheus.Path+")"))
 	}
-	if a.set.Backend == backendRedis {
-		fields = append(fields, zap.String("redis", a.set.RedisType.String()+" "+a.set.RedisSocketType+" "+redactURL(a.set.RedisURL)))
-	}
+	fields = append(fields, a.set.backend().logFields()...)
 	log.Info("ratelimitd listening", fields...)
 }
 

@@ -191,9 +191,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	if err := s.resolveBackend(backend); err != nil {
 		return settings{}, err
 	}
-	if s.Lease.Enabled && s.Backend != backendRedis {
-		s.Warnings = append(s.Warnings, "LEASE_ENABLED=true has no effect with the embedded store (BACKEND_TYPE=memory): it is one process and never leases")
-	}
+	s.Warnings = append(s.Warnings, s.backend().warnings()...)
 	return s, nil
 }
 
