@@ -1,4 +1,14 @@
-package redisstore
+// Package redisconn is how ratelimitd reaches Redis: the connection
+// settings (REDIS_URL, REDIS_TYPE, REDIS_SOCKET_TYPE, REDIS_AUTH,
+// REDIS_TLS, REDIS_POOL_SIZE, REDIS_TIMEOUT) and the fail-fast go-redis
+// client built from them. The limiter's store (pkg/store/redisstore) and
+// the delay queue's client are built from one Config, so the two reach the
+// same Redis the same way; what each adds on top (scripts, pipelining,
+// circuit breakers) stays with it.
+//
+// Errors keep the "redisstore:" prefix they had before this package was
+// split out of redisstore, so that the daemon's messages stay the same.
+package redisconn
 
 import (
 	"crypto/tls"
@@ -11,19 +21,20 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// newClient builds the go-redis client s describes.
-func newClient(s settings) (redis.UniversalClient, error) {
-	if s.timeout <= 0 {
-		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.timeout)
+// NewClient builds the go-redis client s describes. The caller owns and
+// closes it.
+func (s Config) NewClient() (redis.UniversalClient, error) {
+	if s.Timeout <= 0 {
+		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.Timeout)
 	}
-	if s.poolSize <= 0 {
-		return nil, fmt.Errorf("redisstore: pool size must be positive, got %d", s.poolSize)
+	if s.PoolSize <= 0 {
+		return nil, fmt.Errorf("redisstore: pool size must be positive, got %d", s.PoolSize)
 	}
-	if strings.TrimSpace(s.addr) == "" {
+	if strings.TrimSpace(s.Addr) == "" {
 		return nil, errors.New("redisstore: no redis address (REDIS_URL)")
 	}
 	u := universal(s)
-	switch s.typ {
+	switch s.Type {
 	case Single:
 		opt, err := single(s, u)
 		if err != nil {
@@ -31,29 +42,29 @@ func newClient(s settings) (redis.UniversalClient, error) {
 		}
 		return redis.NewClient(opt), nil
 	case Sentinel:
-		master, sentinels, err := splitSentinel(s.addr)
+		master, sentinels, err := splitSentinel(s.Addr)
 		if err != nil {
 			return nil, err
 		}
 		u.MasterName, u.Addrs = master, sentinels
 		return redis.NewFailoverClient(u.Failover()), nil
 	case Cluster:
-		nodes, err := splitHosts(s.addr)
+		nodes, err := splitHosts(s.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: cluster address: %w", err)
 		}
 		u.Addrs = nodes
 		return redis.NewClusterClient(u.Cluster()), nil
 	default:
-		return nil, fmt.Errorf("redisstore: unknown redis type %s", s.typ)
+		return nil, fmt.Errorf("redisstore: unknown redis type %s", s.Type)
 	}
 }
 
 // universal holds what every deployment type shares. Failing fast is the
 // point of most of it: Envoy waits 20 ms by default, so a dead Redis must
 // surface as an error, not as go-redis retrying for seconds.
-func universal(s settings) *redis.UniversalOptions {
-	user, pass := splitAuth(s.auth)
+func universal(s Config) *redis.UniversalOptions {
+	user, pass := splitAuth(s.Auth)
 	return &redis.UniversalOptions{
 		Username: user,
 		Password: pass,
@@ -67,13 +78,13 @@ func universal(s settings) *redis.UniversalOptions {
 		// One dial per attempt; the pool redials in the background once
 		// every connection has failed.
 		DialerRetries:         1,
-		DialTimeout:           s.timeout,
-		ReadTimeout:           s.timeout,
-		WriteTimeout:          s.timeout,
-		PoolTimeout:           s.timeout,
+		DialTimeout:           s.Timeout,
+		ReadTimeout:           s.Timeout,
+		WriteTimeout:          s.Timeout,
+		PoolTimeout:           s.Timeout,
 		ContextTimeoutEnabled: true,
-		PoolSize:              s.poolSize,
-		TLSConfig:             tlsOrNil(s.tls),
+		PoolSize:              s.PoolSize,
+		TLSConfig:             tlsOrNil(s.TLS),
 		// CLIENT SETINFO and MAINT_NOTIFICATIONS cost a round trip per new
 		// connection and do nothing for us (Redis 7.0 rejects SETINFO anyway).
 		DisableIdentity:          true,
@@ -81,8 +92,8 @@ func universal(s settings) *redis.UniversalOptions {
 	}
 }
 
-func single(s settings, u *redis.UniversalOptions) (*redis.Options, error) {
-	addr := strings.TrimSpace(s.addr)
+func single(s Config, u *redis.UniversalOptions) (*redis.Options, error) {
+	addr := strings.TrimSpace(s.Addr)
 	if strings.Contains(addr, "://") {
 		parsed, err := redis.ParseURL(addr)
 		if err != nil {
@@ -90,7 +101,7 @@ func single(s settings, u *redis.UniversalOptions) (*redis.Options, error) {
 		}
 		u.Addrs = []string{parsed.Addr}
 		u.DB = parsed.DB
-		if s.auth == "" {
+		if s.Auth == "" {
 			u.Username, u.Password = parsed.Username, parsed.Password
 		}
 		if u.TLSConfig == nil {
@@ -100,18 +111,18 @@ func single(s settings, u *redis.UniversalOptions) (*redis.Options, error) {
 		opt.Network = parsed.Network
 		return opt, nil
 	}
-	switch s.socketType {
+	switch s.SocketType {
 	case "", "tcp":
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return nil, fmt.Errorf("redisstore: redis address %q: %w", addr, err)
 		}
 	case "unix":
 	default:
-		return nil, fmt.Errorf("redisstore: socket type %q is neither tcp nor unix", s.socketType)
+		return nil, fmt.Errorf("redisstore: socket type %q is neither tcp nor unix", s.SocketType)
 	}
 	u.Addrs = []string{addr}
 	opt := u.Simple()
-	if s.socketType == "unix" {
+	if s.SocketType == "unix" {
 		opt.Network = "unix"
 	}
 	return opt, nil
