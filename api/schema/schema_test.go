@@ -1,6 +1,6 @@
 // Package schema_test keeps api/config.schema.json honest: the examples
 // validate against it, and on every case below the schema and the Go loader
-// (pkg/config) agree on whether a file is valid.
+// (internal/config) agree on whether a file is valid.
 package schema_test
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/internal/config"
 )
 
 func compileSchema(t *testing.T) *jsonschema.Schema {

@@ -6,8 +6,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/admin"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/config"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 

@@ -21,10 +21,10 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/ratelimitd/ratelimitd/internal/admin"
+	"github.com/ratelimitd/ratelimitd/internal/config"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/service"
 	"github.com/ratelimitd/ratelimitd/internal/tracing"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
-	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -301,9 +301,7 @@ func (a *app) announce(log *zap.Logger) {
 	if a.promLn != nil {
 		fields = append(fields, zap.String("prometheus", a.promLn.Addr().String()+" ("+a.set.Prometheus.Path+")"))
 	}
-	if a.set.Backend == backendRedis {
-		fields = append(fields, zap.String("redis", a.set.RedisType.String()+" "+a.set.RedisSocketType+" "+redactURL(a.set.RedisURL)))
-	}
+	fields = append(fields, a.set.backend().logFields()...)
 	log.Info("ratelimitd listening", fields...)
 }
 

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/internal/config"
 )
 
 // errCheckFailed marks a check that found errors; they are already printed.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 
-	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/internal/service"
 )
 
 // debugMux serves Prometheus metrics and the loaded config, and Go's

@@ -9,12 +9,15 @@ import "runtime/debug"
 // still small; see docs/performance.md for the measurements.
 const redisGCPercent = 400
 
-// tuneGC applies redisGCPercent unless GOGC is set, which always wins. The
-// embedded store keeps every key in the heap, so it keeps Go's default.
+// tuneGC applies the backend's GOGC (backend.gcPercent: redisGCPercent,
+// or Go's default for the embedded store, which keeps every key in the
+// heap) unless GOGC is set, which always wins.
 func tuneGC(set settings, lookup func(string) (string, bool)) (applied bool) {
-	if _, ok := lookup("GOGC"); ok || set.Backend != backendRedis {
+	_, userSet := lookup("GOGC")
+	pct := set.backend().gcPercent()
+	if userSet || pct == 0 {
 		return false
 	}
-	debug.SetGCPercent(redisGCPercent)
+	debug.SetGCPercent(pct)
 	return true
 }

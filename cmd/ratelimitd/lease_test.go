@@ -7,10 +7,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ratelimitd/ratelimitd/internal/config"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"

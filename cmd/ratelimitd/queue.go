@@ -7,12 +7,9 @@ import (
 	"google.golang.org/grpc"
 
 	queuev1 "github.com/ratelimitd/ratelimitd/api/queue/v1"
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
-	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/queuegrpc"
-	"github.com/ratelimitd/ratelimitd/pkg/queue/redisqueue"
-	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
 // queueSettings configure the delay queue (docs/queue.md).
@@ -40,35 +37,16 @@ type delayQueue struct {
 	broker *queue.Broker
 }
 
-// newDelayQueue builds the queue on the same backend as the limiter: the
-// embedded store, or its own client from the same Redis settings.
+// newDelayQueue builds the queue on the same backend as the limiter
+// (backend.newQueueStore): the embedded store, or its own client from the
+// same Redis settings.
 func newDelayQueue(set settings, m *metrics.Metrics, srv *grpc.Server) (*delayQueue, error) {
 	if !set.Queue.Enabled {
 		return nil, nil
 	}
-	var st queue.Store
-	if set.Backend != backendRedis {
-		st = memqueue.New()
-	} else {
-		opts, err := redisConnection(set)
-		if err != nil {
-			return nil, err
-		}
-		breakers := redisstore.NewBreakerSet()
-		if err := watchBreakers(m, "queue", breakers); err != nil {
-			return nil, fmt.Errorf("queue redis breaker metrics: %w", err)
-		}
-		c, err := redisstore.NewClient(append(opts, redisstore.WithBreakerSet(breakers))...)
-		if err != nil {
-			// Not wrapped: the message may quote credentials.
-			return nil, fmt.Errorf("queue redis client (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))
-		}
-		rq, err := redisqueue.New(c, redisqueue.WithOwnedClient(), redisqueue.WithTimeout(set.RedisTimeout), redisqueue.WithPrefix(set.Queue.KeyPrefix))
-		if err != nil {
-			_ = c.Close()
-			return nil, fmt.Errorf("QUEUE_KEY_PREFIX: %w", err)
-		}
-		st = rq
+	st, err := set.backend().newQueueStore(m)
+	if err != nil {
+		return nil, err
 	}
 	var opts []queue.BrokerOption
 	if set.Queue.MetricQueues > 0 {

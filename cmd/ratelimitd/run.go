@@ -28,9 +28,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	for _, w := range set.Warnings {
 		log.Warn(w)
 	}
-	if set.Backend == backendRedis {
-		routeRedisLogs(log)
-	}
+	set.backend().routeLogs(log)
 	tuneGC(set, lookup)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

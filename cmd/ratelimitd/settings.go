@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
-	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
@@ -191,9 +191,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	if err := s.resolveBackend(backend); err != nil {
 		return settings{}, err
 	}
-	if s.Lease.Enabled && s.Backend != backendRedis {
-		s.Warnings = append(s.Warnings, "LEASE_ENABLED=true has no effect with the embedded store (BACKEND_TYPE=memory): it is one process and never leases")
-	}
+	s.Warnings = append(s.Warnings, s.backend().warnings()...)
 	return s, nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/internal/service"
 )
 
 // Defaults of the hardening settings.

@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
-	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )

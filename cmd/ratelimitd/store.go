@@ -8,36 +8,21 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/ratelimitd/ratelimitd/pkg/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
-	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
-// newStore builds the backend and the decorators over it, innermost
-// first: with Redis the lease gate (leaseGate: on once a rule leases), then
-// the local over-limit cache (LOCAL_CACHE_SIZE_IN_BYTES), so a request the
-// cache knows to be denied reaches neither. It returns the gate too (nil on
-// the embedded store, which never leases: it is one process, with every
-// counter in memory already).
+// newStore builds the backend's store (with Redis, the lease gate over
+// it: leaseGate, on once a rule leases), then the local over-limit cache
+// (LOCAL_CACHE_SIZE_IN_BYTES) over either, so a request the cache knows to
+// be denied reaches neither. It returns the gate too (nil on the embedded
+// store, which never leases).
 func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error) {
-	st, err := newBackend(set, m, log)
+	st, gate, err := set.backend().newStore(m, log)
 	if err != nil {
 		return nil, nil, err
-	}
-	var gate *leaseGate
-	// The Redis store is always a Lender (asserted below); the embedded
-	// store is one too, but never leases.
-	if lender, ok := st.(store.Lender); ok && set.Backend == backendRedis {
-		gate = newLeaseGate(lender, set.Lease, log)
-		if err := m.AddLeases(gate); err != nil {
-			return nil, nil, errors.Join(fmt.Errorf("lease metrics: %w", err), st.Close())
-		}
-		if set.Lease.Enabled {
-			gate.enable()
-		}
-		st = gate
 	}
 	if set.LocalCacheBytes == 0 {
 		return st, gate, nil
@@ -47,44 +32,6 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *
 		return nil, nil, errors.Join(fmt.Errorf("local cache metrics: %w", err), st.Close())
 	}
 	return cache, gate, nil
-}
-
-// The Redis store lends blocks of its counters to the lease decorator.
-var _ store.Lender = (*redisstore.Store)(nil)
-
-func newBackend(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, error) {
-	if set.Backend != backendRedis {
-		st := memstore.New(memstore.WithMaxKeys(set.MemoryMaxKeys))
-		if err := m.AddMemStore(st); err != nil {
-			return nil, errors.Join(fmt.Errorf("memstore metrics: %w", err), st.Close())
-		}
-		return st, nil
-	}
-	opts, err := redisConnection(set)
-	if err != nil {
-		return nil, err
-	}
-	breakers := redisstore.NewBreakerSet()
-	if err := watchBreakers(m, "limiter", breakers); err != nil {
-		return nil, fmt.Errorf("redis breaker metrics: %w", err)
-	}
-	opts = append(opts,
-		redisstore.WithBreakerSet(breakers),
-		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
-		redisstore.WithRoundTripObserver(m.RoundTrip),
-		redisstore.WithUndoFailure(func(charges int, err error) {
-			m.UndoFailed()
-			log.Warn("cross-slot undo failed; the denied request's hits stay charged until their window passes",
-				zap.Int("counters", charges), zap.String("error", redactSecrets(err.Error(), set)))
-		}),
-	)
-	st, err := redisstore.New(opts...)
-	if err != nil {
-		// Not wrapped: the message may quote credentials, so only a redacted
-		// copy leaves this function.
-		return nil, fmt.Errorf("redis store (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))
-	}
-	return st, nil
 }
 
 // redisConnection is how every client of ours reaches Redis (the limiter's

@@ -7,8 +7,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/xdsconfig"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
 )
 
 // newXDSSource builds the CONFIG_TYPE=GRPC_XDS_SOTW source; nothing is

@@ -33,7 +33,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/internal/config"
 )
 
 func read(t *testing.T, path string) []byte {

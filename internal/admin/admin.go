@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
-	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/internal/config"
+	"github.com/ratelimitd/ratelimitd/internal/service"
 )
 
 // counterSource resolves descriptors as ShouldRateLimit does;

@@ -26,9 +26,9 @@ import (
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
 	"github.com/ratelimitd/ratelimitd/internal/admin"
+	"github.com/ratelimitd/ratelimitd/internal/config"
+	"github.com/ratelimitd/ratelimitd/internal/service"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
-	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 

@@ -13,9 +13,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
+	"github.com/ratelimitd/ratelimitd/internal/config"
+	"github.com/ratelimitd/ratelimitd/internal/service"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
-	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 

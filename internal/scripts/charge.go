@@ -23,6 +23,15 @@ func WithCharges(args []any) []any {
 	return append(args, 1)
 }
 
+// WithDenials makes the take whose ARGV Encode built reply its charges and,
+// after its decisions, its denials: per op, the decision it reports had its
+// batch been denied (DecodeDenials). Only a Cluster request whose keys span
+// slots needs them (another slot group may deny it): a take without them
+// replies and computes nothing more.
+func WithDenials(args []any) []any {
+	return append(args, 2)
+}
+
 // chargeFields is the fixed part of a charge in the take reply: the op
 // index (1-based), hits, a, b, c, e and the number of log entries added.
 const chargeFields = 7
@@ -30,11 +39,35 @@ const chargeFields = 7
 // DecodeCharges reads the charges that follow the 4 values per op in a take
 // reply: one per key an admitted batch wrote, none for a denied batch.
 func DecodeCharges(reply any, ops []algorithms.Op) ([]Charge, error) {
+	return decodeCharges(reply, ops, 4)
+}
+
+// DecodeDenials reads the denials and the charges of a take that
+// WithDenials asked for them: the 4 values per op after its decisions, then
+// the charges.
+func DecodeDenials(reply any, ops []algorithms.Op) ([]algorithms.Decision, []Charge, error) {
 	vals, _ := reply.([]any)
-	if len(vals) < 4*len(ops) {
+	if len(vals) < 8*len(ops) {
+		return nil, nil, fmt.Errorf("reply of %d values for %d ops with their denials", len(vals), len(ops))
+	}
+	denials, err := Decode(vals[4*len(ops):8*len(ops)], len(ops))
+	if err != nil {
+		return nil, nil, fmt.Errorf("denials: %w", err)
+	}
+	charges, err := decodeCharges(reply, ops, 8)
+	if err != nil {
+		return nil, nil, err
+	}
+	return denials, charges, nil
+}
+
+// decodeCharges reads the charges after the first perOp values per op.
+func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) {
+	vals, _ := reply.([]any)
+	if len(vals) < perOp*len(ops) {
 		return nil, fmt.Errorf("reply of %d values for %d ops", len(vals), len(ops))
 	}
-	vals = vals[4*len(ops):]
+	vals = vals[perOp*len(ops):]
 	var out []Charge
 	for len(vals) > 0 {
 		f, err := ints(vals, chargeFields)

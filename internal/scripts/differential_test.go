@@ -250,6 +250,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 		eval    *redis.Cmd
 		reads   [4]*stateRead
 		charges bool // the take replies its charges (scripts.WithCharges)
+		denials bool // and its denials (scripts.WithDenials)
 	}
 	allowed, denied := 0, 0
 	for step := range diffSteps {
@@ -267,9 +268,14 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			}
 			// Half the takes reply their charges, which also keeps a
 			// single op off the script's write-at-once path.
-			if rng.IntN(2) == 0 {
+			// Half of those its denials too, as a Cluster slot group's.
+			switch rng.IntN(4) {
+			case 0:
 				args = scripts.WithCharges(args)
 				steps[i].charges = true
+			case 1:
+				args = scripts.WithDenials(args)
+				steps[i].charges, steps[i].denials = true, true
 			}
 			steps[i].ops = ops
 			steps[i].eval = queue(ctx, pipe, keys, args)
@@ -302,6 +308,17 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 				st.Log = slices.Clone(st.Log)
 				before[key] = st
 			}
+			var wantDen []algorithms.Decision
+			if p.denials {
+				// The ops' decisions in a denied batch: TakeAll's with one
+				// more op, on a key of its own, that denies it.
+				deny := algorithms.Op{Key: "diff:deny", Hits: 1} // an invalid limit
+				wantDen, _ = algorithms.TakeAll(append(slices.Clone(p.ops), deny), func(key string) algorithms.State {
+					st := before[key]
+					st.Log = slices.Clone(st.Log)
+					return st
+				}, time.UnixMicro(s.now))
+			}
 			want, writes := goState.take(p.ops, time.UnixMicro(s.now))
 			var b strings.Builder
 			for j, op := range p.ops {
@@ -323,9 +340,20 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 				}
 			}
 			if p.charges {
-				gotCh, err := scripts.DecodeCharges(parts[0], p.ops)
+				var gotCh []scripts.Charge
+				var gotDen []algorithms.Decision
+				if p.denials {
+					gotDen, gotCh, err = scripts.DecodeDenials(parts[0], p.ops)
+				} else {
+					gotCh, err = scripts.DecodeCharges(parts[0], p.ops)
+				}
 				if err != nil {
 					fail("charges: %v", err)
+				}
+				for j := range gotDen {
+					if gotDen[j] != wantDen[j] {
+						fail("op %d denial: lua %s, go %s", j, fmtDecision(gotDen[j]), fmtDecision(wantDen[j]))
+					}
 				}
 				wantCh := algorithms.Charges(p.ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(s.now))
 				if err := sameCharges(gotCh, wantCh); err != nil {

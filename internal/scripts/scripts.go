@@ -74,7 +74,7 @@ func Source() string { return source }
 // production setting; tests pass an explicit now. The decisions are exactly
 // those of algorithms.TakeAll over the keys' stored states.
 func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, error) {
-	reply, err := r.run(ctx, rdb, ops, now, false)
+	reply, err := r.run(ctx, rdb, ops, now, nil)
 	if err != nil || reply == nil {
 		return []algorithms.Decision{}, err
 	}
@@ -86,7 +86,7 @@ func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, no
 // caller that must deny the request after all (another Cluster slot group
 // denied it) passes them to Undo.
 func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, []Charge, error) {
-	reply, err := r.run(ctx, rdb, ops, now, true)
+	reply, err := r.run(ctx, rdb, ops, now, WithCharges)
 	if err != nil || reply == nil {
 		return []algorithms.Decision{}, nil, err
 	}
@@ -101,17 +101,38 @@ func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms
 	return ds, charges, nil
 }
 
-// run is one take; a nil reply means there were no ops.
-func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time, charges bool) (any, error) {
+// TakeDenials is TakeCharged (the same single FCALL) for one slot group of a
+// Cluster request whose keys span slots: it also returns, per op, the
+// decision it reports had the batch been denied (algorithms.TakeAll's
+// answer for a denied batch: a check for an allowed op, what usage
+// recorded for a usage op), which is the op's answer when another group
+// denies the request. For a batch the script denied they are its decisions.
+func (r *Runner) TakeDenials(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) (decisions, denials []algorithms.Decision, charges []Charge, err error) {
+	reply, err := r.run(ctx, rdb, ops, now, WithDenials)
+	if err != nil || reply == nil {
+		return []algorithms.Decision{}, []algorithms.Decision{}, nil, err
+	}
+	if decisions, err = Decode(reply, len(ops)); err != nil {
+		return nil, nil, nil, err
+	}
+	if denials, charges, err = DecodeDenials(reply, ops); err != nil {
+		return nil, nil, nil, err
+	}
+	return decisions, denials, charges, nil
+}
+
+// run is one take; a nil reply means there were no ops. more, if not nil,
+// asks for more in the reply (WithCharges, WithDenials).
+func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time, more func([]any) []any) (any, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
 	keys, args, err := Encode(ops, now)
-	if charges {
-		args = WithCharges(args)
-	}
 	if err != nil {
 		return nil, err
+	}
+	if more != nil {
+		args = more(args)
 	}
 	reply, err := r.call(ctx, rdb, takeFunction, r.script, keys, args)
 	if err != nil {

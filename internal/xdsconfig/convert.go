@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/internal/config"
 )
 
 // TypeURL is the resource type ratelimitd subscribes to, as envoyproxy's

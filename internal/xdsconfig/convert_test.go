@@ -10,9 +10,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/xdsconfig"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
 )
 
 func mustAny(t *testing.T, c *rlsconfv3.RateLimitConfig) *anypb.Any {

@@ -23,10 +23,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/internal/xdsconfig"
-	"github.com/ratelimitd/ratelimitd/pkg/config"
 )
 
 const nodeID = "envoy-ratelimit"

@@ -1,102 +1,113 @@
 package service
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/ratelimitd/ratelimitd/pkg/config"
+	core "github.com/ratelimitd/ratelimitd/internal/service"
 )
 
-// Default request caps. Envoy sends a handful of short descriptors; the caps
-// only stop a misbehaving client from making one call cost a huge Lua run.
-const (
-	DefaultMaxDescriptors = 64
-	DefaultMaxEntries     = 32
-	DefaultMaxValueLen    = 1024
-)
+// Option configures a Service. Each is one of the daemon's settings; the
+// setting's name (README.md, "Settings") is given where there is one.
+type Option func(*options)
 
-// Option configures a Service.
-type Option func(*Service)
-
-// WithKeyBuilder sets how store keys are built (CACHE_KEY_PREFIX).
-func WithKeyBuilder(b config.KeyBuilder) Option {
-	return func(s *Service) { s.keys = b }
+type options struct {
+	keyPrefix  string
+	headers    Headers
+	log        *zap.Logger
+	registerer prometheus.Registerer
+	// core are the options passed through as they are.
+	core []core.Option
 }
 
-// WithLimits caps descriptors per request, entries per descriptor and the
-// length in bytes of the domain and of each entry key and value. A value of
-// zero or less keeps the default.
-func WithLimits(maxDescriptors, maxEntries, maxValueLen int) Option {
-	return func(s *Service) {
-		if maxDescriptors > 0 {
-			s.caps.descriptors = maxDescriptors
-		}
-		if maxEntries > 0 {
-			s.caps.entries = maxEntries
-		}
-		if maxValueLen > 0 {
-			s.caps.valueLen = maxValueLen
-		}
-	}
+// Headers chooses the HTTP headers the Service asks Envoy to add to the
+// response. The zero value adds none.
+//
+// It has the daemon's own type's fields, in order: New converts one into
+// the other, so the two cannot drift apart without the build failing.
+type Headers struct {
+	// Classic adds envoyproxy's headers (LIMIT_RESPONSE_HEADERS_ENABLED),
+	// named by Limit, Remaining and Reset; an empty name keeps envoyproxy's
+	// (RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset).
+	Classic                 bool
+	Limit, Remaining, Reset string
+	// Draft adds the IETF structured fields RateLimit-Policy and RateLimit
+	// (draft-ietf-httpapi-ratelimit-headers).
+	Draft bool
+	// RetryAfter adds Retry-After (whole seconds) to an OVER_LIMIT answer.
+	RetryAfter bool
 }
 
-// WithShadowMode is envoyproxy's global SHADOW_MODE: descriptors are decided
-// and counted as usual, but the overall code is always OK.
-func WithShadowMode(on bool) Option {
-	return func(s *Service) { s.globalShadow = on }
+// WithHeaders sets the HTTP headers added to responses.
+func WithHeaders(h Headers) Option {
+	return func(o *options) { o.headers = h }
+}
+
+// WithKeyPrefix starts every store key with prefix (CACHE_KEY_PREFIX), so
+// that several services, or several rule sets, can share one Redis.
+func WithKeyPrefix(prefix string) Option {
+	return func(o *options) { o.keyPrefix = prefix }
 }
 
 // WithLogger sets the logger; the default discards everything.
 func WithLogger(l *zap.Logger) Option {
-	return func(s *Service) {
-		if l != nil {
-			s.log = l
-		}
-	}
+	return func(o *options) { o.log = l }
 }
 
-// WithHeaders sets the HTTP headers added to responses
-// (LIMIT_RESPONSE_HEADERS_ENABLED and ratelimitd's draft and Retry-After
-// headers).
-func WithHeaders(h Headers) Option {
-	return func(s *Service) { s.headers = h }
+// WithMetrics registers the daemon's per-rule and latency metrics
+// (ratelimitd_*, docs/operations.md) on reg, for the program to serve with
+// its own; New fails if they are registered there already. Metrics that
+// only the daemon's stores and servers feed stay at zero.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(o *options) { o.registerer = reg }
 }
 
-// WithHealthyNeedsDomain is envoyproxy's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED:
-// the service reports unhealthy until the config in force has a domain.
-func WithHealthyNeedsDomain(on bool) Option {
-	return func(s *Service) { s.healthyNeedsDomain = on }
-}
-
-// WithDynamicMetadata is envoyproxy's RESPONSE_DYNAMIC_METADATA: responses
-// carry the request and the matched rules' metadata in dynamic_metadata.
-func WithDynamicMetadata(on bool) Option {
-	return func(s *Service) { s.dynamicMetadata = on }
-}
-
-// WithQuotaMode is envoyproxy's QUOTA_MODE: every rule is a quota rule, so a
-// request is over the limit only when all its counted descriptors are.
-func WithQuotaMode(on bool) Option {
-	return func(s *Service) { s.globalQuota = on }
+// WithLimits caps descriptors per request (MAX_DESCRIPTORS), entries per
+// descriptor (MAX_DESCRIPTOR_ENTRIES) and the length in bytes of the domain
+// and of each entry key and value (MAX_DESCRIPTOR_VALUE_LENGTH). A value of
+// zero or less keeps the daemon's default.
+func WithLimits(maxDescriptors, maxEntries, maxValueLen int) Option {
+	return passThrough(core.WithLimits(maxDescriptors, maxEntries, maxValueLen))
 }
 
 // WithDecodeBudget bounds the bytes of requests being decoded at once, over
-// gRPC and /json together (MAX_DECODING_BYTES); n <= 0 keeps
-// DefaultDecodeBudget. A request waits for room rather than fail, so the
-// budget bounds memory under a flood of large requests without refusing a
-// burst of ordinary ones.
+// gRPC and /json together (MAX_DECODING_BYTES); n <= 0 keeps the daemon's
+// default. A request waits for room rather than fail.
 func WithDecodeBudget(n int64) Option {
-	return func(s *Service) {
-		if n > 0 {
-			s.decode = newByteBudget(n)
-		}
-	}
+	return passThrough(core.WithDecodeBudget(n))
 }
 
-// WithLease is ratelimitd's LEASE_ENABLED: the rules that do not say
-// lease themselves (all rules from xDS, which has no such field) let the
-// store lease blocks of their counters (algorithms.Op.Lease, read by
-// pkg/store/lease), where their limit can lease. Shadow, quota and usage
-// ops never carry Lease, whatever the rule says.
+// WithShadowMode is SHADOW_MODE: descriptors are decided and counted as
+// usual, but the overall code is always OK.
+func WithShadowMode(on bool) Option {
+	return passThrough(core.WithShadowMode(on))
+}
+
+// WithQuotaMode is QUOTA_MODE: every rule is a quota rule, so a request is
+// over the limit only when all its counted descriptors are.
+func WithQuotaMode(on bool) Option {
+	return passThrough(core.WithQuotaMode(on))
+}
+
+// WithDynamicMetadata is RESPONSE_DYNAMIC_METADATA: responses carry the
+// request and the matched rules' metadata in dynamic_metadata.
+func WithDynamicMetadata(on bool) Option {
+	return passThrough(core.WithDynamicMetadata(on))
+}
+
+// WithHealthyNeedsDomain is HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: the
+// Service reports unhealthy until its rules have a domain.
+func WithHealthyNeedsDomain(on bool) Option {
+	return passThrough(core.WithHealthyNeedsDomain(on))
+}
+
+// WithLease is LEASE_ENABLED: rules that do not say lease themselves let a
+// store wrapped in pkg/store/lease lease blocks of their counters
+// (docs/leases.md). Without that wrapper it changes nothing.
 func WithLease(on bool) Option {
-	return func(s *Service) { s.globalLease = on }
+	return passThrough(core.WithLease(on))
+}
+
+func passThrough(opt core.Option) Option {
+	return func(o *options) { o.core = append(o.core, opt) }
 }

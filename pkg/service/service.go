@@ -1,126 +1,125 @@
-// Package service serves Envoy's RateLimitService (envoy.service.ratelimit.v3)
-// with envoyproxy/ratelimit's semantics, except that a request is decided
-// all-or-nothing: every counted descriptor goes to the store in one Take, and
-// a denied request consumes nothing.
+// Package service embeds ratelimitd's rate-limit service in a Go program:
+// Envoy's RateLimitService (envoy.service.ratelimit.v3) with
+// envoyproxy/ratelimit's semantics, deciding against any store.Store
+// (memstore in this process, redisstore on Redis).
+//
+// A program loads its rules from envoyproxy-format YAML (ParseRules,
+// LoadRules), builds a Service on a store, and either calls ShouldRateLimit
+// itself or serves it to Envoy over gRPC (GRPCServerOptions, RegisterGRPC)
+// and HTTP (RegisterHTTP). It decides exactly as the ratelimitd daemon does:
+// the daemon runs the same service, with its settings (environment
+// variables) turned into the options here.
 package service
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"sync/atomic"
-	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"google.golang.org/grpc"
 
-	"github.com/ratelimitd/ratelimitd/pkg/config"
+	"github.com/ratelimitd/ratelimitd/internal/config"
+	"github.com/ratelimitd/ratelimitd/internal/metrics"
+	core "github.com/ratelimitd/ratelimitd/internal/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// ConfigSource yields the config to decide with; *config.Watcher is one.
-// Current returns nil while no config has been loaded.
-type ConfigSource interface {
-	Current() *config.Config
-}
-
-// Service implements rlsv3.RateLimitServiceServer plus the HTTP endpoints
-// (/healthcheck, /json) envoyproxy serves next to it.
+// Service decides rate-limit requests with its current Rules against a
+// store. It is safe for concurrent use.
 type Service struct {
-	rlsv3.UnimplementedRateLimitServiceServer
-
-	cfg          ConfigSource
-	store        store.Store
-	keys         config.KeyBuilder
-	caps         caps
-	globalShadow bool
-	headers      Headers
-	// healthyNeedsDomain: see WithHealthyNeedsDomain.
-	healthyNeedsDomain bool
-	// obs receives metrics; nil when none are collected.
-	obs Observer
-	// dynamicMetadata and globalQuota: see WithDynamicMetadata, WithQuotaMode.
-	dynamicMetadata bool
-	globalQuota     bool
-	// globalLease: see WithLease.
-	globalLease bool
-	log         *zap.Logger
-	// errLog logs each message at most once a second: when the backend is
-	// down every request fails the same way, and one line per request would
-	// bury everything else.
-	errLog   *zap.Logger
-	draining atomic.Bool
-	// decode bounds the bytes of requests being decoded at once (gRPC and
-	// /json); see WithDecodeBudget.
-	decode *byteBudget
+	core  *core.Service
+	rules *rulesSource
 }
 
-var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
+// rulesSource is the rules in force, swapped whole by SetRules so that a
+// request decides with one set of rules from start to end.
+type rulesSource struct {
+	cfg atomic.Pointer[config.Config]
+}
 
-// New returns a Service deciding with cfg's current config against st.
-func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
-	s := &Service{
-		cfg:   cfg,
-		store: st,
-		caps: caps{
-			descriptors: DefaultMaxDescriptors,
-			entries:     DefaultMaxEntries,
-			valueLen:    DefaultMaxValueLen,
-		},
-		log:    zap.NewNop(),
-		decode: newByteBudget(DefaultDecodeBudget),
-	}
+// Current is what the core service asks on every request.
+func (r *rulesSource) Current() *config.Config { return r.cfg.Load() }
+
+// New returns a Service deciding with rules against st. rules may be nil:
+// the Service then answers Unavailable, and reports unhealthy, until
+// SetRules gives it some. It fails only when WithMetrics cannot register.
+func New(rules *Rules, st store.Store, opts ...Option) (*Service, error) {
+	var o options
 	for _, opt := range opts {
-		opt(s)
+		opt(&o)
 	}
-	s.errLog = s.log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
-		return zapcore.NewSamplerWithOptions(c, time.Second, 1, 0)
-	}))
-	return s
+	src := &rulesSource{}
+	if rules != nil {
+		src.cfg.Store(rules.cfg)
+	}
+	coreOpts := append([]core.Option{
+		core.WithKeyBuilder(config.KeyBuilder{Prefix: o.keyPrefix}),
+		core.WithHeaders(core.Headers(o.headers)),
+		core.WithLogger(o.log),
+	}, o.core...)
+	if o.registerer != nil {
+		m, err := metrics.Register(o.registerer)
+		if err != nil {
+			return nil, fmt.Errorf("service: metrics: %w", err)
+		}
+		coreOpts = append(coreOpts, core.WithObserver(m))
+	}
+	return &Service{core: core.New(src, st, coreOpts...), rules: src}, nil
+}
+
+// SetRules replaces the rules in force, as the daemon does when its config
+// directory changes. Requests already being decided finish with the old
+// rules; counters of rules that did not change carry on. A nil rules makes
+// the Service answer Unavailable until the next SetRules.
+func (s *Service) SetRules(rules *Rules) {
+	if rules == nil {
+		s.rules.cfg.Store(nil)
+		return
+	}
+	s.rules.cfg.Store(rules.cfg)
 }
 
 // ShouldRateLimit decides req. Errors carry a gRPC status: InvalidArgument
-// for a malformed request, Unavailable when there is no config or the
-// backend fails (unless the matched rules' on_store_error decide the
-// request), DeadlineExceeded/Canceled when the caller gave up. It never
-// answers UNKNOWN, which Envoy would treat as OK.
+// for a malformed request, Unavailable when there are no rules or the store
+// fails (unless the matched rules' on_store_error decide the request),
+// DeadlineExceeded/Canceled when the caller gave up. It never answers
+// UNKNOWN, which Envoy would treat as OK.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	if s.obs == nil {
-		return s.shouldRateLimit(ctx, req)
-	}
-	start := time.Now()
-	resp, err := s.shouldRateLimit(ctx, req)
-	s.obs.Request(status.Code(err).String(), time.Since(start))
-	return resp, err
+	return s.core.ShouldRateLimit(ctx, req)
 }
 
-func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	if err := s.caps.validate(req); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	cfg := s.cfg.Current()
-	if cfg == nil {
-		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded")
-	}
-	p, err := s.plan(cfg, req)
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	results, err := s.take(ctx, p)
-	if err != nil {
-		if resp, ok := s.answerStoreError(ctx, req, p, err); ok {
-			return resp, nil
-		}
-		return nil, s.backendError(ctx, err)
-	}
-	resp := s.respond(p, results)
-	s.addHeaders(p, results, resp)
-	s.addDynamicMetadata(req, p, resp)
-	s.observe(req.GetDomain(), p, results)
-	if ce := s.log.Check(zapcore.DebugLevel, "decided"); ce != nil {
-		ce.Write(zap.String("domain", req.GetDomain()), zap.Int("descriptors", len(p.slots)),
-			zap.Int("counted", len(p.reqs)), zap.Stringer("overall", resp.GetOverallCode()))
-	}
-	return resp, nil
-}
+// GRPCServerOptions are the options the gRPC server given to RegisterGRPC
+// must be built with: a codec that checks a request against the caps
+// (WithLimits) before decoding it, within the decode budget, and a receive
+// limit of the largest request the caps admit.
+func (s *Service) GRPCServerOptions() []grpc.ServerOption { return s.core.GRPCServerOptions() }
+
+// RegisterGRPC registers the RateLimitService on srv, which must be built
+// with GRPCServerOptions.
+func (s *Service) RegisterGRPC(srv *grpc.Server) { s.core.RegisterGRPC(srv) }
+
+// RegisterHTTP adds /healthcheck and /json to mux, as envoyproxy serves
+// them.
+func (s *Service) RegisterHTTP(mux *http.ServeMux) { s.core.RegisterHTTP(mux) }
+
+// HealthHandler answers 200 "OK" while Healthy, 500 otherwise.
+func (s *Service) HealthHandler() http.Handler { return s.core.HealthHandler() }
+
+// JSONHandler serves POST /json: a protojson RateLimitRequest in, a
+// protojson RateLimitResponse out, with 200 for OK and 429 for OVER_LIMIT.
+func (s *Service) JSONHandler() http.Handler { return s.core.JSONHandler() }
+
+// Healthy reports whether the Service is serving with rules.
+func (s *Service) Healthy() bool { return s.core.Healthy() }
+
+// SetServing flips what /healthcheck reports; clear it when the program
+// starts shutting down, so that load balancers stop sending requests.
+func (s *Service) SetServing(serving bool) { s.core.SetServing(serving) }
+
+// RecoverUnary turns a panic in a unary gRPC handler into codes.Internal, so
+// that a bug fails one call instead of the process every Envoy depends on.
+// ratelimitd installs it on its gRPC server.
+func RecoverUnary(log *zap.Logger) grpc.UnaryServerInterceptor { return core.RecoverUnary(log) }

@@ -9,11 +9,15 @@
 --   QUOTA, SPARE; plus USAGE when the hits are usage, algorithms.Op.Usage; plus
 --   JOINED when the op is another limit of the previous op's descriptor,
 --   algorithms.Op.Joined).
--- ARGV[3], if present: reply the charges too (scripts.WithCharges).
+-- ARGV[3], if present: reply the charges too (scripts.WithCharges); if it
+--   is 2, the denials too (scripts.WithDenials).
 -- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
---   (-1 = never); then, if the batch was admitted and ARGV[3] asked for
---   them, one charge per key it wrote (see
---   charge_of): 7 integers, plus 2 per sliding_log entry added.
+--   (-1 = never); then, if ARGV[3] is 2, 4 more per op: its denial, the
+--   decision it reports had the batch been denied (what phase 2 answers; a
+--   denied batch's own decisions again), for a Cluster slot group whose
+--   request another group denies (redisstore's takeSpread); then, if the
+--   batch was admitted and ARGV[3] asked for them, one charge per key it
+--   wrote (see charge_of): 7 integers, plus 2 per sliding_log entry added.
 --
 -- Phase 1 reads and computes every op without writing, assuming the batch
 -- is admitted (so usage, shadow and quota ops are recorded past their
@@ -213,7 +217,8 @@ local function admits(v)
 end
 
 -- A take decides n ops, packed in ops (checked: OP_BYTES each), on
--- keys[k0 + 1 .. k0 + n]; charges asks for the charges in the reply.
+-- keys[k0 + 1 .. k0 + n]; charges asks for the charges in the reply,
+-- denials (only with charges) for the denials after the decisions.
 
 -- PENDING holds take_distinct's writes until the batch is decided, four
 -- slots per op: its kind (false: nothing to write), then the packed state
@@ -227,7 +232,7 @@ local PENDING = {}
 -- request (one op, or descriptors that each count their own key): every
 -- op reads its key's stored state, so there is no pending state to track
 -- per key, only what the end writes.
-local function take_distinct(now, keys, k0, ops, n, charges)
+local function take_distinct(now, keys, k0, ops, n, charges, denials)
   -- Sized for one op by its constructor: filling an empty table reallocates
   -- it at every power of two.
   local out, pending = { 0, 0, 0, 0 }, false
@@ -262,7 +267,15 @@ local function take_distinct(now, keys, k0, ops, n, charges)
     out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
   end
   local admitted = admits(verdict)
-  if not admitted then
+  -- The denials go after the decisions: phase 2 writes them there when the
+  -- batch is admitted (and changes nothing it writes), else it denies the
+  -- batch in place and they copy its decisions.
+  local d0 = 0
+  if denials then
+    d0 = 4 * n
+    for k = 1, d0 do out[d0 + k] = out[k] end
+  end
+  if not admitted or denials then
     -- Only usage is written. Every other op is uncharged: an allowed one
     -- reports what a check would, one recorded past its limit its own
     -- denial. No op wrote yet, so the stored state is still each key's.
@@ -272,9 +285,13 @@ local function take_distinct(now, keys, k0, ops, n, charges)
         local an, r, p, burst, refill, debt, h = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
         if out[k + 1] == 1 then h = 0 end
         local ok, rem, reset, retry = decide_stored(ALGS[an], an, r, p, burst, refill, debt, keys[k0 + i], h, now, false)
+        k = k + d0
         out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
-        PENDING[j] = false
+        if not admitted then PENDING[j] = false end
       end
+    end
+    if not admitted then
+      for k = 1, d0 do out[k] = out[d0 + k] end
     end
   end
   if not pending then
@@ -339,7 +356,7 @@ end
 
 -- take_general decides a batch whose ops may share keys: a key's later ops
 -- see its earlier ops' pending state, as in algorithms.TakeAll.
-local function take_general(now, keys, k0, ops_packed, n, charges)
+local function take_general(now, keys, k0, ops_packed, n, charges, denials)
   local recs, order, ops = {}, {}, {}
   local verdict = verdict_new()
   for i = 1, n do
@@ -365,7 +382,19 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
     verdict_add(verdict, mode, joined, op.ok)
   end
   local admitted = admits(verdict)
-  if not admitted then
+  -- denials of an admitted batch: phase 2 runs on what phase 1 left, which
+  -- is kept aside and put back after (nothing is written before).
+  local kept
+  if denials and admitted then
+    kept = {}
+    for x, rec in ipairs(order) do
+      kept[x] = { rec.kind, rec.cur, rec.hit, rec.hits, rec.usage }
+    end
+    for i, op in ipairs(ops) do
+      kept[#order + i] = { op.ok, op.rem, op.reset, op.retry }
+    end
+  end
+  if not admitted or kept then
     -- Start again from the stored states and record usage only, as
     -- algorithms.TakeAll does: every other op is uncharged, an allowed one
     -- reporting what a check would on its key's running state, one
@@ -389,6 +418,24 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
       end
     end
   end
+  local denied
+  if denials then
+    denied = {}
+    for i, op in ipairs(ops) do
+      local k = (i - 1) * 4
+      denied[k + 1], denied[k + 2], denied[k + 3], denied[k + 4] = op.ok and 1 or 0, op.rem, op.reset, op.retry
+    end
+  end
+  if kept then
+    for x, rec in ipairs(order) do
+      local v = kept[x]
+      rec.kind, rec.cur, rec.hit, rec.hits, rec.usage = v[1], v[2], v[3], v[4], v[5]
+    end
+    for i, op in ipairs(ops) do
+      local v = kept[#order + i]
+      op.ok, op.rem, op.reset, op.retry = v[1], v[2], v[3], v[4]
+    end
+  end
   for _, rec in ipairs(order) do
     if rec.hit then
       KINDS[rec.kind].write(rec.key, rec.cur, rec.typeok[rec.kind], now)
@@ -401,6 +448,9 @@ local function take_general(now, keys, k0, ops_packed, n, charges)
     out[k + 2] = op.rem
     out[k + 3] = op.reset
     out[k + 4] = op.retry
+  end
+  if denied then
+    for k = 1, 4 * n do out[4 * n + k] = denied[k] end
   end
   if admitted and charges then
     -- A key that usage also charged reports no charge: giving its other
@@ -556,11 +606,17 @@ local function take_fixed(now, keys, k0, ops, n, charges)
   return out
 end
 
-local function take_keys(now, keys, k0, ops, n, charges)
+local function take_keys(now, keys, k0, ops, n, charges, denials)
   if distinct(keys, k0, n) then
-    return take_fixed(now, keys, k0, ops, n, charges) or take_distinct(now, keys, k0, ops, n, charges)
+    -- take_fixed does not reply denials: a take that asks for them
+    -- (redisstore's Cluster spread) is take_distinct's.
+    if not denials then
+      local out = take_fixed(now, keys, k0, ops, n, charges)
+      if out then return out end
+    end
+    return take_distinct(now, keys, k0, ops, n, charges, denials)
   end
-  return take_general(now, keys, k0, ops, n, charges)
+  return take_general(now, keys, k0, ops, n, charges, denials)
 end
 
 local function take_main()
@@ -569,7 +625,7 @@ local function take_main()
   if #ARGV[2] ~= OP_BYTES * n then
     error('ratelimitd: ' .. #ARGV[2] .. ' bytes of ops for ' .. n .. ' keys, want ' .. OP_BYTES * n)
   end
-  return take_keys(now, KEYS, 0, ARGV[2], n, #ARGV > 2)
+  return take_keys(now, KEYS, 0, ARGV[2], n, #ARGV > 2, ARGV[3] == '2')
 end
 
 -- take_many runs several independent takes in one call: what a pipeline

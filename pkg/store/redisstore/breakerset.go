@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 )
 
 // BreakerSet gathers the breakers of the clients built with
@@ -102,8 +104,8 @@ func guard(c redis.UniversalClient, s settings) (stop func()) {
 	switch c := c.(type) {
 	case *redis.Client:
 		name := c.Options().Addr
-		if s.typ == Sentinel {
-			name, _, _ = strings.Cut(s.addr, ",")
+		if s.conn.Type == redisconn.Sentinel {
+			name, _, _ = strings.Cut(s.conn.Addr, ",")
 			name = "sentinel:" + strings.TrimSpace(name)
 		}
 		install(c, name)
@@ -128,7 +130,7 @@ func newBreaker(node *redis.Client, name string, s settings) *breaker {
 		node:      name,
 		threshold: int32(min(s.breakerThreshold, 1<<30)),
 		interval:  interval,
-		timeout:   min(s.timeout, maxProbeTimeout),
+		timeout:   min(s.conn.Timeout, maxProbeTimeout),
 		ping:      func(ctx context.Context) error { return node.Ping(ctx).Err() },
 		done:      make(chan struct{}),
 	}

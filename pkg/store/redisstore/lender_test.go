@@ -19,19 +19,22 @@ import (
 
 // The lender case on a three-master Cluster: a request and its block on
 // keys in different slots (one take per slot group, charges from each),
-// and a Return of both (one undo per slot). TestConformance runs it on a
-// single node.
+// and a Return of both (one undo per slot); and the spread case: denied
+// requests over several slot groups, some of which admitted their own ops,
+// answer as algorithms.TakeAll. TestConformance runs both on a single node.
 func TestLenderConformanceCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
 	admins := redistest.Clients(t, nodes)
-	storetest.RunLender(t, func(t *testing.T, clock *storetest.Clock) store.Store {
+	factory := func(t *testing.T, clock *storetest.Clock) store.Store {
 		for _, a := range admins {
 			if err := a.FlushAll(t.Context()).Err(); err != nil {
 				t.Fatalf("FLUSHALL: %v", err)
 			}
 		}
 		return newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), redisstore.WithClock(clock.Now))
-	})
+	}
+	storetest.RunLender(t, factory)
+	storetest.RunSpread(t, factory)
 }
 
 // Return follows the retry rule of every call: an undo that certainly did

@@ -3,8 +3,9 @@ package redisstore
 import "github.com/redis/go-redis/v9"
 
 // NewClient builds the go-redis client New would build from opts (address,
-// type, auth, TLS, pool, timeouts, breakers), for features that share
-// ratelimitd's Redis settings but not its scripts, such as the delay queue.
+// type, auth, TLS, pool and timeouts, which internal/redisconn turns into a
+// client, plus the breakers), for features that share ratelimitd's Redis
+// settings but not its scripts, such as the delay queue.
 // The caller owns and closes it; closing it also ends its breakers' probes.
 func NewClient(opts ...Option) (redis.UniversalClient, error) {
 	s := defaults()
@@ -18,3 +19,7 @@ func NewClient(opts ...Option) (redis.UniversalClient, error) {
 	guard(c, s)
 	return c, nil
 }
+
+// newClient builds the client s's connection settings describe
+// (internal/redisconn), without the store's hooks.
+func newClient(s settings) (redis.UniversalClient, error) { return s.conn.NewClient() }

@@ -2,14 +2,16 @@ package redisstore
 
 import (
 	"crypto/tls"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 )
 
-// Type is the Redis deployment REDIS_TYPE names.
+// Type is the Redis deployment REDIS_TYPE names. WithType hands it to
+// internal/redisconn, which builds the client, by value: TestTypeIsRedisconns
+// holds the two types' values and names equal.
 type Type uint8
 
 const (
@@ -21,30 +23,16 @@ const (
 	Cluster
 )
 
-func (t Type) String() string {
-	switch t {
-	case Single:
-		return "SINGLE"
-	case Sentinel:
-		return "SENTINEL"
-	case Cluster:
-		return "CLUSTER"
-	default:
-		return fmt.Sprintf("Type(%d)", uint8(t))
-	}
-}
+func (t Type) String() string { return redisconn.Type(t).String() }
 
 // ParseType maps a REDIS_TYPE value (case-insensitive) to a Type.
 func ParseType(s string) (Type, error) {
-	for _, t := range []Type{Single, Sentinel, Cluster} {
-		if strings.EqualFold(s, t.String()) {
-			return t, nil
-		}
-	}
-	return 0, fmt.Errorf("redisstore: unknown redis type %q (want SINGLE, SENTINEL or CLUSTER)", s)
+	t, err := redisconn.ParseType(s)
+	return Type(t), err
 }
 
-// DefaultTimeout is REDIS_TIMEOUT's default in envoyproxy/ratelimit.
+// DefaultTimeout is REDIS_TIMEOUT's default in envoyproxy/ratelimit (as
+// internal/redisconn's, which the store's settings start from).
 const DefaultTimeout = 10 * time.Second
 
 // DefaultPoolSize is REDIS_POOL_SIZE's default in envoyproxy/ratelimit.
@@ -54,16 +42,13 @@ const DefaultPoolSize = 10
 type Option func(*settings)
 
 type settings struct {
-	client     redis.UniversalClient
-	addr       string
-	typ        Type
-	socketType string
-	auth       string
-	tls        *tls.Config
-	poolSize   int
-	timeout    time.Duration
-	now        func() time.Time
-	observe    func(time.Duration, error)
+	client redis.UniversalClient
+	// conn is how the client the store builds reaches Redis (WithAddr,
+	// WithType, WithSocketType, WithAuth, WithTLS, WithPoolSize,
+	// WithTimeout); its Timeout also bounds every call.
+	conn    redisconn.Config
+	now     func() time.Time
+	observe func(time.Duration, error)
 
 	// REDIS_PIPELINE_WINDOW and REDIS_PIPELINE_LIMIT (pipeline.go).
 	pipelineWindow time.Duration
@@ -97,7 +82,7 @@ func WithRoundTripObserver(fn func(took time.Duration, err error)) Option {
 }
 
 func defaults() settings {
-	return settings{typ: Single, socketType: "tcp", poolSize: DefaultPoolSize, timeout: DefaultTimeout,
+	return settings{conn: redisconn.Defaults(),
 		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval,
 		breakerThreshold: DefaultBreakerThreshold, breakerInterval: DefaultBreakerProbeInterval}
 }
@@ -117,39 +102,39 @@ func WithClient(c redis.UniversalClient) Option {
 // "mastername,host:port,host:port" (the sentinels); for Cluster a
 // comma-separated list of seed nodes.
 func WithAddr(url string) Option {
-	return func(s *settings) { s.addr = url }
+	return func(s *settings) { s.conn.Addr = url }
 }
 
 // WithType is REDIS_TYPE.
 func WithType(t Type) Option {
-	return func(s *settings) { s.typ = t }
+	return func(s *settings) { s.conn.Type = redisconn.Type(t) }
 }
 
 // WithSocketType is REDIS_SOCKET_TYPE: "tcp" (default) or "unix".
 func WithSocketType(network string) Option {
-	return func(s *settings) { s.socketType = network }
+	return func(s *settings) { s.conn.SocketType = network }
 }
 
 // WithAuth is REDIS_AUTH: "password", or "user:password" for an ACL user.
 // It wins over credentials in a redis:// URL.
 func WithAuth(auth string) Option {
-	return func(s *settings) { s.auth = auth }
+	return func(s *settings) { s.conn.Auth = auth }
 }
 
 // WithTLS enables TLS (REDIS_TLS) with cfg; a rediss:// URL enables it too.
 func WithTLS(cfg *tls.Config) Option {
-	return func(s *settings) { s.tls = cfg }
+	return func(s *settings) { s.conn.TLS = cfg }
 }
 
 // WithPoolSize is REDIS_POOL_SIZE, connections per node.
 func WithPoolSize(n int) Option {
-	return func(s *settings) { s.poolSize = n }
+	return func(s *settings) { s.conn.PoolSize = n }
 }
 
 // WithTimeout is REDIS_TIMEOUT: the dial, read and write timeout, and an
 // upper bound on every Take and Ping whatever the caller's deadline.
 func WithTimeout(d time.Duration) Option {
-	return func(s *settings) { s.timeout = d }
+	return func(s *settings) { s.conn.Timeout = d }
 }
 
 // WithClock passes now() to the script as the decision time. Tests only: in

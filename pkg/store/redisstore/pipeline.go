@@ -90,7 +90,7 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 	}
 	switch c := c.(type) {
 	case *redis.Client:
-		co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.timeout, c.Pipeline)
+		co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.conn.Timeout, c.Pipeline)
 		c.AddHook(co)
 		return co.close
 	case *redis.ClusterClient:
@@ -99,7 +99,7 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 		// Every command to a node goes through that node's client, and
 		// New installs this before any command creates a node.
 		c.OnNewNode(func(node *redis.Client) {
-			co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.timeout, node.Pipeline)
+			co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.conn.Timeout, node.Pipeline)
 			co.slotted = true
 			node.AddHook(co)
 			mu.Lock()

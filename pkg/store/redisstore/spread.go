@@ -46,8 +46,11 @@ func (s *Store) slotGroups(reqs []store.Request) [][]int {
 type groupRun struct {
 	ops       []algorithms.Op
 	decisions []algorithms.Decision
-	charges   []scripts.Charge
-	err       error
+	// denials are what the ops report if the request is denied
+	// (scripts.Runner.TakeDenials).
+	denials []algorithms.Decision
+	charges []scripts.Charge
+	err     error
 }
 
 // takeSpread decides a request whose counters span Cluster slots: one take
@@ -55,7 +58,10 @@ type groupRun struct {
 // every group; when it denies, the groups that charged are undone so a denied
 // request leaves every counter as it found it (see "Redis Cluster" in
 // docs/redis.md for what an undo that fails costs). An admitted request
-// returns every group's charges (TakeCharged); a denied one none.
+// returns every group's charges (TakeCharged); a denied one none, and
+// answers for each op what algorithms.TakeAll answers for it in a denied
+// batch (its group's denials: a group that admitted its own ops otherwise
+// reports them as charged), so it reads as on a single node.
 func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time) ([]algorithms.Decision, []scripts.Charge, error) {
 	// A group's script applies the all-or-nothing rule to its own ops only.
 	// Quota ops spread over several groups are decided together here, so
@@ -86,7 +92,7 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 			defer wg.Done()
 			run.err = s.do(ctx, func(ctx context.Context) error {
 				var err error
-				run.decisions, run.charges, err = s.runner.TakeCharged(ctx, s.client, run.ops, now)
+				run.decisions, run.denials, run.charges, err = s.runner.TakeDenials(ctx, s.client, run.ops, now)
 				return err
 			})
 		}()
@@ -97,8 +103,8 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 	var errs []error
 	for gi, g := range groups {
 		run := runs[gi]
-		if run.err == nil && len(run.decisions) != len(g) {
-			run.err = fmt.Errorf("script returned %d decisions for %d keys", len(run.decisions), len(g))
+		if run.err == nil && (len(run.decisions) != len(g) || len(run.denials) != len(g)) {
+			run.err = fmt.Errorf("script returned %d decisions and %d denials for %d keys", len(run.decisions), len(run.denials), len(g))
 		}
 		if run.err != nil {
 			errs = append(errs, run.err)
@@ -116,6 +122,11 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 	}
 	if algorithms.VerdictOf(reqs, decisions).Denied() {
 		s.undo(ctx, runs, now)
+		for gi, g := range groups {
+			for k, j := range g {
+				decisions[j] = runs[gi].denials[k]
+			}
+		}
 		return decisions, nil, nil
 	}
 	var charges []scripts.Charge

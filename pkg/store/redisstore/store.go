@@ -57,10 +57,10 @@ func New(opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&s)
 	}
-	if s.timeout <= 0 {
-		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.timeout)
+	if s.conn.Timeout <= 0 {
+		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.conn.Timeout)
 	}
-	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
+	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.conn.Timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
 	if st.client == nil {
 		c, err := newClient(s)
 		if err != nil {

@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("expiry", func(t *testing.T) { testExpiry(t, newStore) })
 	t.Run("canceled_context", func(t *testing.T) { testCanceledContext(t, newStore) })
 	t.Run("empty_batch", func(t *testing.T) { testEmptyBatch(t, newStore) })
+	RunSpread(t, newStore)
 	// Skipped for a store that is not a store.Lender.
 	RunLender(t, newStore)
 }

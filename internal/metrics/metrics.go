@@ -1,0 +1,248 @@
+// Package metrics is ratelimitd's Prometheus instrumentation: envoyproxy's
+// per-rule stats (total_hits, over_limit, near_limit, within_limit,
+// shadow_mode, over_limit_with_local_cache) plus config loads, backend
+// errors and latency histograms, on a registry of its own.
+//
+// Label values come from the config (domain and the rule's stats key),
+// except for rules with detailed_metric or value_to_metric, whose keys carry
+// request values; those are capped so that an attacker sending unique values
+// cannot grow memory: past the cap, hits count under "<stats key>_overflow".
+package metrics
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// DefaultDetailedSeries caps the distinct request-derived rule labels.
+const DefaultDetailedSeries = 1000
+
+// Metrics holds every collector. Use New.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	totalHits, overLimit, nearLimit, withinLimit, shadowMode, overLimitLocalCache, usageOverLimit *prometheus.CounterVec
+
+	configLoads   *prometheus.CounterVec
+	backendErrors *prometheus.CounterVec
+	storeAnswers  *prometheus.CounterVec
+	requests      *prometheus.HistogramVec
+	roundTrips    *prometheus.HistogramVec
+	undoFailures  prometheus.Counter
+
+	nearRatio   float64
+	maxDetailed int64
+	detailed    atomic.Int64
+	rules       sync.Map // ruleKey -> *ruleCounters
+}
+
+type ruleKey struct{ domain, rule string }
+
+// ruleCounters are one rule's resolved counters, so the hot path does one
+// map lookup instead of six label hashes.
+type ruleCounters struct {
+	total, over, near, within, shadow, overCache, usageOver prometheus.Counter
+}
+
+// Option configures Metrics.
+type Option func(*Metrics)
+
+// WithNearLimitRatio is NEAR_LIMIT_RATIO (default 0.8): admitted hits past
+// this fraction of the capacity count as near_limit.
+func WithNearLimitRatio(r float64) Option { return func(m *Metrics) { m.nearRatio = r } }
+
+// WithMaxDetailedSeries caps request-derived rule labels (default 1000).
+func WithMaxDetailedSeries(n int) Option { return func(m *Metrics) { m.maxDetailed = int64(n) } }
+
+// New registers every collector on a new registry, with the Go and process
+// collectors: the daemon serves that registry alone on /metrics.
+func New(opts ...Option) *Metrics {
+	m := build(opts)
+	m.reg = prometheus.NewRegistry()
+	m.reg.MustRegister(m.collectors()...)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Register puts the service's collectors on reg, for a program that embeds
+// the service (pkg/service) and serves a registry of its own. The Go and
+// process collectors stay out: such a registry usually has them already, and
+// a second copy would fail to register. The result only observes: Handler,
+// Registry and the Add methods need New's registry.
+func Register(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
+	m := build(opts)
+	for i, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			// Leave reg as it was, so that a caller may retry or go on
+			// without metrics.
+			for _, done := range m.collectors()[:i] {
+				reg.Unregister(done)
+			}
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// build makes every collector, registered nowhere yet.
+func build(opts []Option) *Metrics {
+	m := &Metrics{nearRatio: 0.8, maxDetailed: DefaultDetailedSeries}
+	for _, opt := range opts {
+		opt(m)
+	}
+	rule := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: name, Help: help}, []string{"domain", "rule"})
+	}
+	m.totalHits = rule("total_hits_total", "Hits (hits_addend) against a rule.")
+	m.overLimit = rule("over_limit_total", "Hits denied as over the rule's limit (shadow mode included).")
+	m.nearLimit = rule("near_limit_total", "Admitted hits past NEAR_LIMIT_RATIO of the rule's capacity.")
+	m.withinLimit = rule("within_limit_total", "Admitted hits.")
+	m.shadowMode = rule("shadow_mode_total", "Hits over the limit of a shadow_mode rule (answered OK).")
+	m.overLimitLocalCache = rule("over_limit_with_local_cache_total", "Hits denied by the local over-limit cache, without the backend.")
+	m.usageOverLimit = rule("usage_over_limit_total", "Usage hits (a descriptor's own hits_addend, such as LLM tokens) recorded although they took the rule past its limit.")
+	m.configLoads = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "config_load_total",
+		Help: "Config loads by result (success, error); a failed load keeps the previous config."}, []string{"result"})
+	m.backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "backend_errors_total",
+		Help: "Decisions the backend could not make, by kind (unavailable, deadline, canceled)."}, []string{"kind"})
+	m.storeAnswers = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "store_error_answers_total",
+		Help: "Requests the backend failed to decide that their rules' on_store_error answered, by answer (allow: OK, deny: OVER_LIMIT)."}, []string{"answer"})
+	m.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ratelimitd", Name: "should_rate_limit_duration_seconds",
+		Help: "ShouldRateLimit latency by gRPC code.", Buckets: latencyBuckets()}, []string{"code"})
+	m.roundTrips = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ratelimitd", Name: "redis_round_trip_seconds",
+		Help: "One Redis script call (all descriptors of a request), by result.", Buckets: latencyBuckets()}, []string{"result"})
+	m.undoFailures = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "redis_undo_failures_total",
+		Help: "Denied cross-slot Redis Cluster requests whose undo failed: their hits stay charged until the window passes or the bucket refills."})
+	return m
+}
+
+// collectors are the service's own collectors, in one list for New and
+// Register.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.undoFailures, m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode,
+		m.overLimitLocalCache, m.usageOverLimit, m.configLoads, m.backendErrors, m.storeAnswers, m.requests, m.roundTrips}
+}
+
+// latencyBuckets run from 50µs (an in-memory decision) to 2.5s.
+func latencyBuckets() []float64 {
+	return prometheus.ExponentialBuckets(50e-6, 2.5, 12)
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry is for tests and for adding collectors (e.g. the local cache).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Hit is one descriptor's decision, as the service saw it.
+type Hit struct {
+	Domain string
+	// StatKey is the rule's stats key; MetricKey is the request's own key
+	// (equal to StatKey unless the rule has detailed_metric/value_to_metric).
+	StatKey, MetricKey string
+	Hits               uint64
+	Allowed, Shadow    bool
+	FromCache          bool
+	// Usage: the hits were usage, recorded whatever the decision.
+	Usage bool
+	// Capacity and Remaining (after the hit) drive near_limit.
+	Capacity, Remaining uint64
+}
+
+// Observe counts one descriptor's hits.
+func (m *Metrics) Observe(h Hit) {
+	c := m.counters(h.Domain, h.StatKey, h.MetricKey)
+	hits := float64(h.Hits)
+	c.total.Add(hits)
+	if !h.Allowed {
+		c.over.Add(hits)
+		if h.Shadow {
+			c.shadow.Add(hits)
+		}
+		if h.FromCache {
+			c.overCache.Add(hits)
+		}
+		if h.Usage {
+			c.usageOver.Add(hits)
+		}
+		return
+	}
+	c.within.Add(hits)
+	threshold := uint64(float64(h.Capacity) * m.nearRatio)
+	if used := h.Capacity - min(h.Remaining, h.Capacity); used > threshold {
+		c.near.Add(float64(min(h.Hits, used-threshold)))
+	}
+}
+
+func (m *Metrics) counters(domain, statKey, metricKey string) *ruleCounters {
+	label := metricKey
+	if v, ok := m.rules.Load(ruleKey{domain, label}); ok {
+		return v.(*ruleCounters)
+	}
+	if metricKey != statKey && m.detailed.Add(1) > m.maxDetailed {
+		m.detailed.Add(-1)
+		label = statKey + "_overflow"
+		if v, ok := m.rules.Load(ruleKey{domain, label}); ok {
+			return v.(*ruleCounters)
+		}
+	}
+	// WithLabelValues panics on invalid UTF-8; gRPC and protojson reject
+	// such strings, but Observe must not depend on its caller's decoder.
+	dl, ll := strings.ToValidUTF8(domain, "\uFFFD"), strings.ToValidUTF8(label, "\uFFFD")
+	c := &ruleCounters{
+		total:     m.totalHits.WithLabelValues(dl, ll),
+		over:      m.overLimit.WithLabelValues(dl, ll),
+		near:      m.nearLimit.WithLabelValues(dl, ll),
+		within:    m.withinLimit.WithLabelValues(dl, ll),
+		shadow:    m.shadowMode.WithLabelValues(dl, ll),
+		overCache: m.overLimitLocalCache.WithLabelValues(dl, ll),
+		usageOver: m.usageOverLimit.WithLabelValues(dl, ll),
+	}
+	if prev, loaded := m.rules.LoadOrStore(ruleKey{domain, label}, c); loaded {
+		if label == metricKey && metricKey != statKey {
+			m.detailed.Add(-1) // another goroutine created it first
+		}
+		return prev.(*ruleCounters)
+	}
+	return c
+}
+
+// ConfigLoad counts one load attempt.
+func (m *Metrics) ConfigLoad(err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	m.configLoads.WithLabelValues(result).Inc()
+}
+
+// BackendError counts a decision the backend could not make.
+func (m *Metrics) BackendError(kind string) { m.backendErrors.WithLabelValues(kind).Inc() }
+
+// StoreErrorAnswer counts a request answered from on_store_error.
+func (m *Metrics) StoreErrorAnswer(answer string) { m.storeAnswers.WithLabelValues(answer).Inc() }
+
+// Request observes one ShouldRateLimit.
+func (m *Metrics) Request(code string, d time.Duration) {
+	m.requests.WithLabelValues(code).Observe(d.Seconds())
+}
+
+// RoundTrip observes one Redis script call.
+func (m *Metrics) RoundTrip(d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.roundTrips.WithLabelValues(result).Observe(d.Seconds())
+}
+
+// UndoFailed counts a denied cross-slot request whose undo failed.
+func (m *Metrics) UndoFailed() { m.undoFailures.Inc() }
