@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/redisqueue"
@@ -92,12 +93,12 @@ var _ store.Lender = (*redisstore.Store)(nil)
 // the config loads.
 func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error) {
 	set := b.set
-	opts, err := redisConnection(set)
+	opts, err := redisStoreConnection(set)
 	if err != nil {
 		return nil, nil, err
 	}
 	breakers := redisstore.NewBreakerSet()
-	if err := watchBreakers(m, "limiter", breakers); err != nil {
+	if err := watchBreakers(m, "limiter", storeBreakers(breakers)); err != nil {
 		return nil, nil, fmt.Errorf("redis breaker metrics: %w", err)
 	}
 	opts = append(opts,
@@ -128,15 +129,15 @@ func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store
 
 func (b redisBackend) newQueueStore(m *metrics.Metrics) (queue.Store, error) {
 	set := b.set
-	opts, err := redisConnection(set)
+	conn, err := redisConnection(set)
 	if err != nil {
 		return nil, err
 	}
-	breakers := redisstore.NewBreakerSet()
-	if err := watchBreakers(m, "queue", breakers); err != nil {
+	conn.Breakers = redisconn.NewBreakerSet()
+	if err := watchBreakers(m, "queue", conn.Breakers.States); err != nil {
 		return nil, fmt.Errorf("queue redis breaker metrics: %w", err)
 	}
-	c, err := redisstore.NewClient(append(opts, redisstore.WithBreakerSet(breakers))...)
+	c, err := conn.NewClient()
 	if err != nil {
 		// Not wrapped: the message may quote credentials.
 		return nil, fmt.Errorf("queue redis client (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))

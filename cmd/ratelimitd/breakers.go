@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
@@ -12,16 +13,16 @@ import (
 // each refused. The limiter and the delay queue have a client each, told
 // apart by the client label.
 type breakerCollector struct {
-	set           *redisstore.BreakerSet
+	states        func() []redisconn.BreakerState
 	open, refused *prometheus.Desc
 }
 
-// watchBreakers registers the breakers of the client built with set as
-// client ("limiter" or "queue") on m's registry.
-func watchBreakers(m *metrics.Metrics, client string, set *redisstore.BreakerSet) error {
+// watchBreakers registers the breakers states reports (a breaker set's
+// States) as client's ("limiter" or "queue") on m's registry.
+func watchBreakers(m *metrics.Metrics, client string, states func() []redisconn.BreakerState) error {
 	labels := prometheus.Labels{"client": client}
 	return m.Registry().Register(&breakerCollector{
-		set: set,
+		states: states,
 		open: prometheus.NewDesc("ratelimitd_redis_breaker_open",
 			"1 while the node's circuit breaker is open: calls that need the node are answered UNAVAILABLE at once until a probe PING answers.",
 			[]string{"node"}, labels),
@@ -37,12 +38,25 @@ func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, st := range c.set.States() {
+	for _, st := range c.states() {
 		open := 0.0
 		if st.Open {
 			open = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, open, st.Node)
 		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(st.Refused), st.Node)
+	}
+}
+
+// storeBreakers reports the breakers of the store built with set (the
+// limiter's), which redisstore shows as its own type.
+func storeBreakers(set *redisstore.BreakerSet) func() []redisconn.BreakerState {
+	return func() []redisconn.BreakerState {
+		states := set.States()
+		out := make([]redisconn.BreakerState, len(states))
+		for i, st := range states {
+			out[i] = redisconn.BreakerState(st)
+		}
+		return out
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
+	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
@@ -37,22 +38,46 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *
 // redisConnection is how every client of ours reaches Redis (the limiter's
 // store and the delay queue): REDIS_URL, REDIS_TYPE, REDIS_SOCKET_TYPE,
 // REDIS_AUTH, REDIS_POOL_SIZE, REDIS_TIMEOUT, REDIS_TLS* and REDIS_BREAKER_*.
-func redisConnection(set settings) ([]redisstore.Option, error) {
-	opts := []redisstore.Option{
-		redisstore.WithAddr(set.RedisURL),
-		redisstore.WithType(set.RedisType),
-		redisstore.WithSocketType(set.RedisSocketType),
-		redisstore.WithAuth(set.RedisAuth),
-		redisstore.WithPoolSize(set.RedisPoolSize),
-		redisstore.WithTimeout(set.RedisTimeout),
-		redisstore.WithBreaker(set.RedisBreakerThreshold, set.RedisBreakerProbeInterval),
+// The queue's client is built from it directly; the store's from
+// redisStoreConnection's options, which carry the same values.
+func redisConnection(set settings) (redisconn.Config, error) {
+	c := redisconn.Config{
+		Addr:                 set.RedisURL,
+		Type:                 redisconn.Type(set.RedisType),
+		SocketType:           set.RedisSocketType,
+		Auth:                 set.RedisAuth,
+		PoolSize:             set.RedisPoolSize,
+		Timeout:              set.RedisTimeout,
+		BreakerThreshold:     set.RedisBreakerThreshold,
+		BreakerProbeInterval: set.RedisBreakerProbeInterval,
 	}
 	if set.RedisTLS {
 		cfg, err := redisTLS(set)
 		if err != nil {
-			return nil, err
+			return redisconn.Config{}, err
 		}
-		opts = append(opts, redisstore.WithTLS(cfg))
+		c.TLS = cfg
+	}
+	return c, nil
+}
+
+// redisStoreConnection is redisConnection as the store's options.
+func redisStoreConnection(set settings) ([]redisstore.Option, error) {
+	c, err := redisConnection(set)
+	if err != nil {
+		return nil, err
+	}
+	opts := []redisstore.Option{
+		redisstore.WithAddr(c.Addr),
+		redisstore.WithType(redisstore.Type(c.Type)),
+		redisstore.WithSocketType(c.SocketType),
+		redisstore.WithAuth(c.Auth),
+		redisstore.WithPoolSize(c.PoolSize),
+		redisstore.WithTimeout(c.Timeout),
+		redisstore.WithBreaker(c.BreakerThreshold, c.BreakerProbeInterval),
+	}
+	if c.TLS != nil {
+		opts = append(opts, redisstore.WithTLS(c.TLS))
 	}
 	return opts, nil
 }

@@ -1,10 +1,12 @@
 // Package redisconn is how ratelimitd reaches Redis: the connection
 // settings (REDIS_URL, REDIS_TYPE, REDIS_SOCKET_TYPE, REDIS_AUTH,
 // REDIS_TLS, REDIS_POOL_SIZE, REDIS_TIMEOUT) and the fail-fast go-redis
-// client built from them. The limiter's store (pkg/store/redisstore) and
-// the delay queue's client are built from one Config, so the two reach the
-// same Redis the same way; what each adds on top (scripts, pipelining,
-// circuit breakers) stays with it.
+// client built from them, with a circuit breaker per node
+// (REDIS_BREAKER_THRESHOLD, REDIS_BREAKER_PROBE_INTERVAL). The limiter's
+// store (pkg/store/redisstore) and the delay queue's client are built from
+// one Config, so the two reach the same Redis the same way and fail fast the
+// same way while a node is down; what each adds on top (scripts,
+// pipelining) stays with it.
 //
 // Errors keep the "redisstore:" prefix they had before this package was
 // split out of redisstore, so that the daemon's messages stay the same.
@@ -21,9 +23,31 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// NewClient builds the go-redis client s describes. The caller owns and
-// closes it.
+// NewClient builds the go-redis client s describes, with a breaker on every
+// node when s.BreakerThreshold is above 0. The caller owns and closes it;
+// closing it also ends its breakers' probes (at their next tick, when their
+// PING finds the client closed).
 func (s Config) NewClient() (redis.UniversalClient, error) {
+	c, _, err := s.Open()
+	return c, err
+}
+
+// Open is NewClient that also returns stop, which ends the breakers' probes
+// at once and leaves them refusing nothing; an owner that shuts the client
+// down in steps (redisstore's Store.Close) calls it before closing the
+// client. The breakers are the client's first hooks, so hooks added later
+// (redisstore's pipelining) run behind them: an open breaker answers before
+// a call queues.
+func (s Config) Open() (c redis.UniversalClient, stop func(), err error) {
+	c, err = s.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, guard(c, s), nil
+}
+
+// client builds the go-redis client without breakers.
+func (s Config) client() (redis.UniversalClient, error) {
 	if s.Timeout <= 0 {
 		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.Timeout)
 	}

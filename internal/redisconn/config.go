@@ -68,10 +68,23 @@ type Config struct {
 	PoolSize int
 	// Timeout is REDIS_TIMEOUT: the dial, read, write and pool timeout.
 	Timeout time.Duration
+
+	// BreakerThreshold is REDIS_BREAKER_THRESHOLD: after this many
+	// consecutive calls to one node failed in a way that certainly ran
+	// nothing (dial refused, CLUSTERDOWN, LOADING, MASTERDOWN), calls to that
+	// node fail at once with ErrBreakerOpen. 0 builds no breakers.
+	BreakerThreshold int
+	// BreakerProbeInterval is REDIS_BREAKER_PROBE_INTERVAL: while a node's
+	// breaker is open, a PING every interval closes it once the node
+	// answers; 0 or less means DefaultBreakerProbeInterval.
+	BreakerProbeInterval time.Duration
+	// Breakers, when not nil, gathers the client's breakers for metrics.
+	Breakers *BreakerSet
 }
 
 // Defaults is a single server over TCP with envoyproxy's pool size and
-// timeout; Addr is left to the caller.
+// timeout, and ratelimitd's breakers; Addr is left to the caller.
 func Defaults() Config {
-	return Config{Type: Single, SocketType: "tcp", PoolSize: DefaultPoolSize, Timeout: DefaultTimeout}
+	return Config{Type: Single, SocketType: "tcp", PoolSize: DefaultPoolSize, Timeout: DefaultTimeout,
+		BreakerThreshold: DefaultBreakerThreshold, BreakerProbeInterval: DefaultBreakerProbeInterval}
 }

@@ -8,17 +8,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/queuetest"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/redisqueue"
-	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
 func newStore(t *testing.T, addr string, opts ...redisqueue.Option) *redisqueue.Store {
 	t.Helper()
-	c, err := redisstore.NewClient(redisstore.WithAddr(addr), redisstore.WithTimeout(2*time.Second))
+	conn := redisconn.Defaults()
+	conn.Addr, conn.Timeout = addr, 2*time.Second
+	c, err := conn.NewClient()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,9 @@ func TestConformance(t *testing.T) {
 // three-master Cluster; notifications cross nodes.
 func TestCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
-	c, err := redisstore.NewClient(redisstore.WithAddr(redistest.Addrs(nodes)), redisstore.WithType(redisstore.Cluster))
+	conn := redisconn.Defaults()
+	conn.Addr, conn.Type = redistest.Addrs(nodes), redisconn.Cluster
+	c, err := conn.NewClient()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,94 +1,38 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// serverReply is an error reply from Redis, as go-redis returns it.
-type serverReply string
-
-func (e serverReply) Error() string { return string(e) }
-func (serverReply) RedisError()     {}
-
-// The breaker opens on threshold consecutive node-down errors only: a
-// reply from the node resets the count, and an error that says nothing
-// about the node (a timeout, a lost reply) neither counts nor resets.
-func TestBreakerCountsConsecutiveNodeDownErrors(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	tests := []struct {
-		name string
-		errs []error
-		open bool
-	}{
-		{"one transient dial error", []error{refused}, false},
-		{"two, then an answer, then two", []error{refused, refused, nil, refused, refused}, false},
-		{"three dial errors", []error{refused, refused, refused}, true},
-		{"wrapped, as the runner returns them", []error{fmt.Errorf("take: %w", refused), refused, refused}, true},
-		{"cluster down and loading", []error{serverReply("CLUSTERDOWN The cluster is down"), serverReply("LOADING Redis is loading"), serverReply("MASTERDOWN Link with MASTER is down")}, true},
-		{"a script error is an answer", []error{refused, refused, serverReply("ERR script failed"), refused}, false},
-		{"MOVED is an answer", []error{refused, refused, serverReply("MOVED 3999 127.0.0.1:6381"), refused}, false},
-		{"timeouts and EOF neither count nor reset", []error{refused, io.EOF, context.DeadlineExceeded, refused, refused}, true},
-		{"a refusal by the breaker itself does not count", []error{breakerOpenError{"n"}, breakerOpenError{"n"}, breakerOpenError{"n"}}, false},
+// A call refused by an open breaker (internal/redisconn) is shed: the node
+// is down, so the store neither retries it nor waits for its deadline.
+func TestBreakerRefusalIsShed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := &breaker{node: "n", threshold: 3, interval: time.Hour, done: make(chan struct{}),
-				ping: func(context.Context) error { return errors.New("down") }}
-			defer b.stop()
-			for _, err := range tt.errs {
-				b.record(err)
-			}
-			if got := b.open.Load(); got != tt.open {
-				t.Errorf("open = %v after %v, want %v", got, tt.errs, tt.open)
-			}
-		})
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now: every dial is refused
+	s := defaults()
+	for _, o := range []Option{WithAddr(addr), WithTimeout(time.Second), WithBreaker(1, time.Hour)} {
+		o(&s)
 	}
-}
-
-// An open breaker answers at once with ErrBreakerOpen, counted and not
-// retried, without calling the node; its probe closes it once the node
-// answers a PING (here: the second probe).
-func TestBreakerRefusesUntilProbeAnswers(t *testing.T) {
-	pings := make(chan struct{}, 100)
-	b := &breaker{node: "n", threshold: 1, interval: 50 * time.Millisecond, timeout: time.Second, done: make(chan struct{}),
-		ping: func(context.Context) error {
-			pings <- struct{}{}
-			if len(pings) == 1 {
-				return errors.New("still down")
-			}
-			return nil
-		}}
-	defer b.stop()
-	calls := 0
-	process := b.ProcessHook(func(context.Context, redis.Cmder) error {
-		calls++
-		return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	c, stop, err := s.conn.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop()
+		_ = c.Close()
 	})
-	if err := process(t.Context(), redis.NewCmd(t.Context(), "fcall")); errors.Is(err, ErrBreakerOpen) {
+	if err := c.Ping(t.Context()).Err(); err == nil || errors.Is(err, ErrBreakerOpen) {
 		t.Fatalf("first call: %v, want the dial error", err)
 	}
-	err := process(t.Context(), redis.NewCmd(t.Context(), "fcall"))
-	if !errors.Is(err, ErrBreakerOpen) || classify(err) != shed || Retryable(err) || calls != 1 || b.refused.Load() != 1 {
-		t.Errorf("call while open: %v (classified %d, %d calls reached the node, %d refused), want ErrBreakerOpen, not retryable, refused without reaching the node",
-			err, classify(err), calls, b.refused.Load())
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.open.Load() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if b.open.Load() || len(pings) != 2 {
-		t.Fatalf("open = %v after %d probes, want closed by the second", b.open.Load(), len(pings))
-	}
-	if err := process(t.Context(), redis.NewCmd(t.Context(), "fcall")); errors.Is(err, ErrBreakerOpen) || calls != 2 {
-		t.Errorf("call after the probe answered: %v, %d calls reached the node; want it to reach the node", err, calls)
+	err = c.Ping(t.Context()).Err()
+	if !errors.Is(err, ErrBreakerOpen) || classify(err) != shed || Retryable(err) {
+		t.Errorf("call while open: %v (classified %d), want ErrBreakerOpen, shed, not retryable", err, classify(err))
 	}
 }

@@ -15,7 +15,7 @@ func build(t *testing.T, opts ...Option) (redis.UniversalClient, error) {
 	for _, o := range opts {
 		o(&s)
 	}
-	c, err := newClient(s)
+	c, err := s.conn.NewClient()
 	if c != nil {
 		t.Cleanup(func() { _ = c.Close() })
 	}

@@ -45,7 +45,8 @@ type settings struct {
 	client redis.UniversalClient
 	// conn is how the client the store builds reaches Redis (WithAddr,
 	// WithType, WithSocketType, WithAuth, WithTLS, WithPoolSize,
-	// WithTimeout); its Timeout also bounds every call.
+	// WithTimeout) and its breakers (WithBreaker, WithBreakerSet); its
+	// Timeout also bounds every call.
 	conn    redisconn.Config
 	now     func() time.Time
 	observe func(time.Duration, error)
@@ -56,11 +57,6 @@ type settings struct {
 	undoFailed     func(charges int, err error)
 
 	refreshInterval time.Duration
-
-	// REDIS_BREAKER_THRESHOLD and REDIS_BREAKER_PROBE_INTERVAL (breaker.go).
-	breakerThreshold int
-	breakerInterval  time.Duration
-	breakerSet       *BreakerSet
 }
 
 // WithUndoFailure is told when the undo of a denied cross-slot request
@@ -83,8 +79,7 @@ func WithRoundTripObserver(fn func(took time.Duration, err error)) Option {
 
 func defaults() settings {
 	return settings{conn: redisconn.Defaults(),
-		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval,
-		breakerThreshold: DefaultBreakerThreshold, breakerInterval: DefaultBreakerProbeInterval}
+		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval}
 }
 
 // WithClient uses c instead of building a client. The options that build

@@ -35,7 +35,7 @@ type Store struct {
 	now        func() time.Time
 	observe    func(time.Duration, error)
 	// stopCoalescing stops the pipelines' window timers (coalesce);
-	// stopBreakers the breakers' probes (guard).
+	// stopBreakers the breakers' probes (internal/redisconn).
 	stopCoalescing func()
 	stopBreakers   func()
 	undoFailed     func(charges int, err error)
@@ -62,13 +62,14 @@ func New(opts ...Option) (*Store, error) {
 	}
 	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.conn.Timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
 	if st.client == nil {
-		c, err := newClient(s)
+		// The breakers come with the client, as its first hooks: an open one
+		// must answer before a call queues.
+		c, stopBreakers, err := s.conn.Open()
 		if err != nil {
 			return nil, err
 		}
 		st.client, st.ownsClient = c, true
-		// Breakers first: an open one must answer before a call queues.
-		st.stopBreakers = guard(c, s)
+		st.stopBreakers = stopBreakers
 		st.stopCoalescing = coalesce(c, s)
 	}
 	_, st.spread = st.client.(*redis.ClusterClient)

@@ -21,4 +21,11 @@ func TestTypeIsRedisconns(t *testing.T) {
 	if DefaultTimeout != redisconn.DefaultTimeout || DefaultPoolSize != redisconn.DefaultPoolSize {
 		t.Errorf("defaults %s and %d, redisconn's %s and %d", DefaultTimeout, DefaultPoolSize, redisconn.DefaultTimeout, redisconn.DefaultPoolSize)
 	}
+	if DefaultBreakerThreshold != redisconn.DefaultBreakerThreshold || DefaultBreakerProbeInterval != redisconn.DefaultBreakerProbeInterval {
+		t.Errorf("breaker defaults %d and %s, redisconn's %d and %s", DefaultBreakerThreshold, DefaultBreakerProbeInterval,
+			redisconn.DefaultBreakerThreshold, redisconn.DefaultBreakerProbeInterval)
+	}
+	if s := defaults(); s.conn.BreakerThreshold != DefaultBreakerThreshold || s.conn.BreakerProbeInterval != DefaultBreakerProbeInterval {
+		t.Errorf("settings start with breaker %d and %s, want the documented defaults", s.conn.BreakerThreshold, s.conn.BreakerProbeInterval)
+	}
 }

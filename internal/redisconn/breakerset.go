@@ -1,4 +1,4 @@
-package redisstore
+package redisconn
 
 import (
 	"context"
@@ -7,12 +7,10 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 )
 
-// BreakerSet gathers the breakers of the clients built with
-// WithBreakerSet, for metrics. Its zero value is not usable; use
+// BreakerSet gathers the breakers of the clients built from a Config whose
+// Breakers it is, for metrics. Its zero value is not usable; use
 // NewBreakerSet.
 type BreakerSet struct {
 	mu       sync.Mutex
@@ -29,12 +27,6 @@ type BreakerState struct {
 
 // NewBreakerSet returns an empty set.
 func NewBreakerSet() *BreakerSet { return &BreakerSet{} }
-
-// WithBreakerSet registers the breakers of the client New or NewClient
-// builds in set, whose States then report them.
-func WithBreakerSet(set *BreakerSet) Option {
-	return func(s *settings) { s.breakerSet = set }
-}
 
 // States reports every node's breaker, one per node address, sorted by it.
 // A node whose client go-redis replaced (a Cluster node that left and came
@@ -82,11 +74,11 @@ func (s *BreakerSet) remove(b *breaker) {
 // Sentinel client, one per node on a Cluster client, as go-redis creates
 // it) before any other hook, so an open breaker answers before a call
 // queues for a pipeline. It returns what stops their probes.
-func guard(c redis.UniversalClient, s settings) (stop func()) {
-	if s.breakerThreshold <= 0 {
+func guard(c redis.UniversalClient, s Config) (stop func()) {
+	if s.BreakerThreshold <= 0 {
 		return func() {}
 	}
-	set := s.breakerSet
+	set := s.Breakers
 	if set == nil {
 		set = NewBreakerSet()
 	}
@@ -104,8 +96,8 @@ func guard(c redis.UniversalClient, s settings) (stop func()) {
 	switch c := c.(type) {
 	case *redis.Client:
 		name := c.Options().Addr
-		if s.conn.Type == redisconn.Sentinel {
-			name, _, _ = strings.Cut(s.conn.Addr, ",")
+		if s.Type == Sentinel {
+			name, _, _ = strings.Cut(s.Addr, ",")
 			name = "sentinel:" + strings.TrimSpace(name)
 		}
 		install(c, name)
@@ -121,16 +113,16 @@ func guard(c redis.UniversalClient, s settings) (stop func()) {
 	}
 }
 
-func newBreaker(node *redis.Client, name string, s settings) *breaker {
-	interval := s.breakerInterval
+func newBreaker(node *redis.Client, name string, s Config) *breaker {
+	interval := s.BreakerProbeInterval
 	if interval <= 0 {
 		interval = DefaultBreakerProbeInterval
 	}
 	return &breaker{
 		node:      name,
-		threshold: int32(min(s.breakerThreshold, 1<<30)),
+		threshold: int32(min(s.BreakerThreshold, 1<<30)),
 		interval:  interval,
-		timeout:   min(s.conn.Timeout, maxProbeTimeout),
+		timeout:   min(s.Timeout, maxProbeTimeout),
 		ping:      func(ctx context.Context) error { return node.Ping(ctx).Err() },
 		done:      make(chan struct{}),
 	}
