@@ -20,7 +20,7 @@ type Charge struct {
 // (DecodeCharges): a third argument. Without it the reply stays 4
 // values per op, so a take nobody will undo costs nothing more.
 func WithCharges(args []any) []any {
-	return append(args, 1)
+	return append(args, chargedMarker)
 }
 
 // WithDenials makes the take whose ARGV Encode built reply its charges and,

@@ -23,15 +23,26 @@ func splitFCall(args []any) (fn any, keys, argv []any, ok bool) {
 	return args[1], args[3 : 3+n], args[3+n:], true
 }
 
+// chargedMarker is ARGV[3] of a take that asks for its charges
+// (WithCharges), and in a merged call the value after such a take's ops
+// (lua/take.lua's CHARGED).
+const chargedMarker = 1
+
 // Mergeable reports whether args (a redis.Cmd's Args) are an FCALL of the
-// take function as Runner sends it, without asking for charges (Cluster's
-// undo does), its now and its first key (whose slot is a Cluster take's):
-// now is 0 for Redis TIME, as in production; takes merge only with takes
-// of the same now.
+// take function as Runner sends it, without asking for charges or asking
+// for them with WithCharges (not WithDenials: Cluster's cross-slot spread
+// alone asks for them, and such a take runs alone), its now and its first
+// key (whose slot is a Cluster take's): now is 0 for Redis TIME, as in
+// production; takes merge only with takes of the same now.
 func Mergeable(args []any) (now int64, firstKey string, ok bool) {
 	fn, keys, argv, ok := splitFCall(args)
-	if !ok || fn != takeFunction || len(keys) < 1 || len(argv) != 2 {
+	if !ok || fn != takeFunction || len(keys) < 1 || len(argv) < 2 || len(argv) > 3 {
 		return 0, "", false
+	}
+	if len(argv) == 3 {
+		if more, ok := argv[2].(int); !ok || more != chargedMarker {
+			return 0, "", false
+		}
 	}
 	if ops, ok := argv[1].(string); !ok || len(ops) != opBytes*len(keys) {
 		return 0, "", false
@@ -50,23 +61,27 @@ func Mergeable(args []any) (now int64, firstKey string, ok bool) {
 // MergeTakes is the args of one FCALL of the takes function running every
 // call in calls, all Mergeable with the same now: KEYS is every take's
 // KEYS; ARGV is now, then each take's ops (whose lengths say which KEYS are
-// whose).
+// whose), each followed by chargedMarker when that take asks for its
+// charges. A merged call of takes that ask for none is as long as before
+// charged takes could merge.
 func MergeTakes(calls [][]any) []any {
 	keys := make([][]any, len(calls))
 	argv := make([][]any, len(calls))
-	total := 0
+	total, more := 0, 0
 	for i, c := range calls {
 		_, keys[i], argv[i], _ = splitFCall(c)
 		total += len(keys[i])
+		more += len(argv[i]) - 2
 	}
-	merged := make([]any, 0, 3+total+1+len(calls))
+	merged := make([]any, 0, 3+total+1+len(calls)+more)
 	merged = append(merged, "fcall", takesFunction, total)
 	for _, k := range keys {
 		merged = append(merged, k...)
 	}
 	merged = append(merged, argv[0][0])
 	for _, a := range argv {
-		merged = append(merged, a[1])
+		// Its ops, and its chargedMarker if it has one.
+		merged = append(merged, a[1:]...)
 	}
 	return merged
 }

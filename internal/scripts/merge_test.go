@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,7 +34,9 @@ func fcallArgs(t *testing.T, ops []algorithms.Op, now time.Time) []any {
 // TestMergedTakes: several takes merged into one call of the takes function
 // answer each take as the Go model does when it runs them one after the
 // other at the same instant, and leave the same state, for random takes of
-// every algorithm and mode, with shared and distinct keys.
+// every algorithm and mode (Spare too), with shared and distinct keys; half
+// of them ask for their charges, which are algorithms.Charges', and the
+// others get their decisions alone.
 func TestMergedTakes(t *testing.T) {
 	ctx := context.Background()
 	rdb := newRedis(t)
@@ -59,11 +63,12 @@ func TestMergedTakes(t *testing.T) {
 		lims[alg] = randomLimit(rng, alg)
 	}
 	now := int64(1_700_000_000_000_000)
-	merges := 0
+	merges, charges := 0, 0
 	for group := range 300 {
 		now += rng.Int64N(2_000_000)
 		takes := make([][]algorithms.Op, 2+rng.IntN(7))
 		calls := make([][]any, len(takes))
+		charged := make([]bool, len(takes))
 		for i := range takes {
 			alg := algorithms.All()[rng.IntN(len(algorithms.All()))]
 			ops := make([]algorithms.Op, 1+rng.IntN(3))
@@ -76,9 +81,12 @@ func TestMergedTakes(t *testing.T) {
 				}
 			}
 			for j := range ops {
-				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(4)), Usage: rng.IntN(4) == 0}
+				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(4) == 0}
 			}
 			takes[i], calls[i] = ops, fcallArgs(t, ops, time.UnixMicro(now))
+			if charged[i] = rng.IntN(2) == 0; charged[i] {
+				calls[i] = scripts.WithCharges(calls[i])
+			}
 			if n, key, ok := scripts.Mergeable(calls[i]); !ok || n != now || key != ops[0].Key {
 				t.Fatalf("a take's FCALL is not mergeable: %v", calls[i])
 			}
@@ -95,12 +103,33 @@ func TestMergedTakes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("group %d take %d: %v", group, i, err)
 			}
-			want, _ := m.take(ops, time.UnixMicro(now))
+			before := map[string]algorithms.State{}
+			for _, op := range ops {
+				st := m[op.Key]
+				st.Log = slices.Clone(st.Log)
+				before[op.Key] = st
+			}
+			want, writes := m.take(ops, time.UnixMicro(now))
 			for j := range ops {
 				if got[j] != want[j] {
 					t.Fatalf("group %d take %d op %d %+v: merged %s, one after the other %s", group, i, j, ops[j], fmtDecision(got[j]), fmtDecision(want[j]))
 				}
 			}
+			if !charged[i] {
+				if n := len(replies[i].([]any)); n != 4*len(ops) {
+					t.Fatalf("group %d take %d without charges: %d values for %d ops", group, i, n, len(ops))
+				}
+				continue
+			}
+			gotCh, err := scripts.DecodeCharges(replies[i], ops)
+			if err != nil {
+				t.Fatalf("group %d take %d: charges: %v", group, i, err)
+			}
+			wantCh := algorithms.Charges(ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(now))
+			if err := sameCharges(gotCh, wantCh); err != nil {
+				t.Fatalf("group %d take %d: charges: %v\n  lua %+v\n  go  %+v", group, i, err, gotCh, wantCh)
+			}
+			charges += len(gotCh)
 		}
 		for _, key := range keys {
 			pipe := rdb.Pipeline()
@@ -113,7 +142,155 @@ func TestMergedTakes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d merged calls", merges)
+	t.Logf("%d merged calls, %d charges replied", merges, charges)
+	if charges < 100 {
+		t.Errorf("only %d charges replied: the charged takes were barely admitted", charges)
+	}
+}
+
+// TestMergedRepliesAsAlone: a merged call of takes with and without
+// charges (a lease's top-ups among plain takes) gives each take exactly the
+// reply that take's own FCALL gives on identical Redis state (its
+// decisions, then its charges when it asked for them, value for value), and
+// leaves identical state: one server runs each group merged, a second runs
+// the same takes one FCALL after the other, for every algorithm, with keys
+// repeated within and across takes and Spare ops riding on a key's other
+// ops, as a top-up does.
+func TestMergedRepliesAsAlone(t *testing.T) {
+	ctx := context.Background()
+	// Keys written without their TTLs (RecordingLibrary), as in
+	// TestMergedTakes; the take function's reply is {reply, TTLs} there.
+	lib, _, ok := scripts.RecordingLibrary()
+	if !ok {
+		t.Fatal("RecordingLibrary no longer matches the library")
+	}
+	merged, alone := newRedis(t), newRedis(t)
+	for _, rdb := range []*redis.Client{merged, alone} {
+		if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := newRand(t)
+	keys := []string{"r:a", "r:b", "r:c", "r:d"}
+	for i := range 12 {
+		keys = append(keys, "r:wide"+strconv.Itoa(i))
+	}
+	// Per algorithm: charged takes that charged something, and charges of
+	// a key on which an admitted Spare op took hits.
+	type seen struct{ charged, spare int }
+	cover := map[algorithms.Algorithm]*seen{}
+	for _, alg := range algorithms.All() {
+		cover[alg] = &seen{}
+	}
+	lims := map[algorithms.Algorithm]algorithms.Limit{}
+	now := int64(1_700_000_000_000_000)
+	for group := range 400 {
+		now += rng.Int64N(2_000_000)
+		if group%50 == 0 {
+			for _, alg := range algorithms.All() {
+				lims[alg] = randomLimit(rng, alg)
+			}
+		}
+		takes := make([][]algorithms.Op, 2+rng.IntN(7))
+		calls := make([][]any, len(takes))
+		charged := make([]bool, len(takes))
+		for i := range takes {
+			alg := algorithms.All()[rng.IntN(len(algorithms.All()))]
+			lim := lims[alg]
+			var ops []algorithms.Op
+			switch r := rng.IntN(8); {
+			case r < 3:
+				// A request and the lease top-up riding on it: an op,
+				// then a Spare op on the same key.
+				key := keys[rng.IntN(4)]
+				ops = []algorithms.Op{
+					{Key: key, Limit: lim, Hits: 1},
+					{Key: key, Limit: lim, Hits: 1 + rng.Uint64N(max(lim.Capacity(), 1)), Mode: algorithms.Spare},
+				}
+			case r < 4:
+				// Wide: past take.lua's pairwise distinct check, on
+				// distinct keys or repeating the first four.
+				ops = make([]algorithms.Op, 9+rng.IntN(4))
+				perm := rng.Perm(len(keys))
+				for j := range ops {
+					key := keys[perm[j]]
+					if rng.IntN(2) == 0 {
+						key = keys[rng.IntN(4)]
+					}
+					ops[j] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5))}
+				}
+			default:
+				ops = make([]algorithms.Op, 1+rng.IntN(3))
+				for j := range ops {
+					ops[j] = algorithms.Op{Key: keys[rng.IntN(4)], Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(6) == 0}
+				}
+			}
+			takes[i], calls[i] = ops, fcallArgs(t, ops, time.UnixMicro(now))
+			if charged[i] = rng.IntN(2) == 0; charged[i] {
+				calls[i] = scripts.WithCharges(calls[i])
+			}
+			if n, key, ok := scripts.Mergeable(calls[i]); !ok || n != now || key != ops[0].Key {
+				t.Fatalf("a take's FCALL is not mergeable: %v", calls[i])
+			}
+		}
+		cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
+		_ = merged.Process(ctx, cmd)
+		replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), len(takes))
+		for i, ops := range takes {
+			one := redis.NewCmd(ctx, calls[i]...)
+			_ = alone.Process(ctx, one)
+			if errs[i] != nil || one.Err() != nil {
+				t.Fatalf("group %d take %d: merged %v, alone %v", group, i, errs[i], one.Err())
+			}
+			parts, ok := one.Val().([]any)
+			if !ok || len(parts) != 2 {
+				t.Fatalf("group %d take %d: recording reply %v", group, i, one.Val())
+			}
+			if !reflect.DeepEqual(replies[i], parts[0]) {
+				t.Fatalf("group %d take %d (charges %v) %+v:\n  merged %v\n  alone  %v", group, i, charged[i], ops, replies[i], parts[0])
+			}
+			if !charged[i] {
+				continue
+			}
+			ch, err := scripts.DecodeCharges(replies[i], ops)
+			if err != nil {
+				t.Fatalf("group %d take %d: %v", group, i, err)
+			}
+			ds, err := scripts.Decode(replies[i], len(ops))
+			if err != nil {
+				t.Fatalf("group %d take %d: %v", group, i, err)
+			}
+			if len(ch) > 0 {
+				cover[ops[0].Limit.Algorithm].charged++
+			}
+			for _, c := range ch {
+				for j, op := range ops {
+					if op.Key == c.Key && op.Mode == algorithms.Spare && op.Hits > 0 && ds[j].Allowed {
+						cover[ops[0].Limit.Algorithm].spare++
+						break
+					}
+				}
+			}
+		}
+		for _, key := range keys {
+			var got [2]stored
+			for i, rdb := range []*redis.Client{merged, alone} {
+				pipe := rdb.Pipeline()
+				read := queueRead(ctx, pipe, key)
+				_, _ = pipe.Exec(ctx)
+				got[i] = read.result()
+			}
+			if !reflect.DeepEqual(got[0], got[1]) {
+				t.Fatalf("group %d key %s: merged left %+v, alone %+v", group, key, got[0], got[1])
+			}
+		}
+	}
+	for alg, c := range cover {
+		t.Logf("%s: %d charged takes charged, %d charges include a Spare op's hits", alg, c.charged, c.spare)
+		if c.charged < 5 || c.spare < 3 {
+			t.Errorf("%s: %d charged takes charged, %d charges include a Spare op's hits: too few to judge", alg, c.charged, c.spare)
+		}
+	}
 }
 
 // TestMergedTakeFailsAlone: a take that fails inside a merged call gets
@@ -177,17 +354,24 @@ func TestMergeable(t *testing.T) {
 		now      int64
 		firstKey string
 	}{
-		"take":           {take, true, now.UnixMicro(), "k:a"},
-		"redis time":     {fcallArgs(t, []algorithms.Op{{Key: "k:c", Limit: lim}}, time.Time{}), true, 0, "k:c"},
-		"with charges":   {scripts.WithCharges(edit(func(a []any) []any { return a })), false, 0, ""},
-		"other function": {edit(func(a []any) []any { a[1] = "ratelimitd_undo"; return a }), false, 0, ""},
-		"evalsha":        {edit(func(a []any) []any { a[0] = "evalsha"; return a }), false, 0, ""},
-		"no keys":        {[]any{"fcall", scripts.TakeFunction(), 0, int64(0), ""}, false, 0, ""},
-		"numkeys past":   {edit(func(a []any) []any { a[2] = 9; return a }), false, 0, ""},
-		"numkeys text":   {edit(func(a []any) []any { a[2] = "2"; return a }), false, 0, ""},
-		"ops short":      {edit(func(a []any) []any { a[len(a)-1] = "not 128 bytes"; return a }), false, 0, ""},
-		"now not int64":  {edit(func(a []any) []any { a[len(a)-2] = "0"; return a }), false, 0, ""},
-		"too short":      {[]any{"fcall", scripts.TakeFunction()}, false, 0, ""},
+		"take":       {take, true, now.UnixMicro(), "k:a"},
+		"redis time": {fcallArgs(t, []algorithms.Op{{Key: "k:c", Limit: lim}}, time.Time{}), true, 0, "k:c"},
+		// A lease top-up (TakeCharged) merges; a Cluster slot group
+		// asking for its denials does not.
+		"with charges":       {scripts.WithCharges(edit(func(a []any) []any { return a })), true, now.UnixMicro(), "k:a"},
+		"with denials":       {scripts.WithDenials(edit(func(a []any) []any { return a })), false, 0, ""},
+		"charges text":       {edit(func(a []any) []any { return append(a, "1") }), false, 0, ""},
+		"charges other":      {edit(func(a []any) []any { return append(a, 3) }), false, 0, ""},
+		"argv past":          {edit(func(a []any) []any { return append(scripts.WithCharges(a), 1) }), false, 0, ""},
+		"other function":     {edit(func(a []any) []any { a[1] = "ratelimitd_undo"; return a }), false, 0, ""},
+		"evalsha":            {edit(func(a []any) []any { a[0] = "evalsha"; return a }), false, 0, ""},
+		"no keys":            {[]any{"fcall", scripts.TakeFunction(), 0, int64(0), ""}, false, 0, ""},
+		"numkeys past":       {edit(func(a []any) []any { a[2] = 9; return a }), false, 0, ""},
+		"numkeys text":       {edit(func(a []any) []any { a[2] = "2"; return a }), false, 0, ""},
+		"ops short":          {edit(func(a []any) []any { a[len(a)-1] = "not 128 bytes"; return a }), false, 0, ""},
+		"charged, ops short": {scripts.WithCharges(edit(func(a []any) []any { a[len(a)-1] = "not 128 bytes"; return a })), false, 0, ""},
+		"now not int64":      {edit(func(a []any) []any { a[len(a)-2] = "0"; return a }), false, 0, ""},
+		"too short":          {[]any{"fcall", scripts.TakeFunction()}, false, 0, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -196,6 +380,63 @@ func TestMergeable(t *testing.T) {
 				t.Errorf("Mergeable = %d, %q, %v; want %d, %q, %v", now, key, ok, tc.now, tc.firstKey, tc.ok)
 			}
 		})
+	}
+}
+
+// TestMergeTakesLayout: a merged call costs one argument per take (its
+// ops) plus one per take that asks for charges (the marker after its ops),
+// so merged takes that ask for none cost what they did before charged takes
+// could merge; and the takes function refuses a marker other than a
+// charged take's.
+func TestMergeTakesLayout(t *testing.T) {
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute}
+	now := time.UnixMicro(1_700_000_000_000_000)
+	a := fcallArgs(t, []algorithms.Op{{Key: "l:a", Limit: lim, Hits: 1}, {Key: "l:b", Limit: lim}}, now)
+	b := fcallArgs(t, []algorithms.Op{{Key: "l:c", Limit: lim, Hits: 1}}, now)
+	c := scripts.WithCharges(fcallArgs(t, []algorithms.Op{{Key: "l:a", Limit: lim, Hits: 1}, {Key: "l:a", Limit: lim, Hits: 2, Mode: algorithms.Spare}}, now))
+	plain := scripts.MergeTakes([][]any{a, b})
+	if want := 3 + 3 + 1 + 2; len(plain) != want {
+		t.Errorf("two takes without charges merge into %d args, want %d (fcall, function, numkeys, 3 KEYS, now, 2 ops)", len(plain), want)
+	}
+	mixed := scripts.MergeTakes([][]any{a, c, b})
+	if want := 3 + 5 + 1 + 3 + 1; len(mixed) != want {
+		t.Fatalf("three takes, one charged, merge into %d args, want %d", len(mixed), want)
+	}
+	// now, a's ops, c's ops and its marker, b's ops.
+	argv := mixed[3+5:]
+	if argv[0] != now.UnixMicro() || argv[1] != a[len(a)-1] || argv[2] != c[len(c)-2] || argv[3] != 1 || argv[4] != b[len(b)-1] {
+		t.Errorf("merged ARGV %v", argv)
+	}
+
+	ctx := context.Background()
+	rdb := newRedis(t)
+	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := redis.NewCmd(ctx, mixed...)
+	_ = rdb.Process(ctx, cmd)
+	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), 3)
+	for i, n := range []int{8, 8 + 7, 4} {
+		if errs[i] != nil || len(replies[i].([]any)) != n {
+			t.Errorf("take %d: %v %v, want %d values", i, replies[i], errs[i], n)
+		}
+	}
+	// A denials marker (never merged) or any other value where a take's
+	// ops or marker belong fails the call before any take runs.
+	for _, marker := range []any{2, "x", ""} {
+		bad := slices.Clone(mixed)
+		bad[3+5+3] = marker
+		cmd := redis.NewCmd(ctx, bad...)
+		if err := rdb.Process(ctx, cmd); err == nil {
+			t.Errorf("marker %q: the takes function answered %v, want an error", marker, cmd.Val())
+		}
+	}
+	if got := rdb.Get(ctx, "l:c").Val(); len(got) != 32 {
+		t.Fatalf("l:c holds %q after the first call", got)
+	}
+	d, err := scripts.NewRunner().Take(ctx, rdb, []algorithms.Op{{Key: "l:a", Limit: lim}, {Key: "l:c", Limit: lim}}, now)
+	if err != nil || d[0].Remaining != 1 || d[1].Remaining != 4 {
+		t.Errorf("after the refused calls: %v %v, want l:a at 1 and l:c at 4 remaining as after the first", d, err)
 	}
 }
 

@@ -632,36 +632,48 @@ end
 -- of takes would do, for one entry into Redis and one TIME instead of one
 -- per take (scripts.MergeTakes builds it, the coalescer sends it).
 -- KEYS: every take's KEYS, in order. ARGV[1]: now in µs, or 0 for TIME;
--- ARGV[1 + b]: take b's ops (its ARGV[2]), which say how many KEYS are
--- its. Reply: per take, its reply, or an error reply if it failed (every
+-- then per take its ops (its ARGV[2]), which say how many KEYS are its,
+-- followed by CHARGED ('1', its ARGV[3]) when it asks for its charges
+-- (scripts.WithCharges; a take asking for denials is never merged). Ops
+-- are a non-empty multiple of OP_BYTES, so the marker cannot be read as
+-- ops, and a take without charges costs the call nothing more. Reply: per
+-- take, its reply as take_main would give it alone (its decisions, then its
+-- charges if it asked for them), or an error reply if it failed (every
 -- check and decision of a take runs before its first write).
+local CHARGED = '1'
 local function take_many()
   local keys, args = KEYS, ARGV
   local now = now_of(args[1])
   -- Which KEYS are whose comes from the ops' lengths: check them all
   -- before any take runs, so a malformed one fails the call, not its
   -- neighbours' keys.
-  local total = 0
-  for b = 2, #args do
+  local total, b, takes = 0, 2, 0
+  while b <= #args do
     local bytes = #args[b]
     if bytes == 0 or bytes % OP_BYTES ~= 0 then
-      error('ratelimitd: take ' .. (b - 1) .. ' has ' .. bytes .. ' bytes of ops, not a multiple of ' .. OP_BYTES)
+      error('ratelimitd: take ' .. (takes + 1) .. ' has ' .. bytes .. ' bytes of ops, not a multiple of ' .. OP_BYTES)
     end
-    total = total + bytes / OP_BYTES
+    total, takes = total + bytes / OP_BYTES, takes + 1
+    b = b + 1
+    if args[b] == CHARGED then b = b + 1 end
   end
   if total ~= #keys then
     error('ratelimitd: ops for ' .. total .. ' keys, ' .. #keys .. ' KEYS')
   end
   local out, k0 = {}, 0
-  for b = 2, #args do
+  b, takes = 2, 0
+  while b <= #args do
     local ops = args[b]
     local n = #ops / OP_BYTES
-    local ok, reply = pcall(take_keys, now, keys, k0, ops, n, false)
-    k0 = k0 + n
+    b = b + 1
+    local charges = args[b] == CHARGED
+    if charges then b = b + 1 end
+    local ok, reply = pcall(take_keys, now, keys, k0, ops, n, charges, false)
+    k0, takes = k0 + n, takes + 1
     if ok then
-      out[b - 1] = reply
+      out[takes] = reply
     else
-      out[b - 1] = { err = tostring(reply) }
+      out[takes] = { err = tostring(reply) }
     end
   end
   return out

@@ -10,7 +10,10 @@ import (
 
 // merged is one FCALL of the takes function standing for several callers'
 // takes in a pipeline (scripts.MergeTakes): Redis enters one function and
-// reads TIME once for all of them, instead of once per take.
+// reads TIME once for all of them, instead of once per take. Takes that ask
+// for their charges (TakeCharged: a lease's top-ups) merge too, each still
+// getting its own reply; a Cluster slot group asking for its denials
+// (takeSpread) goes alone.
 type merged struct {
 	cmd   *redis.Cmd
 	calls []*pendingCall

@@ -90,8 +90,9 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 // TakeCharged is Take, also returning what an admitted batch charged each
 // key (the take script's charges, scripts.Charge), for pkg/store/lease to
 // give unused hits back with Return. It is the same single call per slot
-// group; asking for charges only lengthens the reply (such takes are not
-// merged into another's call, see merge.go).
+// group, through the same coalescer as Take: in a pipeline it merges with
+// the other takes of its now and slot (merge.go), and asking for charges
+// only lengthens its own reply.
 func (s *Store) TakeCharged(ctx context.Context, reqs []store.Request) ([]store.Result, []store.Charge, error) {
 	return s.take(ctx, reqs, true)
 }
