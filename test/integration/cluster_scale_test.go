@@ -208,6 +208,7 @@ func TestClusterScaleOut(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		killAt := time.Since(start)
 		victim.Stop()
+		killed := time.Since(start)
 		var promoted time.Duration
 		for promoted == 0 && time.Since(start) < killAt+15*time.Second {
 			if role, _ := replica.Do(context.Background(), "ROLE").Slice(); len(role) > 0 && role[0] == "master" {
@@ -226,10 +227,16 @@ func TestClusterScaleOut(t *testing.T) {
 		wg.Wait()
 
 		var firstOK time.Duration
-		failed, late, lateFail, afterKill := 0, 0, 0, 0
+		failed, late, lateFail, afterKill, unknown := 0, 0, 0, 0, 0
 		for _, r := range results {
 			if r.took > deadline+100*time.Millisecond {
 				late++
+			}
+			if r.err != nil && r.at <= killed && r.at+r.took >= killAt {
+				// In flight when the master died: its script may have run
+				// and reached the replica with the reply lost (UNAVAILABLE,
+				// charged once, never retried).
+				unknown++
 			}
 			if r.at < killAt {
 				continue
@@ -252,11 +259,13 @@ func TestClusterScaleOut(t *testing.T) {
 		if late > 0 {
 			t.Errorf("%d calls took longer than their deadline", late)
 		}
-		// The counter can only lose hits (async replication), never count one twice.
+		// The counter can lose hits (async replication) and keep the charge
+		// of a call in flight at the kill whose reply was lost; never more:
+		// a retry that charged twice would show here.
 		charged := 1_000_000 - int64(remaining(t, svc, "user", hot))
-		t.Logf("hot counter: %d charged, %d admitted (%s)", charged, admitted.Load(), hotKey)
-		if charged > admitted.Load() {
-			t.Errorf("%d hits charged for %d admitted calls: a retry charged twice", charged, admitted.Load())
+		t.Logf("hot counter: %d charged, %d admitted, %d failed calls in flight at the kill (%s)", charged, admitted.Load(), unknown, hotKey)
+		if charged > admitted.Load()+int64(unknown) {
+			t.Errorf("%d hits charged for %d admitted calls and %d of unknown outcome: a retry charged twice", charged, admitted.Load(), unknown)
 		}
 	})
 }
