@@ -61,10 +61,10 @@ import (
 
 // Defaults of the options (the LEASE_* settings).
 const (
-	DefaultTarget        = time.Second
+	DefaultTarget        = 5 * time.Second
 	DefaultMaxBlock      = 1000
 	DefaultFraction      = 0.1
-	DefaultIdle          = 2 * time.Second
+	DefaultIdle          = 5 * time.Second
 	DefaultMaxAge        = 30 * time.Second
 	DefaultMaxKeys       = 100000
 	DefaultSweepInterval = 100 * time.Millisecond
