@@ -151,6 +151,11 @@ func run(o options) error {
 	fmt.Printf("\nrlbench scenario %s: %s\n", o.scenario.name, o.scenario.about)
 	fmt.Printf("%d concurrent calls on %d connection(s), one per replica, %s per run after %s warm-up, %d rounds, key %q, GOMAXPROCS of this box: %d CPUs\n",
 		o.concurrency, o.replicas, o.duration, o.warmup, o.rounds, o.key, numCPU())
+	for _, t := range targets {
+		if t.leases() {
+			fmt.Printf("%s: %s warm-up, %s drain after its load (2 x LEASE_TARGET, LEASE_IDLE + 1s)\n", t.name, t.warmup(o), t.drain(o))
+		}
+	}
 	fmt.Println("CPU per decision counts only the measured process (robust to a busy machine); decisions/s and latency are not.")
 	samples, err := measureRounds(o, targets, info, redisProc)
 	if err != nil {
