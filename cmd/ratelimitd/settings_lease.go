@@ -9,10 +9,10 @@ import (
 
 // Defaults of the LEASE_* settings (docs/leases.md).
 const (
-	defaultLeaseTarget   = time.Second
+	defaultLeaseTarget   = 5 * time.Second
 	defaultLeaseMaxBlock = 1000
 	defaultLeaseFraction = 0.1
-	defaultLeaseIdle     = 2 * time.Second
+	defaultLeaseIdle     = 5 * time.Second
 	defaultLeaseMaxAge   = 30 * time.Second
 	defaultLeaseMaxKeys  = 100000
 	// maxLeaseDuration bounds LEASE_TARGET, LEASE_IDLE and LEASE_MAX_AGE: a

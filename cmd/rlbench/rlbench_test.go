@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
 func TestMedian(t *testing.T) {
@@ -102,10 +103,13 @@ func TestScenarios(t *testing.T) {
 	if !ok {
 		t.Fatal("no zipf scenario")
 	}
-	o := options{key: "mine", rounds: 7, replicas: 1, warmup: time.Millisecond}
+	o := options{key: "mine", rounds: 7, replicas: 1, warmup: time.Millisecond, duration: time.Second}
 	got := zipf.apply(o, map[string]bool{"rounds": true})
-	if got.key != "zipf" || got.rounds != 7 || got.replicas != 3 || got.warmup != time.Second || got.modelUnit != time.Hour {
-		t.Errorf("apply = key %q, rounds %d, replicas %d, warmup %s, model unit %s", got.key, got.rounds, got.replicas, got.warmup, got.modelUnit)
+	if got.key != "zipf" || got.rounds != 7 || got.replicas != 3 || got.warmup != time.Second || got.modelUnit != time.Hour || got.duration != 8*time.Second {
+		t.Errorf("apply = key %q, rounds %d, replicas %d, warmup %s, model unit %s, duration %s", got.key, got.rounds, got.replicas, got.warmup, got.modelUnit, got.duration)
+	}
+	if got := zipf.apply(o, map[string]bool{"duration": true}); got.duration != time.Second {
+		t.Errorf("apply with -duration = %s, want the flag's 1s", got.duration)
 	}
 	reqs := zipf.requests("bench", "zipf", 1)
 	counts := map[string]int{}
@@ -122,5 +126,35 @@ func TestScenarios(t *testing.T) {
 	}
 	if _, ok := scenarioNamed("nope"); ok {
 		t.Error("scenarioNamed(nope) found one")
+	}
+}
+
+// A leasing target warms up two of its LEASE_TARGETs and drains past its
+// LEASE_IDLE; other targets keep -warmup and do not drain.
+func TestLeaseWarmupDrain(t *testing.T) {
+	t.Setenv("LEASE_TARGET", "")
+	t.Setenv("LEASE_IDLE", "")
+	o := options{warmup: time.Second}
+	for _, tt := range []struct {
+		name          string
+		warmup, drain time.Duration
+	}{
+		{"redis", time.Second, 0},
+		{"redis-lease", 2 * lease.DefaultTarget, lease.DefaultIdle + time.Second},
+		{"redis-lease+LEASE_TARGET=10s+LEASE_IDLE=3s", 20 * time.Second, 4 * time.Second},
+		{"redis-lease+LEASE_TARGET=100ms", time.Second, lease.DefaultIdle + time.Second},
+		{"redis-lease+LEASE_TARGET=junk", 2 * lease.DefaultTarget, lease.DefaultIdle + time.Second},
+	} {
+		tg := &target{name: tt.name}
+		if w, d := tg.warmup(o), tg.drain(o); w != tt.warmup || d != tt.drain {
+			t.Errorf("%s: warmup %s drain %s, want %s %s", tt.name, w, d, tt.warmup, tt.drain)
+		}
+	}
+	t.Setenv("LEASE_TARGET", "3s")
+	if w := (&target{name: "redis-lease"}).warmup(o); w != 6*time.Second {
+		t.Errorf("LEASE_TARGET=3s in the environment: warmup %s, want 6s", w)
+	}
+	if d := (&target{name: "redis-lease"}).drain(options{leaseDrain: time.Minute}); d != time.Minute {
+		t.Errorf("-lease-drain 1m: drain %s", d)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
 // target is one server under load: one process, or -replicas processes
@@ -33,6 +34,53 @@ func (t *target) leases() bool {
 	return strings.HasSuffix(kind, "redis-lease") || strings.Contains("+"+extra+"+", "+LEASE_ENABLED=true+")
 }
 
+// leaseSetting is a LEASE_* duration the target's replicas run with: its
+// "+NAME=VALUE", else rlbench's environment (which the replicas inherit),
+// else def (the service's default).
+func (t *target) leaseSetting(name string, def time.Duration) time.Duration {
+	_, extra, _ := strings.Cut(t.name, "+")
+	v, ok := "", false
+	for kv := range strings.SplitSeq(extra, "+") {
+		if val, found := strings.CutPrefix(kv, name+"="); found {
+			v, ok = val, true
+		}
+	}
+	if !ok {
+		v, ok = os.LookupEnv(name)
+	}
+	if d, err := time.ParseDuration(v); ok && err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+// warmup is the unmeasured load before a run of t. A leasing target gets
+// at least two LEASE_TARGETs of it: between its runs the other targets
+// run, its replicas' rate estimates (over the last LEASE_TARGET) fall to
+// zero and their leases end, so the first LEASE_TARGET of load rebuilds
+// the estimates (blocks grow from 2 hits) and the second sizes blocks from
+// a full one, as they are in steady traffic.
+func (t *target) warmup(o options) time.Duration {
+	if !t.leases() {
+		return o.warmup
+	}
+	return max(o.warmup, 2*t.leaseSetting("LEASE_TARGET", lease.DefaultTarget))
+}
+
+// drain is how long a run of t waits after its load before its CPU is
+// read: for a leasing target, -lease-drain, or by default LEASE_IDLE and
+// a second, so that the returns of the leases its load left (swept once
+// idle) count in its own run, not the next target's.
+func (t *target) drain(o options) time.Duration {
+	if !t.leases() {
+		return 0
+	}
+	if o.leaseDrain > 0 {
+		return o.leaseDrain
+	}
+	return t.leaseSetting("LEASE_IDLE", lease.DefaultIdle) + time.Second
+}
+
 // cpu is the CPU the target's processes have used so far.
 func (t *target) cpu() (time.Duration, error) {
 	var sum time.Duration
@@ -50,9 +98,12 @@ func (t *target) cpu() (time.Duration, error) {
 type sample struct {
 	loadResult
 	serverCPU, redisCPU time.Duration
-	commands            int64
-	script              redisinfo.CommandStat
-	lease               leaseStats // what the replicas' leases did over the run
+	// redisCPULoad is Redis's CPU up to the end of the load, without the
+	// returns a leasing target's drain sees (redisCPU with them).
+	redisCPULoad time.Duration
+	commands     int64
+	script       redisinfo.CommandStat
+	lease        leaseStats // what the replicas' leases did over the run
 }
 
 func run(o options) error {
@@ -100,6 +151,11 @@ func run(o options) error {
 	fmt.Printf("\nrlbench scenario %s: %s\n", o.scenario.name, o.scenario.about)
 	fmt.Printf("%d concurrent calls on %d connection(s), one per replica, %s per run after %s warm-up, %d rounds, key %q, GOMAXPROCS of this box: %d CPUs\n",
 		o.concurrency, o.replicas, o.duration, o.warmup, o.rounds, o.key, numCPU())
+	for _, t := range targets {
+		if t.leases() {
+			fmt.Printf("%s: %s warm-up, %s drain after its load (2 x LEASE_TARGET, LEASE_IDLE + 1s)\n", t.name, t.warmup(o), t.drain(o))
+		}
+	}
 	fmt.Println("CPU per decision counts only the measured process (robust to a busy machine); decisions/s and latency are not.")
 	samples, err := measureRounds(o, targets, info, redisProc)
 	if err != nil {
@@ -202,8 +258,8 @@ func measureRounds(o options, targets []*target, info *redisConn, redisProc *chi
 					perCall(s.serverCPU, s.calls), perCall(s.redisCPU, s.calls), float64(s.commands)/float64(max(1, s.calls)), s.failed)
 				if t.leases() {
 					n := float64(max(1, s.calls))
-					fmt.Printf("    leases: %.0f%% of decisions answered locally, %.3f blocks and %.3f returned hits per decision\n",
-						100*s.lease.local/n, s.lease.blocks/n, s.lease.returned/n)
+					fmt.Printf("    leases: %.1f%% of decisions answered locally, %.3f blocks and %.3f returned hits per decision; redis %.1f us/dec before the drain's returns\n",
+						100*s.lease.local/n, s.lease.blocks/n, s.lease.returned/n, perCall(s.redisCPULoad, s.calls))
 				}
 			}
 		}
@@ -227,8 +283,8 @@ func reportFailures(samples map[string][]sample, logPath string) {
 }
 
 func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rlsv3.RateLimitRequest) (sample, error) {
-	if o.warmup > 0 {
-		load(t.conns, reqs, o.concurrency, o.warmup, o.timeout)
+	if w := t.warmup(o); w > 0 {
+		load(t.conns, reqs, o.concurrency, w, o.timeout)
 	}
 	cpu0, err1 := t.cpu()
 	rcpu0, err2 := cpuTime(redisProc.pid())
@@ -238,11 +294,16 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 		return sample{}, err
 	}
 	res := load(t.conns, reqs, o.concurrency, o.duration, o.timeout)
-	if t.leases() {
+	var rcpuLoad time.Duration
+	if d := t.drain(o); d > 0 {
 		// A replica returns a lease's unused hits once it is idle
 		// (LEASE_IDLE): those returns belong to this run, not the next
-		// target's.
-		time.Sleep(o.leaseDrain)
+		// target's. Redis's CPU up to here is the run without them.
+		rcpuLoad, err2 = cpuTime(redisProc.pid())
+		if err2 != nil {
+			return sample{}, err2
+		}
+		time.Sleep(d)
 	}
 	cpu1, err1 := t.cpu()
 	rcpu1, err2 := cpuTime(redisProc.pid())
@@ -255,6 +316,10 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 	s.commands, s.script = statDelta(stats0, stats1)
 	if t.redis {
 		s.redisCPU = rcpu1 - rcpu0
+		s.redisCPULoad = s.redisCPU
+		if rcpuLoad > 0 {
+			s.redisCPULoad = rcpuLoad - rcpu0
+		}
 	}
 	return s, nil
 }

@@ -26,6 +26,7 @@ type entry struct {
 	known     bool   // remaining is from an answer (a key first seen has none)
 	resetAt   int64  // when the backend's latest ResetAfter runs out
 	inflight  bool   // a block is being taken: no second top-up meanwhile
+	slot      int    // index + 1 in its shard's leased set; 0: not in it
 	lease     lease
 }
 

@@ -77,8 +77,12 @@ func TestBlockSizing(t *testing.T) {
 		wantMax uint64
 	}{
 		{name: "a key first seen has no rate", lim: fixed(1e6, time.Hour), gap: time.Millisecond, n: 1},
-		{name: "a cold key never leases", lim: fixed(1e6, time.Hour), gap: 2 * time.Second, n: 30},
-		{name: "rate*target", lim: fixed(1e6, time.Hour), gap: 10 * time.Millisecond, n: 400, wantMin: 99, wantMax: 101},
+		{name: "a cold key never leases", lim: fixed(1e6, time.Hour), gap: 2 * lease.DefaultTarget, n: 30},
+		{name: "rate*target", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithTarget(time.Second)},
+			gap: 10 * time.Millisecond, n: 400, wantMin: 99, wantMax: 101},
+		{name: "rate*target, the default target", lim: fixed(1e6, time.Hour), gap: 10 * time.Millisecond,
+			n: int(3 * lease.DefaultTarget / (10 * time.Millisecond)), wantMin: uint64(lease.DefaultTarget/(10*time.Millisecond)) - 1,
+			wantMax: uint64(lease.DefaultTarget/(10*time.Millisecond)) + 1},
 		{name: "rate*target, shorter target", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithTarget(200 * time.Millisecond)},
 			gap: 10 * time.Millisecond, n: 400, wantMin: 19, wantMax: 21},
 		{name: "max block", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithMaxBlock(40)},

@@ -35,7 +35,9 @@ func (s *Store) Sweep(now time.Time) error {
 	for i := range s.shards {
 		shd := &s.shards[i]
 		shd.mu.Lock()
-		for e := range shd.leased {
+		// From the end: ending a lease moves the last entry into its slot.
+		for j := len(shd.leased) - 1; j >= 0; j-- {
+			e := shd.leased[j]
 			if !s.over(&e.lease, us) {
 				// Count the bucket slots already past their deadlines, so
 				// that Outstanding (what a crash would lose) stays exact.
@@ -64,8 +66,8 @@ func (s *Store) ReturnAll(ctx context.Context) error {
 	for i := range s.shards {
 		shd := &s.shards[i]
 		shd.mu.Lock()
-		for e := range shd.leased {
-			if ch, ok := s.endInto(uint8(i), e, us); ok {
+		for j := len(shd.leased) - 1; j >= 0; j-- {
+			if ch, ok := s.endInto(uint8(i), shd.leased[j], us); ok {
 				charges = append(charges, ch)
 			}
 		}
