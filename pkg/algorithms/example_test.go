@@ -88,3 +88,23 @@ func ExampleState_Bucket() {
 	// Output:
 	// tokens=1 frac=0 last=2023-11-14T22:13:20Z
 }
+
+// Record is Take for usage already consumed, such as an LLM response's
+// token count reported when it ends: it is always recorded, past the limit
+// too, and later requests wait until the overdraft has passed. Horizon is
+// how long a state can matter, the longest TTL a store needs to keep it.
+func ExampleRecord() {
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1000, Period: time.Minute}
+	now := time.Unix(1_700_000_040, 0) // a minute starts
+	var st algorithms.State
+	d, st := algorithms.Record(lim, st, 900, now)
+	fmt.Printf("900 tokens: allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
+	d, st = algorithms.Record(lim, st, 200, now.Add(time.Second))
+	fmt.Printf("200 more: allowed=%v remaining=%d retry_after=%s\n", d.Allowed, d.Remaining, d.RetryAfter)
+	d, _ = algorithms.Take(lim, st, 0, now.Add(2*time.Second))
+	fmt.Printf("check: allowed=%v; keep the state at most %s\n", d.Allowed, lim.Horizon())
+	// Output:
+	// 900 tokens: allowed=true remaining=100
+	// 200 more: allowed=false remaining=0 retry_after=59s
+	// check: allowed=false; keep the state at most 1m0s
+}
