@@ -106,7 +106,10 @@ func TestPipelineSharesRoundTrips(t *testing.T) {
 		// Coalescing off: one read and one script per call (and a few
 		// reads for the pool).
 		{name: "window 0 disables", opts: []redisstore.Option{redisstore.WithPipeline(0, 0)}, maxReadsRatio: 1.1},
-		{name: "window 2ms", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 0)}, maxReadsRatio: 0.5, merges: true},
+		// How many of 32 callers wait together depends on the scheduler:
+		// a quiet box reads about once per 4-8 decisions, a starved 2-core
+		// CI box once per 2 (0.50 seen); the bound shows that it coalesces.
+		{name: "window 2ms", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 0)}, maxReadsRatio: 0.75, merges: true},
 		// The limit's own bound is the minimum (never more than 4 calls a
 		// read); how close to it a starved 2-core CI box gets varies
 		// (0.4 to 0.75 seen), so the maximum only shows that it coalesces.
