@@ -158,7 +158,9 @@ func redisMicrosPerCall(b *testing.B, rdb *redis.Client, cmd string) float64 {
 }
 
 // BenchmarkTakeInRedis times takes inside Redis (LoopLibrary): Redis's own
-// time per take of 1 or 3 ops on fresh keys, by Redis TIME, free of the
+// time per take of 1 or 3 ops on fresh keys, and for fixed_window of a
+// lease top-up (topup: one op and a Spare op on its key, with charges, as
+// pkg/store/lease sends it), by Redis TIME, free of the
 // network and of the client's scheduling. Each iteration runs the take
 // (take-µs), the same commands without logic (floor-µs) and, if given,
 // another commit's take (baseline-µs), one after the other: on a machine
@@ -204,18 +206,30 @@ func BenchmarkTakeInRedis(b *testing.B) {
 	}
 	const iters = 2000
 	for _, alg := range algorithms.All() {
-		for _, n := range []int{1, 3} {
+		for _, n := range []int{1, 3, 0} {
 			lim := algorithms.Limit{Algorithm: alg, Requests: 1e9, Period: time.Second}
 			ops := make([]algorithms.Op, n)
 			for i := range ops {
 				ops[i] = algorithms.Op{Key: "loop:" + strconv.Itoa(i) + ":", Limit: lim, Hits: 1}
 			}
+			name := "/op" + strconv.Itoa(n)
+			if n == 0 {
+				if alg != algorithms.FixedWindow {
+					continue
+				}
+				op := algorithms.Op{Key: "loop:0:", Limit: lim, Hits: 1}
+				ops, name = []algorithms.Op{op, op}, "/topup"
+				ops[1].Hits, ops[1].Mode = 5, algorithms.Spare
+			}
 			keys, args, err := scripts.Encode(ops, time.Time{})
 			if err != nil {
 				b.Fatal(err)
 			}
+			if n == 0 {
+				args = scripts.WithCharges(args)
+			}
 			args = append(args, iters)
-			b.Run(alg.String()+"/op"+strconv.Itoa(n), func(b *testing.B) {
+			b.Run(alg.String()+name, func(b *testing.B) {
 				take := func(v variant) int64 {
 					if err := rdb.FlushAll(ctx).Err(); err != nil {
 						b.Fatal(err)

@@ -3,7 +3,7 @@ package scripts
 import "strings"
 
 // fastPathCall is where take_keys tries take_fixed before take_distinct.
-const fastPathCall = "local out = take_fixed(now, keys, k0, ops, n, charges)"
+const fastPathCall = "local out = take_fixed(now, keys, k0, ops, n, charges, not d)"
 
 // SourceWithoutFastPath is the take script with take_fixed never tried: the
 // reference its fast path must match bit for bit. ok is false when the
@@ -13,4 +13,16 @@ func SourceWithoutFastPath() (src string, ok bool) {
 		return "", false
 	}
 	return strings.Replace(source, fastPathCall, "local out = nil", 1), true
+}
+
+// fallbackCall is where take_keys goes on when take_fixed declined a take.
+const fallbackCall = "\n  if d then\n    return take_distinct("
+
+// SourceCountingFallbacks is the take script counting in key counter (INCR)
+// every take that take_fixed declined: which batches the fast path decides.
+func SourceCountingFallbacks(counter string) (src string, ok bool) {
+	if strings.Count(source, fallbackCall) != 1 {
+		return "", false
+	}
+	return strings.Replace(source, fallbackCall, "\n  redis.call('INCR', '"+counter+"')"+fallbackCall, 1), true
 }

@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"reflect"
@@ -19,7 +20,10 @@ import (
 // key spaces: batches of 1 to 4 plain fixed_window enforce ops on distinct
 // keys (the fast path's), some with one op of another kind or a repeated
 // key (its fallbacks), with and without charges, over states that are
-// absent, live, expired, corrupted or of another Redis type. Every reply
+// absent, live, expired, corrupted or of another Redis type. An op may be
+// followed by a lease top-up, a Spare op on its key under its limit (also
+// the fast path's), some malformed (another limit, a second Spare op after
+// it, another key: take_general's or take_distinct's). Every reply
 // (decisions and charges), every stored value and every TTL must be the
 // same: the fast path changes the cost, never the behaviour.
 func TestFixedWindowFastPath(t *testing.T) {
@@ -29,7 +33,14 @@ func TestFixedWindowFastPath(t *testing.T) {
 	if !ok {
 		t.Fatal("SourceWithoutFastPath no longer finds the fast path's call")
 	}
-	fastSHA, err1 := rdb.ScriptLoad(ctx, scripts.Source()).Result()
+	// The fast side counts the takes its fast path declines: exactly those
+	// not all plain.
+	const fallbacks = "fp:fallbacks"
+	fast, ok := scripts.SourceCountingFallbacks(fallbacks)
+	if !ok {
+		t.Fatal("SourceCountingFallbacks no longer finds the fallback")
+	}
+	fastSHA, err1 := rdb.ScriptLoad(ctx, fast).Result()
 	slowSHA, err2 := rdb.ScriptLoad(ctx, slow).Result()
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
@@ -42,6 +53,8 @@ func TestFixedWindowFastPath(t *testing.T) {
 	}
 	const seqs, steps = 50, 200
 	fastRuns, allowed, denied := 0, 0, 0
+	topups := [2]int{} // Spare ops of top-ups in all plain batches: denied, allowed
+	fallbacksBefore := 0
 	for s := range seqs {
 		keys := func(side string) []string {
 			out := make([]string, 4)
@@ -102,14 +115,49 @@ func TestFixedWindowFastPath(t *testing.T) {
 					case 3:
 						ops[i].Limit.Period = 0 // invalid
 					case 4:
-						ops[i].Key = ops[0].Key // repeated: take_general
+						if i > 0 {
+							ops[i].Key = ops[0].Key // repeated: take_general
+						} else {
+							ops[i].Usage = true
+						}
 					}
 				}
 			}
+			// Top-ups: a Spare op right after an op, on its key.
+			var batch []algorithms.Op
+			isTopup := []bool{}
+			for _, op := range ops {
+				batch, isTopup = append(batch, op), append(isTopup, false)
+				if rng.IntN(3) != 0 {
+					continue
+				}
+				sp := algorithms.Op{Key: op.Key, Limit: op.Limit, Hits: uint64(rng.IntN(6)), Mode: algorithms.Spare, Joined: rng.IntN(4) == 0}
+				if rng.IntN(20) == 0 {
+					sp.Hits = []uint64{math.MaxUint64, algorithms.MaxCount, 999}[rng.IntN(3)]
+				}
+				batch, isTopup = append(batch, sp), append(isTopup, op.Mode <= algorithms.Enforce && !op.Usage)
+				if rng.IntN(15) == 0 {
+					plain = false
+					switch rng.IntN(4) {
+					case 0:
+						batch[len(batch)-1].Limit.Requests++
+					case 1:
+						batch[len(batch)-1].Limit.Period *= 2
+					case 2:
+						batch, isTopup = append(batch, sp), append(isTopup, false)
+					case 3:
+						var k int
+						_, _ = fmt.Sscan(op.Key, &k)
+						batch[len(batch)-1].Key = fmt.Sprint((k + 1 + rng.IntN(3)) % 4) // another key
+					}
+				}
+			}
+			ops, n = batch, len(batch)
 			if plain {
 				fastRuns++
 			}
 			charges := rng.IntN(2) == 0
+			// keys' last entry, if not a state key, is read after the take.
 			run := func(sha string, keys []string) (*redis.Cmd, []*redis.StringCmd, []*redis.DurationCmd) {
 				mapped := make([]algorithms.Op, n)
 				for i, op := range ops {
@@ -136,11 +184,17 @@ func TestFixedWindowFastPath(t *testing.T) {
 				_, _ = pipe.Exec(ctx)
 				return reply, gets, ttls
 			}
-			fr, fg, ft := run(fastSHA, fastKeys)
+			fr, fg, ft := run(fastSHA, append(fastKeys[:4:4], fallbacks))
 			sr, sg, st := run(slowSHA, slowKeys)
+			after, _ := fg[4].Int()
+			fell := after > fallbacksBefore
+			fallbacksBefore = after
 			where := fmt.Sprintf("seq %d step %d, now %d, charges %t, ops %+v", s, step, now, charges, ops)
 			if fr.Err() != nil || sr.Err() != nil {
 				t.Fatalf("%s: errors %v, %v", where, fr.Err(), sr.Err())
+			}
+			if fell == plain {
+				t.Fatalf("%s: all plain %t, but the fast path declined %t", where, plain, fell)
 			}
 			if !reflect.DeepEqual(fr.Val(), sr.Val()) {
 				t.Fatalf("%s: reply %v, without the fast path %v", where, fr.Val(), sr.Val())
@@ -151,8 +205,16 @@ func TestFixedWindowFastPath(t *testing.T) {
 				} else if i%4 == 0 {
 					denied++
 				}
+				if i%4 == 0 && plain && isTopup[i/4] {
+					topups[v.(int64)]++
+				}
 			}
 			for k := range fastKeys {
+				if gone := fg[k].Err() != sg[k].Err(); gone && max(ft[k].Val(), st[k].Val()) < time.Second {
+					// One side read a key of a TTL under a second before it
+					// expired, the other after: both read it as it stood.
+					continue
+				}
 				if fg[k].Val() != sg[k].Val() || (fg[k].Err() == nil) != (sg[k].Err() == nil) {
 					t.Fatalf("%s: key %d holds %q (%v), without the fast path %q (%v)", where, k, fg[k].Val(), fg[k].Err(), sg[k].Val(), sg[k].Err())
 				}
@@ -162,8 +224,50 @@ func TestFixedWindowFastPath(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d batches (%d all plain fixed_window): %d ops allowed, %d denied", seqs*steps, fastRuns, allowed, denied)
-	if allowed < 1000 || denied < 1000 {
-		t.Errorf("the batches barely explore both outcomes: %d allowed, %d denied", allowed, denied)
+	t.Logf("%d batches (%d all plain fixed_window): %d ops allowed, %d denied; top-ups %d allowed, %d denied", seqs*steps, fastRuns, allowed, denied, topups[1], topups[0])
+	if allowed < 1000 || denied < 1000 || topups[0] < 300 || topups[1] < 300 {
+		t.Errorf("the batches barely explore both outcomes: %d allowed, %d denied; top-ups %d allowed, %d denied", allowed, denied, topups[1], topups[0])
+	}
+}
+
+// TestFixedWindowFastPathTopUpPastMaxCount hand-packs what Encode never
+// sends (Validate bounds Requests by MaxCount): an op whose count ends past
+// MaxCount, then its top-up, which reads that state as out of range, as
+// take_general does. Both paths must still agree.
+func TestFixedWindowFastPathTopUpPastMaxCount(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	slow, ok := scripts.SourceWithoutFastPath()
+	if !ok {
+		t.Fatal("SourceWithoutFastPath no longer finds the fast path's call")
+	}
+	op := func(r, h float64, mode algorithms.Mode) []byte {
+		var buf []byte
+		for _, v := range []float64{float64(algorithms.FixedWindow), r, 60e6, 0, 0, 0, h, float64(mode)} {
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+		}
+		return buf
+	}
+	const r = 2 * algorithms.MaxCount
+	ops := string(append(op(r, algorithms.MaxCount+5, algorithms.Enforce), op(r, 1, algorithms.Spare)...))
+	now := time.Now().UnixMicro()
+	for _, charges := range []bool{false, true} {
+		var replies [2]any
+		var vals [2]string
+		for i, src := range []string{scripts.Source(), slow} {
+			key := fmt.Sprintf("fpmax:%t:%d", charges, i)
+			args := []any{now, ops}
+			if charges {
+				args = append(args, 1)
+			}
+			v, err := rdb.Eval(ctx, src, []string{key, key}, args...).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			replies[i], vals[i] = v, rdb.Get(ctx, key).Val()
+		}
+		if !reflect.DeepEqual(replies[0], replies[1]) || vals[0] != vals[1] {
+			t.Errorf("charges %t: reply %v, stored %x; without the fast path %v, %x", charges, replies[0], vals[0], replies[1], vals[1])
+		}
 	}
 }
