@@ -1,18 +1,17 @@
-package config_test
+package config
 
 import (
 	"testing"
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
-	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
-// TestLeasableAgreesWithTheDecorator: the loader refuses lease: true on
-// exactly the limits the lease decorator would not lease, so a rule never
-// says lease: true and silently goes per decision.
-func TestLeasableAgreesWithTheDecorator(t *testing.T) {
+// The loader refuses lease: true on the limits algorithms.Limit.Leasable
+// refuses (the rule the lease decorator follows), and names for each the
+// field that prevents it: the generic refusal is only for an algorithm
+// added to the registry without a reason here.
+func TestLeaseRefusalNamesWhy(t *testing.T) {
 	for _, alg := range append(algorithms.All(), 0, 200) {
 		for _, requests := range []uint64{0, 1, 10} {
 			for _, refill := range []time.Duration{0, 100 * time.Millisecond} {
@@ -20,8 +19,9 @@ func TestLeasableAgreesWithTheDecorator(t *testing.T) {
 					for _, burst := range []uint64{0, 20} {
 						lim := algorithms.Limit{Algorithm: alg, Requests: requests, Period: time.Second,
 							RefillInterval: refill, MaxDebt: debt, Burst: burst}
-						if got, want := config.Leasable(lim), lease.Leasable(lim); got != want {
-							t.Errorf("config.Leasable(%+v) = %v, lease.Leasable = %v", lim, got, want)
+						refused := leaseRefusal(lim)
+						if refused != nil && refused.reason == lim.Algorithm.String()+" cannot lease" {
+							t.Errorf("%+v: refused without saying why: %q", lim, refused.reason)
 						}
 					}
 				}

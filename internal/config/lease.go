@@ -6,25 +6,18 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
-// Leasable reports whether replicas may lease blocks of a counter under lim
-// (see "Leases" in docs/algorithms.md): fixed_window and sliding_window,
-// and gcra, leaky_bucket and token_bucket as continuous buckets (no
-// refill_interval, no max_debt). It agrees with pkg/store/lease.Leasable,
-// which decides what the lease decorator does; this copy lets the loader
-// refuse lease: true without depending on a store package
-// (TestLeasableAgreesWithTheDecorator holds the two together).
-func Leasable(lim algorithms.Limit) bool {
-	return leaseRefusal(lim) == nil
-}
-
 // leaseRefused says why a limit cannot lease: the field to blame (empty
 // for the whole block) and the reason.
 type leaseRefused struct {
 	field, reason string
 }
 
+// leaseRefusal is nil when lim can lease (algorithms.Limit.Leasable), and
+// else names what prevents it, for the loader's error.
 func leaseRefusal(lim algorithms.Limit) *leaseRefused {
 	switch {
+	case lim.Leasable():
+		return nil
 	case lim.Validate() != nil:
 		return &leaseRefused{"", "an invalid limit cannot lease"}
 	case lim.Requests == 0:
@@ -36,7 +29,7 @@ func leaseRefusal(lim algorithms.Limit) *leaseRefused {
 	case lim.MaxDebt != 0:
 		return &leaseRefused{"max_debt", "a token_bucket with max_debt cannot lease: debt is not a continuous bucket whose emission slots can be reserved ahead"}
 	}
-	return nil
+	return &leaseRefused{"algorithm", lim.Algorithm.String() + " cannot lease"}
 }
 
 // checkLease refuses lease: true (at leaseKey) on a limit that cannot lease,

@@ -155,8 +155,8 @@ func TestLeasable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Leasable(tt.lim); got != tt.want {
-				t.Errorf("Leasable(%+v) = %v, want %v", tt.lim, got, tt.want)
+			if got := leaseRefusal(tt.lim) == nil; got != tt.want {
+				t.Errorf("leaseRefusal(%+v) = %v, want leasable %v", tt.lim, leaseRefusal(tt.lim), tt.want)
 			}
 		})
 	}
@@ -235,8 +235,8 @@ func TestParseLeaseFalseAnywhere(t *testing.T) {
 			}
 			doc = strings.Replace(doc, "lease: false", "lease: true", 1)
 			_, err := Parse([]File{{Name: "f.yaml", Data: []byte(doc)}})
-			if (err == nil) != Leasable(lim) {
-				t.Errorf("%s%s with lease: true: %v, Leasable %v", alg, opts, err, Leasable(lim))
+			if (err == nil) != lim.Leasable() {
+				t.Errorf("%s%s with lease: true: %v, Leasable %v", alg, opts, err, lim.Leasable())
 			}
 		}
 	}

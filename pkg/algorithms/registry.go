@@ -29,7 +29,11 @@ type spec struct {
 	family  Family
 	bucket  bool
 	stepped bool
-	take    func(Limit, State, uint64, int64) (Decision, State)
+	// lease: replicas may lease blocks of a counter (pkg/store/lease):
+	// its hits can be admitted after they were charged without the bound
+	// moving (see Limit.Leasable).
+	lease bool
+	take  func(Limit, State, uint64, int64) (Decision, State)
 	// force charges hits past the limit (see Record): the state take would
 	// have written had the hits fitted, bounded as its doc comment says.
 	force func(Limit, State, uint64, int64) State
@@ -44,17 +48,17 @@ type spec struct {
 // docs section, a schema enum value and a storetest step table; tests fail
 // until all of them exist.
 var registry = [...]spec{
-	FixedWindow - 1: {name: "fixed_window", family: Registers, take: fixedWindow, force: fixedWindowForce, undo: fixedWindowUndo,
+	FixedWindow - 1: {name: "fixed_window", family: Registers, lease: true, take: fixedWindow, force: fixedWindowForce, undo: fixedWindowUndo,
 		horizon: fixedWindowHorizon, valid: fixedWindowValid},
 	SlidingLog - 1: {name: "sliding_log", family: Log, take: slidingLog, force: slidingLogForce, undo: slidingLogUndo,
 		horizon: slidingLogHorizon, valid: slidingLogValid},
-	SlidingWindow - 1: {name: "sliding_window", family: Registers, take: slidingWindow, force: slidingWindowForce, undo: slidingWindowUndo,
+	SlidingWindow - 1: {name: "sliding_window", family: Registers, lease: true, take: slidingWindow, force: slidingWindowForce, undo: slidingWindowUndo,
 		horizon: slidingWindowHorizon, valid: slidingWindowValid},
-	TokenBucket - 1: {name: "token_bucket", family: Registers, bucket: true, stepped: true, take: tokenBucket, force: tokenBucketForce, undo: tokenBucketUndo,
+	TokenBucket - 1: {name: "token_bucket", family: Registers, bucket: true, stepped: true, lease: true, take: tokenBucket, force: tokenBucketForce, undo: tokenBucketUndo,
 		horizon: tokenBucketHorizon, valid: tokenBucketValid},
-	LeakyBucket - 1: {name: "leaky_bucket", family: Registers, bucket: true, take: leakyBucket, force: leakyBucketForce, undo: leakyBucketUndo,
+	LeakyBucket - 1: {name: "leaky_bucket", family: Registers, bucket: true, lease: true, take: leakyBucket, force: leakyBucketForce, undo: leakyBucketUndo,
 		horizon: leakyBucketHorizon, valid: leakyBucketValid},
-	GCRA - 1: {name: "gcra", family: Registers, bucket: true, take: gcra, force: gcraForce, undo: gcraUndo,
+	GCRA - 1: {name: "gcra", family: Registers, bucket: true, lease: true, take: gcra, force: gcraForce, undo: gcraUndo,
 		horizon: gcraHorizon, valid: gcraValid},
 }
 
@@ -142,4 +146,17 @@ func Parse(name string) (Algorithm, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", name, strings.Join(Names(), ", "))
+}
+
+// Leasable reports whether replicas may lease blocks of a counter under l
+// (pkg/store/lease; "Leases" in docs/algorithms.md): a valid limit of some
+// Requests whose algorithm leases, and for a stepped algorithm no
+// RefillInterval or MaxDebt. Windows lease hits of the window they were
+// charged in; continuous buckets lease emission slots reserved ahead.
+// sliding_log does not: each entry's time is its admission time, and a hit
+// admitted after it was logged would leave the log early. A stepped or
+// indebted token bucket is not the continuous bucket the slots assume.
+func (l Limit) Leasable() bool {
+	s, ok := l.Algorithm.lookup()
+	return ok && s.lease && l.Requests > 0 && l.RefillInterval == 0 && l.MaxDebt == 0 && l.Validate() == nil
 }

@@ -7,7 +7,7 @@
 // ends. Every locally admitted hit was therefore charged in the backend
 // first: leases can only under-admit.
 //
-// Which limits lease and why (Leasable):
+// Which limits lease and why (algorithms.Limit.Leasable):
 //
 //   - fixed_window, sliding_window: a block belongs to the window it was
 //     charged in and ends at that window's end (measured from the local
@@ -23,7 +23,7 @@
 //     back would move the bucket's arrival time back under another
 //     replica's later slots.
 //   - sliding_log, stepped or indebted token buckets, zero or invalid
-//     limits: not leased (see Leasable).
+//     limits: not leased.
 //
 // A crashed replica returns nothing: at most its unused blocks stay charged
 // until their window ends or their slots lapse (Stats.Outstanding is that
@@ -264,26 +264,6 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// Leasable reports whether a limit can be leased soundly (see the package
-// doc): fixed_window, sliding_window, gcra, leaky_bucket and token_bucket
-// without refill_interval or max_debt, valid and with Requests > 0.
-// sliding_log is not: each entry's time is its admission time, and a hit
-// admitted after it was logged would leave the log early. A stepped or
-// indebted token bucket is not the continuous bucket the slot deadlines
-// assume.
-func Leasable(lim algorithms.Limit) bool {
-	if lim.Requests == 0 || lim.Validate() != nil {
-		return false
-	}
-	switch lim.Algorithm {
-	case algorithms.FixedWindow, algorithms.SlidingWindow, algorithms.GCRA, algorithms.LeakyBucket:
-		return true
-	case algorithms.TokenBucket:
-		return lim.RefillInterval == 0 && lim.MaxDebt == 0
-	}
-	return false
-}
-
 // Take answers reqs from leases when every op can be, and otherwise from
 // the backend, topping up leases of hot keys in the same call.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
@@ -481,7 +461,7 @@ func (s *Store) plan(reqs []store.Request, idx []uint8, now int64) []store.Reque
 			continue
 		}
 		e := s.shards[idx[i]].entries[op.Key]
-		if e == nil || e.inflight || !e.known || e.limit != op.Limit || !Leasable(op.Limit) {
+		if e == nil || e.inflight || !e.known || e.limit != op.Limit || !op.Limit.Leasable() {
 			continue
 		}
 		if usageOn(reqs, op.Key) {
