@@ -80,10 +80,12 @@ func (b *breaker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 
 func (b *breaker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if ctx.Value(probeKey{}) != nil {
-			return next(ctx, cmd)
-		}
 		if b.open.Load() {
+			// Only the prober's own command passes an open breaker; the
+			// context is looked at only then, off the closed-breaker path.
+			if ctx.Value(probeKey{}) != nil {
+				return next(ctx, cmd)
+			}
 			b.refused.Add(1)
 			err := breakerOpenError{node: b.node}
 			cmd.SetErr(err)

@@ -62,7 +62,7 @@ type groupRun struct {
 // answers for each op what algorithms.TakeAll answers for it in a denied
 // batch (its group's denials: a group that admitted its own ops otherwise
 // reports them as charged), so it reads as on a single node.
-func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time) ([]algorithms.Decision, []scripts.Charge, error) {
+func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time, withCharges bool) ([]algorithms.Decision, []scripts.Charge, error) {
 	// A group's script applies the all-or-nothing rule to its own ops only.
 	// Quota ops spread over several groups are decided together here, so
 	// each script must charge its allowed ops whatever its own quota ops
@@ -127,6 +127,9 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 				decisions[j] = runs[gi].denials[k]
 			}
 		}
+		return decisions, nil, nil
+	}
+	if !withCharges {
 		return decisions, nil, nil
 	}
 	var charges []scripts.Charge

@@ -120,7 +120,7 @@ func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool
 	var charges []scripts.Charge
 	var err error
 	if groups := s.slotGroups(reqs); groups != nil {
-		decisions, charges, err = s.takeSpread(ctx, reqs, groups, now)
+		decisions, charges, err = s.takeSpread(ctx, reqs, groups, now, withCharges)
 	} else {
 		err = s.do(ctx, func(ctx context.Context) error {
 			var err error
