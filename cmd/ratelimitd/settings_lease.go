@@ -5,16 +5,19 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
-// Defaults of the LEASE_* settings (docs/leases.md).
+// Defaults of the LEASE_* settings (docs/leases.md) are the lease
+// package's own.
 const (
-	defaultLeaseTarget   = 5 * time.Second
-	defaultLeaseMaxBlock = 1000
-	defaultLeaseFraction = 0.1
-	defaultLeaseIdle     = 5 * time.Second
-	defaultLeaseMaxAge   = 30 * time.Second
-	defaultLeaseMaxKeys  = 100000
+	defaultLeaseTarget   = lease.DefaultTarget
+	defaultLeaseMaxBlock = lease.DefaultMaxBlock
+	defaultLeaseFraction = lease.DefaultFraction
+	defaultLeaseIdle     = lease.DefaultIdle
+	defaultLeaseMaxAge   = lease.DefaultMaxAge
+	defaultLeaseMaxKeys  = lease.DefaultMaxKeys
 	// maxLeaseDuration bounds LEASE_TARGET, LEASE_IDLE and LEASE_MAX_AGE: a
 	// lease outliving a day serves no limit ratelimitd has (a window ends
 	// it first, a bucket's slots lapse), so a longer value is a typo.

@@ -228,7 +228,8 @@ func TestCountersAPIOff(t *testing.T) {
 	if strings.Contains(scrape(t, svc), "ratelimitd_admin_") {
 		t.Error("admin metrics without the API")
 	}
-	if grpcurlPath != "" {
+	needGrpcurl(t)
+	{
 		list, err := exec.Command(grpcurlPath, "-plaintext", svc.grpcAddr, "list").CombinedOutput()
 		if err != nil || strings.Contains(string(list), "ratelimitd.admin.v1.Counters") || !strings.Contains(string(list), "envoy.service.ratelimit.v3") {
 			t.Errorf("reflection without a configured credential: %v\n%s", err, list)

@@ -64,6 +64,11 @@ func TestRedisDownFailsFast(t *testing.T) {
 	fast := seriesDelta(t, before, after, `ratelimitd_should_rate_limit_duration_seconds_bucket{code="Unavailable",le="0.0048828125"}`)
 	within2ms := seriesDelta(t, before, after, `ratelimitd_should_rate_limit_duration_seconds_bucket{code="Unavailable",le="0.001953125"}`)
 	late := seriesDelta(t, before, after, `ratelimitd_backend_errors_total{kind="deadline"}`)
+	if served == 0 {
+		// seriesDelta reads a missing series as 0, which would pass every
+		// bound below: a renamed histogram must fail here instead.
+		t.Fatal("no Unavailable answers in ratelimitd_should_rate_limit_duration_seconds")
+	}
 	t.Logf("Redis down, 20 callers with 20 ms deadlines, after the first 100 ms: caller saw %d UNAVAILABLE (p50 %s, p99 %s) and %d other codes %v; "+
 		"the service answered %.0f UNAVAILABLE, %.0f within 2 ms, %.0f within 4.9 ms, and %.0f DEADLINE_EXCEEDED",
 		len(unavailable), p50, p99, len(others), others[:min(len(others), 3)], served, within2ms, fast, late)
