@@ -9,12 +9,9 @@ import (
 
 // Charge is what one admitted take charged one key, as the take script
 // reported it: enough for Undo to take it back exactly (see
-// algorithms.Undo for what "exactly" means per algorithm).
-type Charge struct {
-	Key   string
-	Limit algorithms.Limit
-	algorithms.Charged
-}
+// algorithms.Undo for what "exactly" means per algorithm). It is the Go
+// reference's own type, so the stores pass charges on without copying.
+type Charge = algorithms.KeyCharge
 
 // WithCharges makes the take whose ARGV Encode built reply its charges too
 // (DecodeCharges): a third argument. Without it the reply stays 4

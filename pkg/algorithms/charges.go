@@ -6,8 +6,8 @@ import (
 )
 
 // KeyCharge is what an admitted batch charged one key, with the key and the
-// limit an Undo of it needs (store.Charge has the same fields, so a store
-// converts one into the other).
+// limit an Undo of it needs (store.Charge and the scripts' Charge are this
+// type).
 type KeyCharge struct {
 	Key   string
 	Limit Limit

@@ -35,12 +35,9 @@ type Store interface {
 
 // Charge is what an admitted batch charged one key: the hits and the
 // state written, which is what taking part of it back exactly needs
-// (algorithms.Undo).
-type Charge struct {
-	Key   string
-	Limit algorithms.Limit
-	algorithms.Charged
-}
+// (algorithms.Undo). It is algorithms.KeyCharge, the type the Go reference
+// (algorithms.Charges) and the script's reply both produce.
+type Charge = algorithms.KeyCharge
 
 // Lender is a Store that also tells what an admitted batch charged and
 // takes part of a charge back: what leases need (pkg/store/lease).

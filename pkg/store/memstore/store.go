@@ -170,13 +170,7 @@ func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64,
 	}
 	var charges []store.Charge
 	if withCharges {
-		kcs := algorithms.Charges(ops, decisions, func(key string) algorithms.State { return before[key] }, writes, now)
-		if len(kcs) > 0 {
-			charges = make([]store.Charge, len(kcs))
-			for i, c := range kcs {
-				charges[i] = store.Charge(c)
-			}
-		}
+		charges = algorithms.Charges(ops, decisions, func(key string) algorithms.State { return before[key] }, writes, now)
 	}
 	return decisions, charges, added, now, nil
 }

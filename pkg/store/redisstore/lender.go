@@ -4,24 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
-
-// storeCharges converts the script's charges to the store's (same fields).
-func storeCharges(charges []scripts.Charge) []store.Charge {
-	if len(charges) == 0 {
-		return nil
-	}
-	out := make([]store.Charge, len(charges))
-	for i, c := range charges {
-		out[i] = store.Charge(c)
-	}
-	return out
-}
 
 // Return takes back each charge as algorithms.Undo does, with the undo
 // script: one atomic call per Cluster slot (a script's keys must share
@@ -47,20 +34,7 @@ func (s *Store) Return(ctx context.Context, charges []store.Charge) error {
 	if s.now != nil {
 		now = s.now()
 	}
-	groups := returnGroups(charges, s.spread)
-	errs := make([]error, len(groups))
-	var wg sync.WaitGroup
-	for gi, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[gi] = s.do(ctx, func(ctx context.Context) error {
-				return s.runner.Undo(ctx, s.client, g, now)
-			})
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(s.undoGroups(ctx, returnGroups(charges, s.spread), now)...); err != nil {
 		return fmt.Errorf("redisstore: return: %w", err)
 	}
 	return nil
@@ -71,11 +45,7 @@ func (s *Store) Return(ctx context.Context, charges []store.Charge) error {
 // in one call.
 func returnGroups(charges []store.Charge, spread bool) [][]scripts.Charge {
 	if !spread {
-		g := make([]scripts.Charge, len(charges))
-		for i, c := range charges {
-			g[i] = scripts.Charge(c)
-		}
-		return [][]scripts.Charge{g}
+		return [][]scripts.Charge{charges}
 	}
 	var groups [][]scripts.Charge
 	bySlot := make(map[int]int, 4)
@@ -87,7 +57,7 @@ func returnGroups(charges []store.Charge, spread bool) [][]scripts.Charge {
 			bySlot[slot] = g
 			groups = append(groups, nil)
 		}
-		groups[g] = append(groups[g], scripts.Charge(c))
+		groups[g] = append(groups[g], c)
 	}
 	return groups
 }

@@ -143,22 +143,35 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 // failure leaves those hits charged (the request is still answered
 // OVER_LIMIT as decided) and is reported once to the undo-failure observer.
 func (s *Store) undo(ctx context.Context, runs []groupRun, now time.Time) {
-	var wg sync.WaitGroup
-	for gi := range runs {
-		charges := runs[gi].charges
-		if runs[gi].err != nil || len(charges) == 0 {
-			continue
+	groups := make([][]scripts.Charge, 0, len(runs))
+	for _, run := range runs {
+		if run.err == nil && len(run.charges) > 0 {
+			groups = append(groups, run.charges)
 		}
+	}
+	for gi, err := range s.undoGroups(ctx, groups, now) {
+		if err != nil && s.undoFailed != nil {
+			s.undoFailed(len(groups[gi]), fmt.Errorf("redisstore: %w", err))
+		}
+	}
+}
+
+// undoGroups runs the undo script once per group of one slot's charges,
+// the groups concurrently within ctx, retrying a call only when it
+// certainly did not run (do): an undo is not idempotent. It returns each
+// group's error.
+func (s *Store) undoGroups(ctx context.Context, groups [][]scripts.Charge, now time.Time) []error {
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for gi, g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.do(ctx, func(ctx context.Context) error {
-				return s.runner.Undo(ctx, s.client, charges, now)
+			errs[gi] = s.do(ctx, func(ctx context.Context) error {
+				return s.runner.Undo(ctx, s.client, g, now)
 			})
-			if err != nil && s.undoFailed != nil {
-				s.undoFailed(len(charges), fmt.Errorf("redisstore: %w", err))
-			}
 		}()
 	}
 	wg.Wait()
+	return errs
 }

@@ -148,7 +148,7 @@ func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool
 	if !withCharges {
 		return results, nil, nil
 	}
-	return results, storeCharges(charges), nil
+	return results, charges, nil
 }
 
 // Ping reports whether Redis answers.
