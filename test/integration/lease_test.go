@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
@@ -49,21 +48,11 @@ descriptors:
 // counter holds exactly the hits admitted.
 func TestLeasesNeverOverAdmit(t *testing.T) {
 	waitPastMidnight(t, 30*time.Second)
-	backends := []struct {
-		name  string
-		redis func(t *testing.T) []string
-	}{
-		{"single", func(t *testing.T) []string {
-			return []string{"REDIS_TYPE=SINGLE", "REDIS_URL=" + redistest.Start(t).Addr}
-		}},
-		{"cluster", func(t *testing.T) []string {
-			return []string{"REDIS_TYPE=CLUSTER", "REDIS_URL=" + redistest.Addrs(redistest.StartCluster(t, 3))}
-		}},
-	}
-	for _, b := range backends {
+	for _, b := range []backend{redisBackend, clusterBackend} {
 		t.Run(b.name, func(t *testing.T) {
 			root, configDir := newConfigRoot(t, map[string]string{"lease.yaml": leaseConfig})
-			env := append(b.redis(t), "REDIS_POOL_SIZE=16", "LEASE_ENABLED=true", "LOG_LEVEL=info")
+			storeEnv, _ := b.start(t)
+			env := append(storeEnv, "REDIS_POOL_SIZE=16", "LEASE_ENABLED=true", "LOG_LEVEL=info")
 			replicas := []*service{startService(t, root, env...), startService(t, root, env...)}
 
 			for _, alg := range []string{"fixed_window", "sliding_window", "gcra"} {
