@@ -81,6 +81,7 @@ func (m *Metrics) AddLeases(l Leases) error {
 	}
 	return m.register(
 		counter("blocks_total", "Blocks of counters leased from the backend.", func(s lease.Stats) uint64 { return s.Blocks }),
+		counter("refills_total", "Blocks the sweeper took ahead for window leases running low (part of blocks_total).", func(s lease.Stats) uint64 { return s.Refills }),
 		counter("local_hits_total", "Hits answered from a leased block, without the backend.", func(s lease.Stats) uint64 { return s.LocalHits }),
 		counter("returned_hits_total", "Unused hits of ended leases given back to the backend.", func(s lease.Stats) uint64 { return s.Returned }),
 		counter("lapsed_hits_total", "Unused hits that ended without a return: bucket slots, window ends, failed returns.", func(s lease.Stats) uint64 { return s.Lapsed }),

@@ -90,6 +90,8 @@ type Store struct {
 	perShard int   // keys tracked per shard; 0: no bound
 	every    time.Duration
 	seed     maphash.Seed
+	// refillAhead: Sweep tops up window leases running low (refill.go).
+	refillAhead bool
 
 	shards [numShards]shard
 
@@ -129,8 +131,8 @@ type shard struct {
 
 // counters are a shard's share of Stats.
 type counters struct {
-	blocks, localHits, lapsed uint64
-	outstanding               int64
+	blocks, refills, localHits, lapsed uint64
+	outstanding                        int64
 }
 
 // Option configures a Store.
@@ -192,6 +194,11 @@ func WithMaxKeys(n int) Option {
 	}
 }
 
+// WithRefillAhead says whether Sweep tops up window leases whose room fell
+// below half a block (default true), so that a warm counter's requests do
+// not go to the backend when its lease runs out.
+func WithRefillAhead(on bool) Option { return func(s *Store) { s.refillAhead = on } }
+
 // WithSweep sets how often the background sweeper ends leases and gives
 // their hits back; every <= 0 runs no sweeper (tests call Sweep).
 func WithSweep(every time.Duration) Option { return func(s *Store) { s.every = every } }
@@ -199,17 +206,18 @@ func WithSweep(every time.Duration) Option { return func(s *Store) { s.every = e
 // New wraps next and starts the sweeper, which Close stops.
 func New(next store.Lender, opts ...Option) *Store {
 	s := &Store{
-		next:     next,
-		now:      time.Now,
-		interval: DefaultTarget.Microseconds(),
-		maxBlock: DefaultMaxBlock,
-		fraction: DefaultFraction,
-		idle:     DefaultIdle.Microseconds(),
-		maxAge:   DefaultMaxAge.Microseconds(),
-		every:    DefaultSweepInterval,
-		seed:     maphash.MakeSeed(),
-		stop:     make(chan struct{}),
-		stopped:  make(chan struct{}),
+		next:        next,
+		now:         time.Now,
+		interval:    DefaultTarget.Microseconds(),
+		maxBlock:    DefaultMaxBlock,
+		fraction:    DefaultFraction,
+		idle:        DefaultIdle.Microseconds(),
+		maxAge:      DefaultMaxAge.Microseconds(),
+		every:       DefaultSweepInterval,
+		seed:        maphash.MakeSeed(),
+		refillAhead: true,
+		stop:        make(chan struct{}),
+		stopped:     make(chan struct{}),
 	}
 	WithMaxKeys(DefaultMaxKeys)(s)
 	for _, opt := range opts {
@@ -230,6 +238,7 @@ func New(next store.Lender, opts ...Option) *Store {
 // Stats are the lease counters since New (Prometheus: ratelimitd_lease_*).
 type Stats struct {
 	Blocks    uint64 // blocks taken
+	Refills   uint64 // of Blocks, those the sweeper took ahead (refill.go)
 	LocalHits uint64 // hits admitted from a block
 	Returned  uint64 // unused hits given back
 	// Lapsed is unused hits that ended without a return: bucket slots,
@@ -256,6 +265,7 @@ func (s *Store) Stats() Stats {
 		c := shd.counters
 		shd.mu.Unlock()
 		st.Blocks += c.blocks
+		st.Refills += c.refills
 		st.LocalHits += c.localHits
 		st.Lapsed += c.lapsed
 		outstanding += c.outstanding

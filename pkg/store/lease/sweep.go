@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -32,6 +33,8 @@ func (s *Store) sweeper() {
 func (s *Store) Sweep(now time.Time) error {
 	us := now.UnixMicro()
 	var charges []store.Charge
+	var refills []store.Request
+	var refillShards []uint8
 	for i := range s.shards {
 		shd := &s.shards[i]
 		shd.mu.Lock()
@@ -44,6 +47,11 @@ func (s *Store) Sweep(now time.Time) error {
 				if n := e.lease.use(us, 0); n > 0 {
 					shd.counters.lapse(n)
 				}
+				if b := s.refillWanted(e, us); b > 0 {
+					e.inflight = true
+					refills = append(refills, store.Request{Key: e.key, Limit: e.limit, Hits: b, Mode: algorithms.Spare})
+					refillShards = append(refillShards, uint8(i))
+				}
 				continue
 			}
 			if ch, ok := s.endInto(uint8(i), e, us); ok {
@@ -54,7 +62,11 @@ func (s *Store) Sweep(now time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), returnTimeout)
 	defer cancel()
-	return s.giveBack(ctx, s.takePending(charges))
+	err := s.giveBack(ctx, s.takePending(charges))
+	if len(refills) > 0 {
+		err = errors.Join(err, s.refill(ctx, refills, refillShards, us))
+	}
+	return err
 }
 
 // ReturnAll ends every lease now and gives the unused hits of window

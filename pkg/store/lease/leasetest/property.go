@@ -154,6 +154,7 @@ func (s *sim) stats() lease.Stats {
 	for _, r := range s.replicas {
 		st := r.Stats()
 		sum.Blocks += st.Blocks
+		sum.Refills += st.Refills
 		sum.LocalHits += st.LocalHits
 		sum.Returned += st.Returned
 		sum.Lapsed += st.Lapsed
@@ -257,10 +258,13 @@ func sound(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, 
 	for key, l := range limits {
 		replay(t, key, l, s.admitted[key])
 	}
-	t.Logf("%d requests (%d denied), blocks %d, local hits %d, returned %d, lapsed %d; crash lost %d hits (Outstanding of the killed replica)",
-		s.requests, s.denied, st.Blocks, st.LocalHits, st.Returned, st.Lapsed, crashLoss)
+	t.Logf("%d requests (%d denied), blocks %d (%d refilled ahead), local hits %d, returned %d, lapsed %d; crash lost %d hits (Outstanding of the killed replica)",
+		s.requests, s.denied, st.Blocks, st.Refills, st.LocalHits, st.Returned, st.Lapsed, crashLoss)
 	if st.Blocks == 0 || st.LocalHits == 0 {
 		t.Fatal("nothing was leased: the property says nothing")
+	}
+	if windowed(lim) && st.Refills == 0 {
+		t.Fatal("no window lease was refilled ahead: the property says nothing of refills")
 	}
 }
 
@@ -330,7 +334,7 @@ func load(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, l
 		perWindow[(a.at-start.UnixMicro())/p.Microseconds()] += a.hits
 	}
 	local := float64(st.LocalHits) / float64(max(total, 1))
-	if lim.Algorithm == algorithms.FixedWindow || lim.Algorithm == algorithms.SlidingWindow {
+	if windowed(lim) {
 		minRatio, sum := 2.0, 0.0
 		for w, n := range perWindow {
 			r := float64(n) / float64(lim.Requests)
@@ -340,8 +344,8 @@ func load(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, l
 				t.Errorf("window %d admitted %d of %d (%.3f)", w, n, lim.Requests, r)
 			}
 		}
-		t.Logf("admitted/limit per window: min %.3f, mean %.3f over %d windows; %.1f%% of hits answered locally, %d blocks, %d returned, %d lapsed",
-			minRatio, sum/periods, periods, 100*local, st.Blocks, st.Returned, st.Lapsed)
+		t.Logf("admitted/limit per window: min %.3f, mean %.3f over %d windows; %.1f%% of hits answered locally, %d blocks (%d refilled ahead), %d returned, %d lapsed",
+			minRatio, sum/periods, periods, 100*local, st.Blocks, st.Refills, st.Returned, st.Lapsed)
 		return
 	}
 	elapsed := last.Sub(start)
@@ -352,4 +356,10 @@ func load(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, l
 	if r < 0.95 {
 		t.Errorf("admitted %.3f of capacity + rate*elapsed", r)
 	}
+}
+
+// windowed reports whether lim's leases are window leases, which the
+// sweeper refills ahead.
+func windowed(lim algorithms.Limit) bool {
+	return lim.Algorithm == algorithms.FixedWindow || lim.Algorithm == algorithms.SlidingWindow
 }

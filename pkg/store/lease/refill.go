@@ -1,0 +1,97 @@
+package lease
+
+import (
+	"context"
+
+	"github.com/ratelimitd/ratelimitd/pkg/store"
+)
+
+// Refilling ahead. A window lease in steady use runs out every block, and
+// the request that finds it empty goes to the backend with a top-up: one
+// round trip for one decision, which on a Zipf load is most of what still
+// reaches Redis. The sweeper instead tops up every window lease whose room
+// has fallen below half a block, all of them in one backend call per sweep
+// (store.Lender.TakeCharged of Spare ops, grouped by slot on Cluster), so a
+// warm counter's requests stay local and its blocks cost Redis one op in a
+// large batch. A lease then holds at most one and a half blocks.
+//
+// Bucket leases are not refilled ahead: a new block replaces the old one,
+// whose unused slots would lapse.
+
+// refillWanted is the block to take ahead for e at now, or 0. The caller
+// holds e's shard.
+func (s *Store) refillWanted(e *entry, now int64) uint64 {
+	l := &e.lease
+	if !s.refillAhead || l.kind != window || e.inflight || !e.known || l.limit != e.limit {
+		return 0
+	}
+	// A block that would live less than two sweeps is not worth a call:
+	// the next window's first request tops up as before.
+	if l.deadline-now <= 2*s.every.Microseconds() {
+		return 0
+	}
+	b := s.blockSize(e, now, 0)
+	if b < 2 || 2*l.room(now) >= b {
+		return 0
+	}
+	return b
+}
+
+// refill takes the blocks of ops (Spare ops, one per key, marked inflight;
+// shards[i] is ops[i]'s shard) in one backend call and installs those it
+// got. now was read before the call, so their deadlines are early.
+func (s *Store) refill(ctx context.Context, ops []store.Request, shards []uint8, now int64) error {
+	res, charges, err := s.next.TakeCharged(ctx, ops)
+	ok := err == nil && len(res) == len(ops)
+	var byKey map[string]*store.Charge
+	if ok && len(charges) > 8 {
+		byKey = make(map[string]*store.Charge, len(charges))
+		for i := range charges {
+			byKey[charges[i].Key] = &charges[i]
+		}
+	}
+	for i := range ops {
+		op, sh := &ops[i], shards[i]
+		shd := &s.shards[sh]
+		shd.mu.Lock()
+		e := shd.entries[op.Key]
+		if e != nil {
+			e.inflight = false
+		}
+		if ok {
+			took := res[i].Allowed
+			switch {
+			case e == nil && took:
+				// Evicted during the round trip: track it again rather
+				// than lose the block.
+				e = s.touch(sh, op.Key, op.Limit, now)
+				fallthrough
+			case e != nil && e.limit == op.Limit:
+				d := res[i].Decision
+				e.remaining, e.known = d.Remaining, true
+				e.resetAt = satAddI(now, d.ResetAfter.Microseconds())
+				if took {
+					ch := findCharge(charges, op.Key)
+					if byKey != nil {
+						ch = byKey[op.Key]
+					}
+					// Taken ahead, not used: the lease's idle clock runs
+					// from its last use, not from this call.
+					last, had := e.lease.lastUse, e.lease.kind != none
+					s.install(sh, e, *op, d, ch, now)
+					shd.counters.refills++
+					if had && e.lease.born != now {
+						e.lease.lastUse = last
+					}
+				}
+			case took:
+				// The rule changed during the round trip: the block stays
+				// charged under the old one (under-admission).
+				shd.counters.blocks++
+				shd.counters.lapsed += op.Hits
+			}
+		}
+		shd.mu.Unlock()
+	}
+	return err
+}

@@ -1,0 +1,80 @@
+package lease_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
+)
+
+// Steady traffic on a warm counter with a sweep every 100 ms: with refill
+// ahead, blocks come from the sweeps and, once the rate estimate has
+// settled (a target, 1 s), no request reaches the backend; without it,
+// each block's end (about every second) sends a request there. Either
+// way the backend counts exactly the hits admitted once leases are given
+// back, and a bucket lease is never refilled ahead.
+func TestRefillAhead(t *testing.T) {
+	window := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Hour}
+	sliding := algorithms.Limit{Algorithm: algorithms.SlidingWindow, Requests: 1e9, Period: time.Hour}
+	gcra := algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 150, Period: time.Second}
+	tests := []struct {
+		name        string
+		lim         algorithms.Limit
+		ahead       bool
+		wantPath    func(n int) bool // request-path backend calls after the first second
+		wantRefills bool             // Spare ops sent by sweeps
+	}{
+		{"fixed_window, ahead", window, true, func(n int) bool { return n == 0 }, true},
+		{"sliding_window, ahead", sliding, true, func(n int) bool { return n == 0 }, true},
+		{"fixed_window, not ahead", window, false, func(n int) bool { return n >= 20 }, false},
+		{"gcra is not refilled ahead", gcra, true, func(n int) bool { return n >= 5 }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, lease.WithTarget(time.Second), lease.WithRefillAhead(tt.ahead))
+			const gap = 10 * time.Millisecond
+			admitted := r.warm("k", tt.lim, gap)
+			path, sweepSpares := 0, 0
+			for i := 1; i <= 3000; i++ {
+				r.clock.Advance(gap)
+				res, local := r.local(hit("k", tt.lim, 1))
+				if !res[0].Allowed {
+					t.Fatalf("hit %d denied", i)
+				}
+				admitted++
+				if !local && i > 100 {
+					path++
+				}
+				if i%10 == 0 {
+					before, _ := r.rec.spares()
+					r.sweep()
+					after, _ := r.rec.spares()
+					sweepSpares += len(after) - len(before)
+				}
+			}
+			if !tt.wantPath(path) {
+				t.Errorf("%d requests reached the backend after warm-up", path)
+			}
+			if (sweepSpares > 0) != tt.wantRefills {
+				t.Errorf("%d blocks taken by sweeps, want refills %v", sweepSpares, tt.wantRefills)
+			}
+			st := r.s.Stats()
+			if tt.ahead && tt.lim.Algorithm != algorithms.GCRA && st.Outstanding > 3*100/2+1 {
+				// A block is about rate*target = 100 hits; a lease holds
+				// at most one and a half.
+				t.Errorf("%d hits outstanding, want at most 151", st.Outstanding)
+			}
+			if tt.lim.Algorithm == algorithms.GCRA {
+				return
+			}
+			if err := r.s.ReturnAll(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.count("k", tt.lim); got != admitted {
+				t.Errorf("backend counts %d hits, %d admitted", got, admitted)
+			}
+			t.Logf("%d request-path calls, %d sweep blocks, %+v", path, sweepSpares, st)
+		})
+	}
+}
