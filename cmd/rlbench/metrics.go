@@ -15,13 +15,14 @@ const (
 	localHitsMetric = "ratelimitd_lease_local_hits_total"    // hits answered from leases
 	blocksMetric    = "ratelimitd_lease_blocks_total"        // blocks taken
 	returnedMetric  = "ratelimitd_lease_returned_hits_total" // unused hits given back
+	refillsMetric   = "ratelimitd_lease_refills_total"       // blocks the sweeper took ahead
 )
 
 // leaseStats are those metrics summed over a target's replicas.
-type leaseStats struct{ local, blocks, returned float64 }
+type leaseStats struct{ local, blocks, returned, refills float64 }
 
 func (a leaseStats) sub(b leaseStats) leaseStats {
-	return leaseStats{a.local - b.local, a.blocks - b.blocks, a.returned - b.returned}
+	return leaseStats{a.local - b.local, a.blocks - b.blocks, a.returned - b.returned, a.refills - b.refills}
 }
 
 // leaseStats reads the lease metrics of the target's ratelimitd replicas
@@ -45,7 +46,7 @@ func (t *target) leaseStats() (leaseStats, error) {
 		for _, m := range []struct {
 			name string
 			to   *float64
-		}{{localHitsMetric, &sum.local}, {blocksMetric, &sum.blocks}, {returnedMetric, &sum.returned}} {
+		}{{localHitsMetric, &sum.local}, {blocksMetric, &sum.blocks}, {returnedMetric, &sum.returned}, {refillsMetric, &sum.refills}} {
 			v, err := metricSum(strings.NewReader(string(body)), m.name)
 			if err != nil {
 				return sum, fmt.Errorf("%s/metrics: %w", addr, err)

@@ -258,8 +258,8 @@ func measureRounds(o options, targets []*target, info *redisConn, redisProc *chi
 					perCall(s.serverCPU, s.calls), perCall(s.redisCPU, s.calls), float64(s.commands)/float64(max(1, s.calls)), s.failed)
 				if t.leases() {
 					n := float64(max(1, s.calls))
-					fmt.Printf("    leases: %.1f%% of decisions answered locally, %.3f blocks and %.3f returned hits per decision; redis %.1f us/dec before the drain's returns\n",
-						100*s.lease.local/n, s.lease.blocks/n, s.lease.returned/n, perCall(s.redisCPULoad, s.calls))
+					fmt.Printf("    leases: %.1f%% of decisions answered locally, %.3f blocks (%.3f refilled ahead) and %.3f returned hits per decision; redis %.1f us/dec before the drain's returns\n",
+						100*s.lease.local/n, s.lease.blocks/n, s.lease.refills/n, s.lease.returned/n, perCall(s.redisCPULoad, s.calls))
 				}
 			}
 		}

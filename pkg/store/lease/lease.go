@@ -195,7 +195,7 @@ func WithMaxKeys(n int) Option {
 }
 
 // WithRefillAhead says whether Sweep tops up window leases whose room fell
-// below half a block (default true), so that a warm counter's requests do
+// to half a block or less (default true), so that a warm counter's requests do
 // not go to the backend when its lease runs out.
 func WithRefillAhead(on bool) Option { return func(s *Store) { s.refillAhead = on } }
 
