@@ -37,12 +37,14 @@
 // admitted, or the whole batch goes to the backend as before (all-or-nothing
 // either way). A batch without any Lease op goes straight to the backend.
 //
-// Blocks only ever ride on a request that goes to the backend anyway, so
-// leasing never adds a round trip: a key's block is sized from the rate at
-// which this replica sees its hits (over the last LEASE_TARGET) and from the
-// backend's latest Remaining for it. Leases end on the request path for
-// the keys a request touches and in a sweeper goroutine for the rest; the
-// hits of ended window leases are given back in one Return per sweep.
+// A key's block is sized from the rate at which this replica sees its hits
+// (over the last LEASE_TARGET) and from the backend's latest Remaining for
+// it. Blocks ride on a request that goes to the backend anyway, or, for a
+// window lease down to half a block, on the sweeper's one refill call per
+// sweep (refill.go): leasing adds at most that call, never one per request.
+// Leases end on the request path for the keys a request touches and in the
+// sweeper for the rest; the hits of ended window leases are given back in
+// one Return per sweep.
 package lease
 
 import (
