@@ -43,11 +43,11 @@ func DecodeCharges(reply any, ops []algorithms.Op) ([]Charge, error) {
 // WithDenials asked for them: the 4 values per op after its decisions, then
 // the charges.
 func DecodeDenials(reply any, ops []algorithms.Op) ([]algorithms.Decision, []Charge, error) {
-	vals, _ := reply.([]any)
-	if len(vals) < 8*len(ops) {
-		return nil, nil, fmt.Errorf("reply of %d values for %d ops with their denials", len(vals), len(ops))
+	vals, _ := valuesOf(reply)
+	if vals.n < 8*len(ops) {
+		return nil, nil, fmt.Errorf("reply of %d values for %d ops with their denials", vals.n, len(ops))
 	}
-	denials, err := Decode(vals[4*len(ops):8*len(ops)], len(ops))
+	denials, err := decodeAt(vals, 4*len(ops), len(ops))
 	if err != nil {
 		return nil, nil, fmt.Errorf("denials: %w", err)
 	}
@@ -60,23 +60,22 @@ func DecodeDenials(reply any, ops []algorithms.Op) ([]algorithms.Decision, []Cha
 
 // decodeCharges reads the charges after the first perOp values per op.
 func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) {
-	vals, _ := reply.([]any)
-	if len(vals) < perOp*len(ops) {
-		return nil, fmt.Errorf("reply of %d values for %d ops", len(vals), len(ops))
+	vals, _ := valuesOf(reply)
+	if vals.n < perOp*len(ops) {
+		return nil, fmt.Errorf("reply of %d values for %d ops", vals.n, len(ops))
 	}
-	vals = vals[perOp*len(ops):]
 	var out []Charge
-	for len(vals) > 0 {
-		f, err := ints(vals, chargeFields)
-		if err != nil {
+	for at := perOp * len(ops); at < vals.n; {
+		var f [chargeFields]int64
+		if err := vals.ints(at, f[:]); err != nil {
 			return nil, err
 		}
 		op, n := f[0], f[6]
-		if op < 1 || op > int64(len(ops)) || f[1] < 1 || n < 0 || int64(len(vals)) < chargeFields+2*n {
+		if op < 1 || op > int64(len(ops)) || f[1] < 1 || n < 0 || int64(vals.n-at) < chargeFields+2*n {
 			return nil, fmt.Errorf("malformed charge %v", f)
 		}
-		entries, err := ints(vals[chargeFields:], int(2*n))
-		if err != nil {
+		entries := make([]int64, 2*n)
+		if err := vals.ints(at+chargeFields, entries); err != nil {
 			return nil, err
 		}
 		c := Charge{Key: ops[op-1].Key, Limit: ops[op-1].Limit}
@@ -89,23 +88,7 @@ func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) 
 			}
 		}
 		out = append(out, c)
-		vals = vals[chargeFields+2*n:]
-	}
-	return out, nil
-}
-
-// ints reads the first n values of a reply as integers.
-func ints(vals []any, n int) ([]int64, error) {
-	if len(vals) < n {
-		return nil, fmt.Errorf("reply ends %d values early", n-len(vals))
-	}
-	out := make([]int64, n)
-	for i := range out {
-		v, ok := vals[i].(int64)
-		if !ok {
-			return nil, fmt.Errorf("reply value is %T, want an integer", vals[i])
-		}
-		out[i] = v
+		at += chargeFields + int(2*n)
 	}
 	return out, nil
 }

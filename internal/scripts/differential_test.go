@@ -253,6 +253,11 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 		denials bool // and its denials (scripts.WithDenials)
 	}
 	allowed, denied := 0, 0
+	// ttlFor is the ExpiresAt each key's TTL was last set for: a write that
+	// keeps a key's TTL (take_fixed's, in the window its state is in) must
+	// store that same ExpiresAt, so the TTL still ends it, within the ms
+	// ttl_ms rounds up. A corrupted key's is whatever its writer set.
+	ttlFor, kept := map[string]int64{}, 0
 	for step := range diffSteps {
 		pipe := rdb.Pipeline()
 		steps := make([]pending, len(seqs))
@@ -261,6 +266,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			ops := s.nextOps(rng)
 			if rng.IntN(40) == 0 {
 				s.note("corrupted %s: %s", s.keys[0], corrupt(ctx, pipe, goState, s.keys[0], s.now, rng))
+				ttlFor[s.keys[0]] = goState[s.keys[0]].ExpiresAt
 			}
 			keys, args, err := scripts.Encode(ops, time.UnixMicro(s.now))
 			if err != nil {
@@ -365,7 +371,13 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 				if err := sameState(goState[key], st, s.now); err != nil {
 					fail("key %s: %v", key, err)
 				}
-				if _, written := writes[key]; written {
+				if _, written := writes[key]; written && pttl[key] == scripts.KeptTTL {
+					kept++
+					if st.st.ExpiresAt != ttlFor[key] {
+						fail("key %s kept the TTL set for ExpiresAt %d, holds %d", key, ttlFor[key], st.st.ExpiresAt)
+					}
+				} else if written {
+					ttlFor[key] = st.st.ExpiresAt
 					if err := checkTTL(key, pttl[key], st, s.now); err != nil {
 						fail("%v", err)
 					}
@@ -376,7 +388,10 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			}
 		}
 	}
-	t.Logf("%d steps: %d ops allowed, %d denied", diffSequences*diffSteps, allowed, denied)
+	t.Logf("%d steps: %d ops allowed, %d denied; %d writes kept their key's TTL", diffSequences*diffSteps, allowed, denied, kept)
+	if alg == algorithms.FixedWindow && kept < diffSteps {
+		t.Errorf("only %d writes kept their key's TTL: the test barely judges them", kept)
+	}
 	if allowed < diffSteps || denied < diffSteps {
 		t.Errorf("the random ops barely explore both outcomes: %d allowed, %d denied", allowed, denied)
 	}

@@ -115,19 +115,20 @@ func nowArg(now time.Time) (int64, error) {
 // Decode turns the script's reply into one Decision per op (the charges
 // after them are DecodeCharges').
 func Decode(reply any, n int) ([]algorithms.Decision, error) {
-	vals, ok := reply.([]any)
-	if !ok || len(vals) < 4*n {
-		return nil, fmt.Errorf("reply %T of %d values for %d ops, want %d integers", reply, lenOf(reply), n, 4*n)
+	vals, ok := valuesOf(reply)
+	if !ok || vals.n < 4*n {
+		return nil, fmt.Errorf("reply %T of %d values for %d ops, want %d integers", reply, vals.n, n, 4*n)
 	}
+	return decodeAt(vals, 0, n)
+}
+
+// decodeAt reads n decisions from vals[at:].
+func decodeAt(vals values, at, n int) ([]algorithms.Decision, error) {
 	out := make([]algorithms.Decision, n)
 	for i := range out {
 		var f [4]int64
-		for j := range f {
-			v, ok := vals[4*i+j].(int64)
-			if !ok {
-				return nil, fmt.Errorf("reply value %d is %T, want an integer", 4*i+j, vals[4*i+j])
-			}
-			f[j] = v
+		if err := vals.ints(at+4*i, f[:]); err != nil {
+			return nil, err
 		}
 		if f[1] < 0 || f[2] < 0 || f[3] < -1 {
 			return nil, errors.New("reply has a negative remaining, reset or retry")
@@ -144,6 +145,61 @@ func Decode(reply any, n int) ([]algorithms.Decision, error) {
 		out[i] = d
 	}
 	return out, nil
+}
+
+// values is a take's reply: the integers of a take alone, or the one
+// string of little-endian binary64 (the same values) that a take merged
+// into take_many gets from lua/take_fixed.lua's reply_of, which Redis
+// answers for much less than an array of integers.
+type values struct {
+	arr    []any
+	packed string
+	n      int
+}
+
+func valuesOf(reply any) (values, bool) {
+	switch r := reply.(type) {
+	case []any:
+		return values{arr: r, n: len(r)}, true
+	case string:
+		return values{packed: r, n: len(r) / 8}, len(r)%8 == 0
+	}
+	return values{}, false
+}
+
+// ints reads vals[at:at+len(f)] as integers into f.
+func (v values) ints(at int, f []int64) error {
+	n := len(f)
+	if at+n > v.n {
+		return fmt.Errorf("reply ends %d values early", at+n-v.n)
+	}
+	for j := range f {
+		x, err := v.int(at + j)
+		if err != nil {
+			return err
+		}
+		f[j] = x
+	}
+	return nil
+}
+
+// int is vals[i], which must be an integer (Lua's binary64 holds every
+// value a take replies exactly).
+func (v values) int(i int) (int64, error) {
+	if v.arr != nil {
+		x, ok := v.arr[i].(int64)
+		if !ok {
+			return 0, fmt.Errorf("reply value %d is %T, want an integer", i, v.arr[i])
+		}
+		return x, nil
+	}
+	s := v.packed[8*i : 8*i+8]
+	f := math.Float64frombits(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
+	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, fmt.Errorf("reply value %d is %v, want an integer", i, f)
+	}
+	return int64(f), nil
 }
 
 func lenOf(reply any) int {

@@ -10,11 +10,29 @@ var MathSource = file("math")
 
 // ttlWrites are the script's two TTL-setting writes (a log's PEXPIRE and a
 // register state's SET PX) and their recording versions, which store the
-// value without a TTL and keep the TTL for the reply.
+// value without a TTL and keep the TTL for the reply; and its write that
+// keeps a key's TTL (a register state's SETRANGE), recorded as KeptTTL.
 var ttlWrites = [][2]string{
 	{"redis.call('PEXPIRE', key, ttl_arg(e, now))", "RECORDED_TTLS[key] = ttl_ms(e, now)"},
 	{"redis.call('SET', key, packed, 'PX', ttl)",
 		"RECORDED_TTLS[key] = tonumber(ttl); redis.call('SET', key, packed)"},
+	{"redis.call('SETRANGE', key, '8', b)",
+		"RECORDED_TTLS[key] = -1; redis.call('SETRANGE', key, '8', b)"},
+}
+
+// KeptTTL is the TTL a recording script reports for a key whose last write
+// kept its TTL: the one the write before it set.
+const KeptTTL = -1
+
+// ReplyValues is every integer of a take's reply, which take_many may pack
+// into one string.
+func ReplyValues(reply any) ([]int64, error) {
+	vals, ok := valuesOf(reply)
+	if !ok {
+		return nil, fmt.Errorf("reply %T is no take's", reply)
+	}
+	out := make([]int64, vals.n)
+	return out, vals.ints(0, out)
 }
 
 // recordTTLs rewrites src's TTL-setting writes; ok is false when src no
@@ -33,7 +51,8 @@ func recordTTLs(src string) (string, bool) {
 // in the differential test a fake clock, not Redis's real one, decides when
 // a state expires, and a TTL of a few ms would otherwise run out in real
 // time between steps. The reply is {take reply, one TTL (ms) per KEYS entry,
-// 0 where the key was not written}. The real TTLs have their own tests.
+// 0 where the key was not written, KeptTTL where its write kept its TTL}.
+// The real TTLs have their own tests.
 // ok is false when the script no longer has the lines this rewrites.
 func RecordingSource() (src string, ok bool) {
 	s, ok := recordTTLs(source)

@@ -3,7 +3,7 @@ package scripts
 import "strings"
 
 // fastPathCall is where take_keys tries take_fixed before take_distinct.
-const fastPathCall = "local out = take_fixed(now, keys, k0, ops, n, charges, not d)"
+const fastPathCall = "local out = take_fixed(now, keys, k0, ops, n, charges, not d, packed)"
 
 // SourceWithoutFastPath is the take script with take_fixed never tried: the
 // reference its fast path must match bit for bit. ok is false when the
@@ -21,8 +21,19 @@ const fallbackCall = "\n  if d then\n    return take_distinct("
 // SourceCountingFallbacks is the take script counting in key counter (INCR)
 // every take that take_fixed declined: which batches the fast path decides.
 func SourceCountingFallbacks(counter string) (src string, ok bool) {
-	if strings.Count(source, fallbackCall) != 1 {
+	return countingFallbacks(source, counter)
+}
+
+// LibraryCountingFallbacks is Library counting so, for FCALL of
+// TakeFunction: a library keeps take_fixed's caches between calls, where
+// a script starts every call without them.
+func LibraryCountingFallbacks(counter string) (lib string, ok bool) {
+	return countingFallbacks(library, counter)
+}
+
+func countingFallbacks(code, counter string) (string, bool) {
+	if strings.Count(code, fallbackCall) != 1 {
 		return "", false
 	}
-	return strings.Replace(source, fallbackCall, "\n  redis.call('INCR', '"+counter+"')"+fallbackCall, 1), true
+	return strings.Replace(code, fallbackCall, "\n  redis.call('INCR', '"+counter+"')"+fallbackCall, 1), true
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // lua holds the helpers, the storage kinds, one file per algorithm named
-// after it (defining a function of the same name) and the driver.
+// after it (defining a function of the same name) and the drivers.
 //
 //go:embed lua/*.lua
 var lua embed.FS
@@ -23,7 +23,8 @@ var (
 // assemble concatenates the helpers, the storage kinds, every algorithm of
 // algorithms.All() and the tables the driver dispatches on, generated here
 // from the Go registry so the Go and Lua lists of algorithms, state
-// families and modes cannot drift, and the driver last.
+// families and modes cannot drift, and the driver last (the take driver
+// after its fixed_window fast path, take_fixed.lua).
 func assemble(driver string) string {
 	var b strings.Builder
 	b.WriteString(file("math"))
@@ -38,6 +39,9 @@ func assemble(driver string) string {
 	}
 	b.WriteString(dispatch(driver == "undo"))
 	b.WriteString(file("limit"))
+	if driver == "take" {
+		b.WriteString(file("take_fixed"))
+	}
 	b.WriteString(file(driver))
 	return b.String()
 }

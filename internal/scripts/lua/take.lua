@@ -490,171 +490,14 @@ local function distinct(keys, k0, n)
   return true
 end
 
--- take_fixed is take_distinct for the commonest batch, every op a plain
--- fixed_window enforce op: mode 0 or ENFORCE (joined or not; no usage,
--- shadow, quota or spare), no burst, refill or debt. Same decisions, writes
--- and charges (TestFixedWindowFastPath compares them bit for bit), for less
--- work in Redis: one MGET reads every key of a batch (a key of another type
--- reads as absent, as regs_get's GET does), fixed_window's take is inlined with its
--- window start and the TTL argument computed once per period in the batch,
--- and FW holds each op's fields between the passes, FW_STRIDE slots per op,
--- one table for every take as PENDING. It returns nil, having read no key,
--- when any op is anything else: take_distinct (take_general when keys
--- repeat) decides that batch.
---
--- One more op is its: a lease top-up (pkg/store/lease), a SPARE op right
--- after a plain op (not itself a top-up) on the same key under the same
--- limit (as leases send it; under another, the stored state it would read
--- in a denied batch is not the one checked for the op before it). It is
--- decided on the state that op left, as take_general would:
--- it never denies the batch, is taken only if it fits, and the key is
--- written once, its charge summing both ops' hits. repeats says keys
--- repeat: then only as top-ups, or take_general decides the batch.
-local FW, FW_STRIDE = {}, 9
-local function take_fixed(now, keys, k0, ops, n, charges, repeats)
-  for i = 1, n do
-    local an, r, p, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-    if mode >= JOINED then mode = mode - JOINED end
-    local j = FW_STRIDE * (i - 1)
-    -- Only a batch whose keys repeat has top-ups: FW's top-up slot is
-    -- set, and read, for that one only.
-    local topup = repeats and mode == SPARE and i > 1 and keys[k0 + i] == keys[k0 + i - 1]
-      and not FW[j - FW_STRIDE + 9] and FW[j - FW_STRIDE + 1] == r and FW[j - FW_STRIDE + 2] == p
-    if an ~= FIXED_WINDOW or (mode ~= 0 and mode ~= ENFORCE and not topup) or burst ~= 0 or refill ~= 0 or debt ~= 0 then
-      return nil
-    end
-    FW[j + 1], FW[j + 2], FW[j + 3] = r, p, h
-    if repeats then FW[j + 9] = topup end
-  end
-  if repeats then
-    -- Every key but a top-up's is another.
-    local seen = {}
-    for i = 1, n do
-      if not FW[FW_STRIDE * (i - 1) + 9] then
-        local key = keys[k0 + i]
-        if seen[key] then return nil end
-        seen[key] = true
-      end
-    end
-  end
-  -- One op reads with GET (no reply table), as regs_get does.
-  local vals, v1
-  if n == 1 then
-    v1 = redis.pcall('GET', keys[k0 + 1])
-  else
-    vals = redis.call('MGET', unpack(keys, k0 + 1, k0 + n))
-  end
-  local out
-  if n == 1 then
-    out = { 0, 0, 0, 0 }
-  elseif n == 2 then
-    out = { 0, 0, 0, 0, 0, 0, 0, 0 }
-  elseif n == 3 then
-    out = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-  else
-    out = {}
-  end
-  local admitted = true
-  local last_p, start = 0, 0
-  for i = 1, n do
-    local j = FW_STRIDE * (i - 1)
-    local r, p, h, topup = FW[j + 1], FW[j + 2], FW[j + 3], repeats and FW[j + 9]
-    local a, b, count
-    if topup then
-      -- The count its op left (the window's: the same limit), and the
-      -- stored a and b it read; out of range, a fresh state's.
-      a, b, count = FW[j - FW_STRIDE + 7], FW[j - FW_STRIDE + 8], FW[j - FW_STRIDE + 6]
-      if r > 0 and count > MAX_COUNT then count = 0 end
-    else
-      -- decide_stored's read, expiry and range check (fixed_window_valid).
-      local c, e = 0, 0
-      a, b = 0, 0
-      local v = v1
-      if vals then v = vals[i] end
-      if type(v) == 'string' and #v == REGS_BYTES then
-        a, b, c, e = struct.unpack(REGS_FORMAT, v)
-        if not regs_exact(a, b, c, e) then
-          a, b, c, e = 0, 0, 0, 0
-        end
-      end
-      if (e ~= 0 and now >= e) or (r > 0 and not (b >= 0 and b <= MAX_COUNT)) then
-        a, b, c, e = 0, 0, 0, 0
-      end
-      -- fixed_window(r, p, ..., a, b, c, e, h, now), inlined.
-      if p ~= last_p then
-        local _, off = divmod(now, p)
-        start, last_p = now - off, p
-      end
-      count = 0
-      if a == start and b > 0 then
-        count = b
-      end
-    end
-    local reset = start + p - now
-    local room = r - count
-    local k = 4 * (i - 1)
-    -- FW keeps the count the op leaves (a denied one's as it read it) and
-    -- the stored a and b, for a top-up after it and for a denied batch.
-    if room < 0 or h > room then
-      if not topup then admitted = false end
-      local retry = reset
-      if h > r then retry = NEVER end
-      FW[j + 4], FW[j + 6] = false, count
-      out[k + 1], out[k + 2], out[k + 3], out[k + 4] = 0, math.max(room, 0), reset, retry
-    else
-      count = count + h
-      -- The new state is start, count, 0, start + p; written if h > 0.
-      FW[j + 4], FW[j + 5], FW[j + 6] = h > 0, start, count
-      out[k + 1], out[k + 2], out[k + 3], out[k + 4] = 1, r - count, reset, 0
-    end
-    FW[j + 7], FW[j + 8] = a, b
-  end
-  if not admitted then
-    -- Nothing is written; an allowed op reports what a check would on its
-    -- stored state (in the window it read, FW's a and b), a denied one
-    -- its own denial.
-    for i = 1, n do
-      local j, k = FW_STRIDE * (i - 1), 4 * (i - 1)
-      if out[k + 1] == 1 then
-        local r, p = FW[j + 1], FW[j + 2]
-        local ok, rem, reset, retry = fixed_window(r, p, r, 0, 0, FW[j + 7], FW[j + 8], 0, 0, 0, now)
-        out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
-      end
-    end
-    return out
-  end
-  local last_e, ttl = 0, nil
-  for i = 1, n do
-    local j = FW_STRIDE * (i - 1)
-    -- A key is written once: by its top-up if that charged it (on the
-    -- state its op left, charging both ops' hits), else by its op.
-    if FW[j + 4] and not (repeats and i < n and FW[j + FW_STRIDE + 9] and FW[j + FW_STRIDE + 4]) then
-      local a, b, e = FW[j + 5], FW[j + 6], FW[j + 5] + FW[j + 2]
-      local hits = FW[j + 3]
-      -- An admitted batch allowed the op before a top-up: it charged its
-      -- hits, if any.
-      if repeats and FW[j + 9] then hits = hits + FW[j - FW_STRIDE + 3] end
-      if e ~= last_e then
-        ttl, last_e = ttl_arg(e, now), e
-      end
-      regs_put(keys[k0 + i], struct.pack(REGS_FORMAT, a, b, 0, e), ttl)
-      if charges then
-        -- charge_of of a register state.
-        local m = #out
-        out[m + 1], out[m + 2], out[m + 3], out[m + 4] = i, hits, a, b
-        out[m + 5], out[m + 6], out[m + 7] = 0, e, 0
-      end
-    end
-  end
-  return out
-end
-
-local function take_keys(now, keys, k0, ops, n, charges, denials)
+-- packed lets a take reply one string (take_fixed's reply_of): take_many's
+-- takes, whose replies only scripts.Decode reads.
+local function take_keys(now, keys, k0, ops, n, charges, denials, packed)
   local d = distinct(keys, k0, n)
   -- take_fixed does not reply denials: a take that asks for them
   -- (redisstore's Cluster spread) is take_distinct's or take_general's.
   if not denials then
-    local out = take_fixed(now, keys, k0, ops, n, charges, not d)
+    local out = take_fixed(now, keys, k0, ops, n, charges, not d, packed)
     if out then return out end
   end
   if d then
@@ -681,9 +524,11 @@ end
 -- (scripts.WithCharges; a take asking for denials is never merged). Ops
 -- are a non-empty multiple of OP_BYTES, so the marker cannot be read as
 -- ops, and a take without charges costs the call nothing more. Reply: per
--- take, its reply as take_main would give it alone (its decisions, then its
--- charges if it asked for them), or an error reply if it failed (every
--- check and decision of a take runs before its first write).
+-- take, the values take_main would give it alone (its decisions, then its
+-- charges if it asked for them), as that array or, from take_fixed, packed
+-- into one string (reply_of; scripts.Decode reads both), or an error reply
+-- if it failed (every check and decision of a take runs before its first
+-- write).
 local CHARGED = '1'
 local function take_many()
   local keys, args = KEYS, ARGV
@@ -712,7 +557,7 @@ local function take_many()
     b = b + 1
     local charges = args[b] == CHARGED
     if charges then b = b + 1 end
-    local ok, reply = pcall(take_keys, now, keys, k0, ops, n, charges, false)
+    local ok, reply = pcall(take_keys, now, keys, k0, ops, n, charges, false, true)
     k0, takes = k0 + n, takes + 1
     if ok then
       out[takes] = reply

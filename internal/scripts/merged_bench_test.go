@@ -1,0 +1,153 @@
+package scripts_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// BenchmarkMergedTakes is what issue 19 weighs a decision by: redis-server's
+// CPU (user + system, from /proc, so Linux only) per decision of 1 or 3
+// descriptors, each a fixed_window limit of 1000/s on one of 4096 keys (as
+// cmd/rlbench's bench config), with 4 callers at once. "merged" sends them
+// as the coalescer does under load, 11 takes to one FCALL of the takes
+// function; "envoy-model" as envoyproxy/ratelimit does (cmd/rlbench's
+// model), one pipeline of INCRBY + EXPIRE per descriptor per decision. The
+// CPU counts in 10 ms ticks: use -benchtime 3s or more, and -count to get
+// the A B A B pairs that only compare on a shared machine.
+func BenchmarkMergedTakes(b *testing.B) {
+	ctx := context.Background()
+	srv := redistest.Start(b)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 8})
+	b.Cleanup(func() { _ = rdb.Close() })
+	info, err := rdb.InfoMap(ctx, "server").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pid := info["Server"]["process_id"]
+	if _, err := redisCPU(pid); err != nil {
+		b.Skipf("no CPU time of redis-server: %v", err)
+	}
+	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	const merged, keys, callers = 11, 4096, 4
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1000, Period: time.Second}
+	key := func(rng *rand.Rand, d int) string {
+		return "bench:{d" + strconv.Itoa(d) + "}:" + strconv.Itoa(rng.IntN(keys))
+	}
+	// decide makes merged decisions of n descriptors.
+	decide := map[string]func(rng *rand.Rand, n int) error{
+		"merged": func(rng *rand.Rand, n int) error {
+			calls := make([][]any, merged)
+			for i := range calls {
+				ops := make([]algorithms.Op, n)
+				for d := range ops {
+					ops[d] = algorithms.Op{Key: key(rng, d), Limit: lim, Hits: 1}
+				}
+				ks, args, err := scripts.Encode(ops, time.Time{})
+				if err != nil {
+					return err
+				}
+				call := []any{"fcall", scripts.TakeFunction(), len(ks)}
+				for _, k := range ks {
+					call = append(call, k)
+				}
+				calls[i] = append(call, args...)
+			}
+			cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
+			_ = rdb.Process(ctx, cmd)
+			replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), merged)
+			for i := range replies {
+				if errs[i] != nil {
+					return errs[i]
+				}
+				if _, err := scripts.Decode(replies[i], n); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"envoy-model": func(rng *rand.Rand, n int) error {
+			for range merged {
+				window := "_" + strconv.FormatInt(time.Now().Unix(), 10)
+				pipe := rdb.Pipeline()
+				for d := range n {
+					k := key(rng, d) + window
+					pipe.IncrBy(ctx, k, 1)
+					pipe.Expire(ctx, k, time.Second)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	for _, n := range []int{1, 3} {
+		for _, target := range []string{"merged", "envoy-model"} {
+			b.Run(fmt.Sprintf("desc%d/%s", n, target), func(b *testing.B) {
+				before, err := redisCPU(pid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				for c := range callers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						rng := rand.New(rand.NewPCG(uint64(c), uint64(n)))
+						for next.Add(1) <= int64(b.N) {
+							if err := decide[target](rng, n); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				after, err := redisCPU(pid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64((after-before).Microseconds())/float64(b.N*merged), "redis-µs/decision")
+			})
+		}
+	}
+}
+
+// redisCPU is the CPU time redis-server pid has used, from /proc/pid/stat
+// (utime and stime, in ticks of the kernel's USER_HZ, 100 on Linux).
+func redisCPU(pid string) (time.Duration, error) {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are the 12th and 13th.
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%s/stat has %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%s/stat: %v %v", pid, err1, err2)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
