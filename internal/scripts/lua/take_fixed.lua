@@ -1,6 +1,6 @@
 -- take_fixed.lua: take.lua's fast path, for its commonest batch: every op a
 -- plain fixed_window enforce op, mode 0 or ENFORCE (joined or not; no
--- usage, shadow, quota or spare), no burst, refill or debt. Same decisions,
+-- usage, shadow or quota), no burst, refill or debt. Same decisions,
 -- writes and charges as take_distinct (TestFixedWindowFastPath compares
 -- them bit for bit), for less of what a busy service pays most for, Redis
 -- CPU per decision: one MGET reads every key of a batch (a key of another
@@ -12,14 +12,16 @@
 -- state is already its window's gets only its count rewritten
 -- (regs_put_count); and a merged take (packed) replies one string.
 --
--- One more op is its: a lease top-up (pkg/store/lease), a SPARE op right
--- after a plain op (not itself a top-up) on the same key under the same
--- limit (as leases send it; under another, the stored state it would read
--- in a denied batch is not the one checked for the op before it). It is
--- decided on the state that op left, as take_general would: it never denies
--- the batch, is taken only if it fits, and the key is written once, its
--- charge summing both ops' hits. repeats says keys repeat: then only as
--- top-ups, or take_general decides the batch.
+-- Spare ops (pkg/store/lease's blocks) are its too. A lease top-up is a
+-- SPARE op right after a plain op (not itself a top-up) on the same key
+-- under the same limit (as leases send it; under another, the stored state
+-- it would read in a denied batch is not the one checked for the op before
+-- it). It is decided on the state that op left, as take_general would: it
+-- never denies the batch, is taken only if it fits, and the key is written
+-- once, its charge summing both ops' hits. Any other SPARE op (the lease
+-- sweeper's refills, a batch of them on distinct keys) is decided on its
+-- key's stored state like a plain op, but never denies the batch. repeats
+-- says keys repeat: then only as top-ups, or take_general decides the batch.
 --
 -- take_fixed returns nil when any op is anything else (take_distinct, or
 -- take_general when keys repeat, decides the batch), having read no key
@@ -38,7 +40,7 @@ local REPLY, PACK_FORMATS, PACK_MAX = {}, {}, 16
 local FW, FW_STRIDE = {}, 6
 
 -- OPS[ops] is a take's ops string decoded for take_fixed, or false when
--- some op is neither plain nor Spare, or the first is Spare: per op
+-- some op is neither plain nor Spare: per op
 -- requests, period, hits and whether it is Spare, and whether any is. A
 -- lookup of the interned string costs a fraction of struct.unpack. At most
 -- CACHE_MAX takes of at most PACK_MAX ops; then it starts over (so do the
@@ -52,13 +54,12 @@ local function ops_of(ops, n)
     local an, r, p, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
     if mode >= JOINED then mode = mode - JOINED end
     if an ~= FIXED_WINDOW or burst ~= 0 or refill ~= 0 or debt ~= 0
-      or not (mode == 0 or mode == ENFORCE or (mode == SPARE and i > 1)) then
+      or not (mode == 0 or mode == ENFORCE or mode == SPARE) then
       t = false
       break
     end
     t = t or {}
     t[4 * i - 3], t[4 * i - 2], t[4 * i - 1], t[4 * i] = r, p, h, mode == SPARE
-    if mode == SPARE then t.spare = true end
   end
   if n <= PACK_MAX then
     if OPS_N >= CACHE_MAX then OPS, OPS_N = {}, 0 end
@@ -144,7 +145,7 @@ end
 
 local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
   local t = ops_of(ops, n)
-  if not t or (t.spare and not repeats) then
+  if not t then
     return nil
   end
   -- One op reads with GET (no reply table), as regs_get does.
@@ -170,11 +171,11 @@ local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
   if repeats then seen = {} end
   for i = 1, n do
     local j, q = FW_STRIDE * (i - 1), 4 * (i - 1)
-    local r, p, h, topup = t[q + 1], t[q + 2], t[q + 3], false
-    if t[q + 4] then
-      -- A Spare op is a top-up or not take_fixed's: right after a plain op
-      -- on its key under its limit.
-      if not (keys[k0 + i] == keys[k0 + i - 1] and not t[q] and t[q - 3] == r and t[q - 2] == p) then
+    local r, p, h, topup, spare = t[q + 1], t[q + 2], t[q + 3], false, t[q + 4]
+    if spare and i > 1 and keys[k0 + i] == keys[k0 + i - 1] then
+      -- A Spare op on the key of the op before it is a top-up, or not
+      -- take_fixed's: right after a plain op on its key under its limit.
+      if t[q] or t[q - 3] ~= r or t[q - 2] ~= p then
         return nil
       end
       topup = true
@@ -227,7 +228,7 @@ local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
     end
     local reset, room = start + p - now, r - count
     if room < 0 or h > room then
-      if not topup then admitted = false end
+      if not spare then admitted = false end
       local retry = reset
       if h > r then retry = NEVER end
       if room < 0 then room = 0 end
