@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -215,8 +216,17 @@ func fmtDecision(d algorithms.Decision) string {
 	return fmt.Sprintf("{allowed=%v remaining=%d reset=%s retry=%s}", d.Allowed, d.Remaining, d.ResetAfter, retry)
 }
 
+// newRand seeds from RATELIMITD_SEED when set, to replay a logged failure,
+// else from the clock.
 func newRand(t testing.TB) *rand.Rand {
 	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("RATELIMITD_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("RATELIMITD_SEED=%q: %v", v, err)
+		}
+		seed = s
+	}
 	t.Logf("seed %d", seed)
 	return rand.New(rand.NewPCG(seed, seed>>1))
 }

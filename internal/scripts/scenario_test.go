@@ -108,3 +108,81 @@ func TestScenarios(t *testing.T) {
 		agree(t, rdb, model{}, []algorithms.Op{{Key: "corrupt-log", Limit: lim, Hits: 5}}, base)
 	})
 }
+
+// TestSettledState: a batch that leaves a charged key at rest (ExpiresAt at
+// now: here an empty meter or a full bucket, after a check under another
+// limit) writes it alike in Go and Lua, whichever op read it last, so a
+// clock that goes back reads the same state on both. An op with an invalid
+// limit reads the state through Take in Go, which drops it as expired;
+// take.lua's denied batch skips that op, and so kept the at-rest form.
+// Through the recording script: a real TTL of 1 ms could drop the key
+// before the clock goes back.
+func TestSettledState(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	src, ok := scripts.RecordingSource()
+	if !ok {
+		t.Fatal("RecordingSource no longer matches the script")
+	}
+	hash, err := rdb.ScriptLoad(ctx, src).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	take := func(t *testing.T, m model, ops []algorithms.Op, now int64) {
+		t.Helper()
+		keys, args, err := scripts.Encode(ops, time.UnixMicro(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := rdb.EvalSha(ctx, hash, keys, args...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := scripts.Decode(reply.([]any)[0], len(ops))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := m.take(ops, time.UnixMicro(now))
+		for i := range ops {
+			if got[i] != want[i] {
+				t.Fatalf("t=%d op %d: lua %s, go %s", now, i, fmtDecision(got[i]), fmtDecision(want[i]))
+			}
+		}
+		pipe := rdb.Pipeline()
+		r := queueRead(ctx, pipe, ops[0].Key)
+		_, _ = pipe.Exec(ctx)
+		if err := sameState(m[ops[0].Key], r.result(), now); err != nil {
+			t.Fatalf("t=%d: %v", now, err)
+		}
+	}
+	tb := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 3, Period: time.Second}
+	low := tb
+	low.Burst = 1
+	log := algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 3, Period: time.Second}
+	lb := algorithms.Limit{Algorithm: algorithms.LeakyBucket, Requests: 2, Period: time.Second, Burst: 3}
+	invalid := algorithms.Limit{Algorithm: algorithms.LeakyBucket, Requests: 2} // no period: denies the batch
+	const now = int64(1_700_000_000_000_000)
+	for _, c := range []struct {
+		name         string
+		charge, rest algorithms.Limit // rest: a check that leaves the key at rest
+		deny         bool
+	}{
+		{"another family, admitted", log, lb, false},
+		{"another family, denied", log, lb, true},
+		{"a lower capacity, admitted", tb, low, false},
+		{"a lower capacity, denied", tb, low, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := "settled:" + c.name
+			ops := []algorithms.Op{{Key: key, Limit: c.charge, Hits: 1, Usage: true}, {Key: key, Limit: c.rest, Usage: true}}
+			if c.deny {
+				ops = append(ops, algorithms.Op{Key: key, Limit: invalid, Usage: true})
+			}
+			m := model{}
+			take(t, m, ops, now)
+			for _, lim := range []algorithms.Limit{c.charge, c.rest} {
+				take(t, m, []algorithms.Op{{Key: key, Limit: lim}}, now-4)
+			}
+		})
+	}
+}

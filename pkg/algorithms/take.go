@@ -140,7 +140,8 @@ func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (
 // Verdict is the batch's.
 //
 // It returns the decisions and the states to write: one per key that an
-// op with hits > 0 charged.
+// op with hits > 0 charged, a state that no longer matters at now as
+// State{ExpiresAt: 1} (see settle).
 func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
 	if distinctKeys(ops) {
 		return takeDistinct(ops, load, now)
@@ -183,7 +184,7 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decisi
 		verdict.Add(op.Mode, op.Joined, decisions[i].Allowed)
 	}
 	if !verdict.Denied() {
-		return decisions, chargedStates(charged, pending)
+		return decisions, chargedStates(charged, pending, now)
 	}
 	// Denied: start again from the stored states, recording usage only
 	// (a usage op moves its key's running state on as in the first pass).
@@ -208,7 +209,7 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) ([]Decisi
 			decisions[i] = taken[i]
 		}
 	}
-	return decisions, chargedStates(charged, running)
+	return decisions, chargedStates(charged, running, now)
 }
 
 // decisionPair allocates a batch's decisions and its ops' Take decisions
@@ -219,17 +220,29 @@ func decisionPair(n int) (decisions, taken []Decision) {
 }
 
 // chargedStates is the states of the charged keys: what a batch writes.
-func chargedStates(charged map[string]bool, states map[string]State) map[string]State {
+func chargedStates(charged map[string]bool, states map[string]State, now time.Time) map[string]State {
 	var writes map[string]State
 	for key, ch := range charged {
 		if ch {
 			if writes == nil {
 				writes = make(map[string]State, len(charged))
 			}
-			writes[key] = states[key]
+			writes[key] = settle(states[key], now)
 		}
 	}
 	return writes
+}
+
+// settle is st as a batch writes it at now: a state that no longer matters
+// (expired at or before now) is written in one form, expired for good, as
+// take.lua deletes it. Otherwise whether a later op's Take had dropped it
+// (State{}) or not (say a full bucket expiring at now) would show once the
+// clock goes back.
+func settle(st State, now time.Time) State {
+	if st.ExpiresAt <= min(max(now.UnixMicro(), 0), MaxUnixMicro) {
+		return State{ExpiresAt: 1}
+	}
+	return st
 }
 
 // distinctKeys reports whether no key repeats in ops. Requests carry a few
@@ -284,7 +297,7 @@ func takeDistinct(ops []Op, load func(key string) State, now time.Time) ([]Decis
 			if writes == nil {
 				writes = make(map[string]State, len(ops))
 			}
-			writes[op.Key] = next[i]
+			writes[op.Key] = settle(next[i], now)
 		}
 	}
 	return decisions, writes

@@ -177,6 +177,29 @@ func TestTakeAll(t *testing.T) {
 				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
 			},
 		},
+		// A key left at rest (here a full bucket, by a check under a lower
+		// Burst) is written expired for good, however the batch ends: an
+		// op with an invalid limit after it drops it through Take in the
+		// denied batch, and a clock that goes back must not tell the two
+		// apart (take.lua deletes the key either way).
+		"a key left at rest is written expired": {
+			ops:  []Op{{Key: "a", Limit: tb, Hits: 1}, {Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second, Burst: 1}}},
+			want: []Decision{ok(9, 100*ms), ok(1, 0)},
+			wantWrites: map[string]State{
+				"a": {ExpiresAt: 1},
+			},
+		},
+		"a key left at rest is written expired in a denied batch too": {
+			ops: []Op{
+				{Key: "a", Limit: tb, Hits: 1, Usage: true},
+				{Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second, Burst: 1}, Usage: true},
+				{Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10}, Usage: true},
+			},
+			want: []Decision{ok(9, 100*ms), ok(1, 0), no(0, 0, Never)},
+			wantWrites: map[string]State{
+				"a": {ExpiresAt: 1},
+			},
+		},
 		"an invalid limit denies the batch": {
 			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "b", Limit: Limit{Algorithm: FixedWindow, Requests: 1}, Hits: 0}},
 			want: []Decision{ok(3, 40*s), no(0, 0, Never)},

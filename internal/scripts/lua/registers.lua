@@ -42,8 +42,12 @@ local function regs_get(key)
 end
 
 -- regs_put stores a packed state with its TTL argument (ttl_arg) in one
--- command.
+-- command; a ttl of false deletes the key instead (regs_ttl).
 local function regs_put(key, packed, ttl)
+  if not ttl then
+    redis.call('DEL', key)
+    return
+  end
   redis.call('SET', key, packed, 'PX', ttl)
 end
 
@@ -58,8 +62,15 @@ local function regs_put_count(key, b)
   redis.call('SETRANGE', key, '8', b)
 end
 
+-- regs_ttl is regs_put's ttl for a state expiring at e: false (delete)
+-- when it no longer matters at now, as algorithms.TakeAll's settle writes it.
+local function regs_ttl(e, now)
+  if e <= now then return false end
+  return ttl_arg(e, now)
+end
+
 local function regs_set(key, a, b, c, e, now)
-  regs_put(key, struct.pack(REGS_FORMAT, a, b, c, e), ttl_arg(e, now))
+  regs_put(key, struct.pack(REGS_FORMAT, a, b, c, e), regs_ttl(e, now))
 end
 
 -- The table view, one of take.lua's storage kinds. The second result of

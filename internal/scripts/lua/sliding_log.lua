@@ -168,6 +168,11 @@ local function sliding_log_force(lim, view, h, now)
 end
 
 local function log_write(key, view, typeok, now)
+  -- No longer mattering (algorithms.TakeAll's settle): deleted.
+  if view.exp <= now then
+    redis.call('DEL', key)
+    return
+  end
   if view.fresh or not typeok then
     redis.call('DEL', key)
   else

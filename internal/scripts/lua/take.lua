@@ -163,6 +163,10 @@ local function charge_of(out, kind, last, hits, st, now)
     for i, e in ipairs(st.pend) do
       out[n + 6 + 2 * i], out[n + 7 + 2 * i] = e.seq, e.hits
     end
+  elseif st.e <= now then
+    -- Written as deleted: algorithms.TakeAll's settled state.
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, 0, 0
+    out[n + 5], out[n + 6], out[n + 7] = 0, 1, 0
   else
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, st.a, st.b
     out[n + 5], out[n + 6], out[n + 7] = st.c, st.e, 0
@@ -222,10 +226,10 @@ end
 
 -- PENDING holds take_distinct's writes until the batch is decided, four
 -- slots per op: its kind (false: nothing to write), then the packed state
--- and its TTL argument for registers, or the view and its typeok for a log,
--- then whether the op is usage. One table serves every take (a library
--- outlives its calls, and takes run one at a time) instead of one per op: a
--- take sets every slot it reads.
+-- and its TTL argument (regs_ttl) for registers, or the view and its
+-- typeok for a log, then whether the op is usage. One table serves every
+-- take (a library outlives its calls, and takes run one at a time) instead
+-- of one per op: a take sets every slot it reads.
 local PENDING = {}
 
 -- take_distinct is take_general for ops on distinct keys, nearly every
@@ -254,7 +258,7 @@ local function take_distinct(now, keys, k0, ops, n, charges, denials)
           -- there is nothing to keep for the end.
           write_state(alg.kind, key, x1, x2, x3, x4, now)
         elseif alg.kind == REGS then
-          PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), ttl_arg(x4, now)
+          PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), regs_ttl(x4, now)
           pending = true
         else
           PENDING[j], PENDING[j + 1], PENDING[j + 2] = LOG, x1, x2
