@@ -74,9 +74,11 @@ func (s *Store) refill(ctx context.Context, ops []store.Request, shards []uint8,
 				e.remaining, e.known = d.Remaining, true
 				e.resetAt = satAddI(now, d.ResetAfter.Microseconds())
 				if took {
-					ch := findCharge(charges, op.Key)
+					var ch *store.Charge
 					if byKey != nil {
 						ch = byKey[op.Key]
+					} else {
+						ch = findCharge(charges, op.Key)
 					}
 					// Taken ahead, not used: the lease's idle clock runs
 					// from its last use, not from this call.
