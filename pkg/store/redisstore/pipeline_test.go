@@ -26,7 +26,9 @@ type answer struct {
 
 func callKey(caller, i int) string { return "call-" + strconv.Itoa(caller) + "-" + strconv.Itoa(i) }
 
-func hammer(t *testing.T, s *redisstore.Store, callers, calls int, lim uint64, deadline time.Duration, ownKeys bool, during func()) []answer {
+// during, if not nil, runs beside the callers; done closes when they have
+// all finished, and hammer waits for during to return.
+func hammer(t *testing.T, s *redisstore.Store, callers, calls int, lim uint64, deadline time.Duration, ownKeys bool, during func(done <-chan struct{})) []answer {
 	t.Helper()
 	answers := make([]answer, callers*calls)
 	var wg sync.WaitGroup
@@ -46,10 +48,16 @@ func hammer(t *testing.T, s *redisstore.Store, callers, calls int, lim uint64, d
 			}
 		}()
 	}
-	if during != nil {
-		during()
-	}
+	done, duringDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(duringDone)
+		if during != nil {
+			during(done)
+		}
+	}()
 	wg.Wait()
+	close(done)
+	<-duringDone
 	return answers
 }
 
@@ -186,9 +194,15 @@ func TestPipelineNeverChargesTwice(t *testing.T) {
 
 	const callers, calls = 16, 40
 	kills := 0
-	answers := hammer(t, s, callers, calls, lim, 200*time.Millisecond, true, func() {
-		for range 15 {
-			time.Sleep(3 * time.Millisecond)
+	// Connections are cut every 2 ms for as long as the callers run (a
+	// fixed number of kills could all land after a fast run ended).
+	answers := hammer(t, s, callers, calls, lim, 200*time.Millisecond, true, func(done <-chan struct{}) {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
 			n, err := admin.ClientKillByFilter(t.Context(), "TYPE", "normal", "SKIPME", "yes").Result()
 			if err != nil {
 				t.Errorf("CLIENT KILL: %v", err)
