@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -41,32 +40,6 @@ func TestStatDelta(t *testing.T) {
 	}
 	if script.Calls != 25 || script.Usec != 890 {
 		t.Errorf("script = %+v, want 25 calls, 890 usec", script)
-	}
-}
-
-// TestCPUTime reads this process's own /proc/PID/stat while it burns CPU:
-// the figure must grow (the wall-clock cap only guards a broken reader).
-func TestCPUTime(t *testing.T) {
-	before, err := cpuTime(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, used := 0, time.Duration(0)
-	for start := time.Now(); used < 30*time.Millisecond && time.Since(start) < 10*time.Second; {
-		for range 1_000_000 {
-			x++
-		}
-		now, err := cpuTime(os.Getpid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		used = now - before
-	}
-	if used < 30*time.Millisecond {
-		t.Errorf("spinning for 10s read as %s of CPU (x=%d)", used, x)
-	}
-	if _, err := cpuTime(-1); err == nil {
-		t.Error("cpuTime(-1) succeeded")
 	}
 }
 

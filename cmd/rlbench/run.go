@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/ratelimitd/ratelimitd/internal/procstat"
 	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
@@ -85,7 +86,7 @@ func (t *target) drain(o options) time.Duration {
 func (t *target) cpu() (time.Duration, error) {
 	var sum time.Duration
 	for _, p := range t.procs {
-		c, err := cpuTime(p.pid())
+		c, err := procstat.CPUTime(p.pid())
 		if err != nil {
 			return 0, err
 		}
@@ -287,7 +288,7 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 		load(t.conns, reqs, o.concurrency, w, o.timeout)
 	}
 	cpu0, err1 := t.cpu()
-	rcpu0, err2 := cpuTime(redisProc.pid())
+	rcpu0, err2 := procstat.CPUTime(redisProc.pid())
 	stats0, err3 := commandStats(info)
 	lease0, err4 := t.leaseStats()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
@@ -299,14 +300,14 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 		// A replica returns a lease's unused hits once it is idle
 		// (LEASE_IDLE): those returns belong to this run, not the next
 		// target's. Redis's CPU up to here is the run without them.
-		rcpuLoad, err2 = cpuTime(redisProc.pid())
+		rcpuLoad, err2 = procstat.CPUTime(redisProc.pid())
 		if err2 != nil {
 			return sample{}, err2
 		}
 		time.Sleep(d)
 	}
 	cpu1, err1 := t.cpu()
-	rcpu1, err2 := cpuTime(redisProc.pid())
+	rcpu1, err2 := procstat.CPUTime(redisProc.pid())
 	stats1, err3 := commandStats(info)
 	lease1, err4 := t.leaseStats()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {

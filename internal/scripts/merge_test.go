@@ -31,6 +31,20 @@ func fcallArgs(t *testing.T, ops []algorithms.Op, now time.Time) []any {
 	return append(out, args...)
 }
 
+// mergeableCall is ops' take FCALL at now (µs), asking for its charges
+// when charged, which must be one MergeTakes takes.
+func mergeableCall(t *testing.T, ops []algorithms.Op, now int64, charged bool) []any {
+	t.Helper()
+	call := fcallArgs(t, ops, time.UnixMicro(now))
+	if charged {
+		call = scripts.WithCharges(call)
+	}
+	if n, key, ok := scripts.Mergeable(call); !ok || n != now || key != ops[0].Key {
+		t.Fatalf("a take's FCALL is not mergeable: %v", call)
+	}
+	return call
+}
+
 // TestMergedTakes: several takes merged into one call of the takes function
 // answer each take as the Go model does when it runs them one after the
 // other at the same instant, and leave the same state, for random takes of
@@ -83,13 +97,8 @@ func TestMergedTakes(t *testing.T) {
 			for j := range ops {
 				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(4) == 0}
 			}
-			takes[i], calls[i] = ops, fcallArgs(t, ops, time.UnixMicro(now))
-			if charged[i] = rng.IntN(2) == 0; charged[i] {
-				calls[i] = scripts.WithCharges(calls[i])
-			}
-			if n, key, ok := scripts.Mergeable(calls[i]); !ok || n != now || key != ops[0].Key {
-				t.Fatalf("a take's FCALL is not mergeable: %v", calls[i])
-			}
+			charged[i] = rng.IntN(2) == 0
+			takes[i], calls[i] = ops, mergeableCall(t, ops, now, charged[i])
 		}
 		cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
 		_ = rdb.Process(ctx, cmd)
@@ -226,13 +235,8 @@ func TestMergedRepliesAsAlone(t *testing.T) {
 					ops[j] = algorithms.Op{Key: keys[rng.IntN(4)], Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(6) == 0}
 				}
 			}
-			takes[i], calls[i] = ops, fcallArgs(t, ops, time.UnixMicro(now))
-			if charged[i] = rng.IntN(2) == 0; charged[i] {
-				calls[i] = scripts.WithCharges(calls[i])
-			}
-			if n, key, ok := scripts.Mergeable(calls[i]); !ok || n != now || key != ops[0].Key {
-				t.Fatalf("a take's FCALL is not mergeable: %v", calls[i])
-			}
+			charged[i] = rng.IntN(2) == 0
+			takes[i], calls[i] = ops, mergeableCall(t, ops, now, charged[i])
 		}
 		cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
 		_ = merged.Process(ctx, cmd)

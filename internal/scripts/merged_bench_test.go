@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimitd/ratelimitd/internal/procstat"
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
@@ -37,8 +36,11 @@ func BenchmarkMergedTakes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pid := info["Server"]["process_id"]
-	if _, err := redisCPU(pid); err != nil {
+	pid, err := strconv.Atoi(info["Server"]["process_id"])
+	if err != nil {
+		b.Fatalf("redis-server process_id: %v", err)
+	}
+	if _, err := procstat.CPUTime(pid); err != nil {
 		b.Skipf("no CPU time of redis-server: %v", err)
 	}
 	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
@@ -100,7 +102,7 @@ func BenchmarkMergedTakes(b *testing.B) {
 	for _, n := range []int{1, 3} {
 		for _, target := range []string{"merged", "envoy-model"} {
 			b.Run(fmt.Sprintf("desc%d/%s", n, target), func(b *testing.B) {
-				before, err := redisCPU(pid)
+				before, err := procstat.CPUTime(pid)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -120,7 +122,7 @@ func BenchmarkMergedTakes(b *testing.B) {
 					}()
 				}
 				wg.Wait()
-				after, err := redisCPU(pid)
+				after, err := procstat.CPUTime(pid)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -128,26 +130,4 @@ func BenchmarkMergedTakes(b *testing.B) {
 			})
 		}
 	}
-}
-
-// redisCPU is the CPU time redis-server pid has used, from /proc/pid/stat
-// (utime and stime, in ticks of the kernel's USER_HZ, 100 on Linux).
-func redisCPU(pid string) (time.Duration, error) {
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses: utime and
-	// stime are the 12th and 13th.
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%s/stat has %d fields", pid, len(f))
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%s/stat: %v %v", pid, err1, err2)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }

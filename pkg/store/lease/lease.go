@@ -597,8 +597,9 @@ func findCharge(charges []store.Charge, key string) *store.Charge {
 }
 
 // install makes a block of sp.Hits, which the backend decided as d when
-// asked at now, into e's lease.
-func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decision, ch *store.Charge, now int64) {
+// asked at now, into e's lease; merged says it joined the lease e held
+// (same window) rather than starting one.
+func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decision, ch *store.Charge, now int64) (merged bool) {
 	b := sp.Hits
 	c := &s.shards[sh].counters
 	c.blocks++
@@ -606,7 +607,7 @@ func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decis
 	if s.closed.Load() {
 		// Close has given everything back already: hold nothing more.
 		c.lapse(b)
-		return
+		return false
 	}
 	nl := newLease(sp.Limit, b, d, now)
 	if nl.kind == window {
@@ -614,7 +615,7 @@ func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decis
 			// Without the charge's state the block could not be given back
 			// exactly: do not use it.
 			c.lapse(b)
-			return
+			return false
 		}
 		nl.after = ch.After
 		l := &e.lease
@@ -624,12 +625,13 @@ func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decis
 			l.deadline = min(l.deadline, nl.deadline)
 			l.after = nl.after
 			l.lastUse = now
-			return
+			return true
 		}
 	}
 	s.end(sh, e, now)
 	e.lease = nl
 	s.shards[sh].addLeased(e)
+	return false
 }
 
 // addLeased puts e in the leased set, if it is not there.

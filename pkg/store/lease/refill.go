@@ -82,12 +82,11 @@ func (s *Store) refill(ctx context.Context, ops []store.Request, shards []uint8,
 					}
 					// Taken ahead, not used: the lease's idle clock runs
 					// from its last use, not from this call.
-					last, had := e.lease.lastUse, e.lease.kind != none
-					s.install(sh, e, *op, d, ch, now)
-					shd.counters.refills++
-					if had && e.lease.born != now {
+					last := e.lease.lastUse
+					if s.install(sh, e, *op, d, ch, now) {
 						e.lease.lastUse = last
 					}
+					shd.counters.refills++
 				}
 			case took:
 				// The rule changed during the round trip: the block stays
