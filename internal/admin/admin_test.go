@@ -47,6 +47,8 @@ descriptors:
       - {unit: minute, requests_per_unit: 2}
 `
 
+func midWindow() time.Time { return time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC) }
+
 type staticConfig struct{ cfg *config.Config }
 
 func (s staticConfig) Current() *config.Config { return s.cfg }
@@ -65,7 +67,9 @@ func newRig(t *testing.T, auth admin.Auth) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := memstore.New()
+	// A fixed clock in the middle of a minute: on the wall clock a test
+	// that crossed a minute boundary saw every counter's window end.
+	st := memstore.New(memstore.WithClock(midWindow))
 	t.Cleanup(func() { _ = st.Close() })
 	keys := config.KeyBuilder{Prefix: "rl:"}
 	svc := service.New(staticConfig{cfg}, st, service.WithKeyBuilder(keys))

@@ -21,7 +21,7 @@ domain: api
 descriptors:
   - key: user
     rate_limit:
-      unit: minute
+      unit: hour # an hour, so the three calls below all but never straddle a window end
       requests_per_unit: 2
 `)})
 	if err != nil {
