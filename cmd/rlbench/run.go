@@ -60,12 +60,14 @@ func (t *target) leaseSetting(name string, def time.Duration) time.Duration {
 // run, its replicas' rate estimates (over the last LEASE_TARGET) fall to
 // zero and their leases end, so the first LEASE_TARGET of load rebuilds
 // the estimates (blocks grow from 2 hits) and the second sizes blocks from
-// a full one, as they are in steady traffic.
+// a full one, as they are in steady traffic. It lasts a LEASE_IDLE at
+// least, too: a counter too cold for the estimate leases once a replica
+// has seen it twice within LEASE_IDLE (lease.Store.blockSize).
 func (t *target) warmup(o options) time.Duration {
 	if !t.leases() {
 		return o.warmup
 	}
-	return max(o.warmup, 2*t.leaseSetting("LEASE_TARGET", lease.DefaultTarget))
+	return max(o.warmup, 2*t.leaseSetting("LEASE_TARGET", lease.DefaultTarget), t.leaseSetting("LEASE_IDLE", lease.DefaultIdle))
 }
 
 // drain is how long a run of t waits after its load before its CPU is

@@ -22,18 +22,23 @@ type entry struct {
 	// sized, on the way to the backend).
 	rateStart int64
 	cur, prev uint64
-	remaining uint64 // the backend's latest Remaining for the key
-	known     bool   // remaining is from an answer (a key first seen has none)
-	resetAt   int64  // when the backend's latest ResetAfter runs out
-	inflight  bool   // a block is being taken: no second top-up meanwhile
-	slot      int    // index + 1 in its shard's leased set; 0: not in it
-	lease     lease
+	// seen and seenBefore are the times of the last two observed hits
+	// (0: none), which say whether a counter too cold for the rate
+	// estimate still comes back within LEASE_IDLE (Store.blockSize).
+	seen, seenBefore int64
+	remaining        uint64 // the backend's latest Remaining for the key
+	known            bool   // remaining is from an answer (a key first seen has none)
+	resetAt          int64  // when the backend's latest ResetAfter runs out
+	inflight         bool   // a block is being taken: no second top-up meanwhile
+	slot             int    // index + 1 in its shard's leased set; 0: not in it
+	lease            lease
 }
 
 // observe counts hits seen at now.
 func (e *entry) observe(now, interval int64, hits uint64) {
 	e.roll(now, interval)
 	e.cur = satAdd(e.cur, hits)
+	e.seenBefore, e.seen = e.seen, now
 }
 
 // roll moves the rate interval up to now.

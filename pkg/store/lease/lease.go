@@ -66,7 +66,7 @@ const (
 	DefaultTarget        = 5 * time.Second
 	DefaultMaxBlock      = 1000
 	DefaultFraction      = 0.1
-	DefaultIdle          = 5 * time.Second
+	DefaultIdle          = 20 * time.Second
 	DefaultMaxAge        = 30 * time.Second
 	DefaultMaxKeys       = 100000
 	DefaultSweepInterval = 100 * time.Millisecond
@@ -505,8 +505,26 @@ func (s *Store) plan(reqs []store.Request, idx []uint8, now int64) []store.Reque
 // batch's own hits on it.
 func (s *Store) blockSize(e *entry, now int64, hits uint64) uint64 {
 	b := min(e.estimate(now, s.interval), s.maxBlock)
+	if b < 2 && s.returning(e) {
+		b = min(2, s.maxBlock)
+	}
 	left := e.remaining - min(hits, e.remaining)
 	return min(b, uint64(float64(left)*s.fraction))
+}
+
+// returning reports whether e is a window counter whose last two hits
+// came within LEASE_IDLE of each other: too cold for two hits per
+// LEASE_TARGET, but a block of 2 taken now would most likely be used
+// before it idles out, and refilled ahead in the sweeper's batch, where
+// without it each of its hits is a round trip of its own. Bucket blocks
+// are left out: their slots lapse long before such a counter's next hit.
+func (s *Store) returning(e *entry) bool {
+	switch e.limit.Algorithm {
+	case algorithms.FixedWindow, algorithms.SlidingWindow:
+	default:
+		return false
+	}
+	return s.idle > 0 && e.seenBefore != 0 && e.seen-e.seenBefore <= s.idle
 }
 
 // abandon clears the top-ups of a batch the backend failed.

@@ -78,3 +78,58 @@ func TestRefillAhead(t *testing.T) {
 		})
 	}
 }
+
+// A counter too cold for the rate estimate (a hit every 8 s against the
+// 5 s target) but back well within LEASE_IDLE (20 s) leases blocks of 2
+// from its second hit on, and sweeps refill them: after that a hit of it
+// reaches the backend on the request path only when LEASE_MAX_AGE has
+// ended its lease, and the backend still counts exactly the hits admitted
+// once the lease is given back. With LEASE_IDLE below its gap each hit is
+// a round trip, as before.
+func TestColdCounterBackWithinIdle(t *testing.T) {
+	tests := []struct {
+		name     string
+		idle     time.Duration
+		maxAge   time.Duration
+		wantPath func(n int) bool // request-path calls after the first two hits, of 28
+	}{
+		{"back within LEASE_IDLE", 20 * time.Second, 0, func(n int) bool { return n == 0 }},
+		{"back within LEASE_IDLE, LEASE_MAX_AGE 30s", 20 * time.Second, 30 * time.Second,
+			func(n int) bool { return n >= 1 && n <= 28*8/30+1 }},
+		{"LEASE_IDLE shorter than its gap", 7 * time.Second, 0, func(n int) bool { return n == 28 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, lease.WithTarget(5*time.Second), lease.WithIdle(tt.idle), lease.WithMaxAge(tt.maxAge))
+			lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: 24 * time.Hour}
+			path := 0
+			for i := 1; i <= 30; i++ {
+				res, local := r.local(hit("k", lim, 1))
+				if !res[0].Allowed {
+					t.Fatalf("hit %d denied", i)
+				}
+				if !local && i > 2 {
+					path++
+				}
+				for range 80 { // 8 s of sweeps
+					r.clock.Advance(100 * time.Millisecond)
+					r.sweep()
+				}
+			}
+			if !tt.wantPath(path) {
+				t.Errorf("%d hits reached the backend after the second", path)
+			}
+			st := r.s.Stats()
+			if st.Outstanding > 3 {
+				t.Errorf("%d hits outstanding, want at most 3 (a block of 2 refilled at 1 left)", st.Outstanding)
+			}
+			if err := r.s.ReturnAll(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.count("k", lim); got != 30 {
+				t.Errorf("backend counts %d hits, 30 admitted", got)
+			}
+			t.Logf("%d request-path calls, %+v", path, st)
+		})
+	}
+}
