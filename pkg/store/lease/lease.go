@@ -39,7 +39,8 @@
 //
 // A key's block is sized from the rate at which this replica sees its hits
 // (over the last LEASE_TARGET) and from the backend's latest Remaining for
-// it. Blocks ride on a request that goes to the backend anyway, or, for a
+// it; a window key too cold for that rate but whose last two hits came
+// within LEASE_IDLE gets a block of 2 (blockSize). Blocks ride on a request that goes to the backend anyway, or, for a
 // window lease down to half a block, on the sweeper's one refill call per
 // sweep (refill.go): leasing adds at most that call, never one per request.
 // Leases end on the request path for the keys a request touches and in the
