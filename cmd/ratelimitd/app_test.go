@@ -30,11 +30,14 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
+// appConfig's limit is one an hour, not a minute: the tests that call k
+// twice (OK, then OVER_LIMIT) run on the wall clock (or Redis TIME), and a
+// window that ended between the calls would admit the second.
 const appConfig = `
 domain: app
 descriptors:
   - key: k
-    rate_limit: {unit: minute, requests_per_unit: 1}
+    rate_limit: {unit: hour, requests_per_unit: 1}
 `
 
 // startApp runs an app on loopback ports (with the embedded store unless env

@@ -28,10 +28,12 @@ func startXDS(t *testing.T) (string, cachev3.SnapshotCache) {
 	return testkit.XDSServer(t)
 }
 
+// setXDS serves rpu an hour for k (an hour, as appConfig: the calls that
+// count against it run on the wall clock).
 func setXDS(t *testing.T, cache cachev3.SnapshotCache, node, version string, rpu uint32) {
 	t.Helper()
 	cfg := &rlsconfv3.RateLimitConfig{Name: "app", Domain: "app", Descriptors: []*rlsconfv3.RateLimitDescriptor{{
-		Key: "k", RateLimit: &rlsconfv3.RateLimitPolicy{Unit: rlsconfv3.RateLimitUnit_MINUTE, RequestsPerUnit: rpu},
+		Key: "k", RateLimit: &rlsconfv3.RateLimitPolicy{Unit: rlsconfv3.RateLimitUnit_HOUR, RequestsPerUnit: rpu},
 	}}}
 	snap, err := cachev3.NewSnapshot(version, map[resourcev3.Type][]types.Resource{resourcev3.RateLimitConfigType: {cfg}})
 	if err != nil {

@@ -48,9 +48,10 @@ func TestAdminConformance(t *testing.T) {
 			flushed(t, addrs...)
 			return newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), redisstore.WithClock(clock.Now))
 		}, false)
-		// Keys on every master are listed.
+		// Keys on every master are listed (none expiring with its window
+		// between the takes and the listing: fixedClock).
 		flushed(t, addrs...)
-		s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)))
+		s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), fixedClock())
 		var reqs []store.Request
 		for i := range 30 {
 			reqs = append(reqs, store.Request{Key: fmt.Sprintf("{spread:%d}", i), Limit: window(5), Hits: 1})

@@ -18,7 +18,7 @@ import (
 func TestClusterPipeline(t *testing.T) {
 	nodes, admins := startCluster(t)
 	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)),
-		redisstore.WithPipeline(2*time.Millisecond, 0), redisstore.WithPoolSize(4))
+		redisstore.WithPipeline(2*time.Millisecond, 0), redisstore.WithPoolSize(4), fixedClock())
 	keys := keysOnMasters(t, admins, "cp")
 	const lim = 1_000_000
 	for _, k := range keys { // loads the library on every master

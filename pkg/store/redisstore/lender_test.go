@@ -66,7 +66,7 @@ func TestReturnFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.AddHook(hook)
-			s := newStore(t, redisstore.WithClient(c), redisstore.WithTimeout(2*time.Second))
+			s := newStore(t, redisstore.WithClient(c), redisstore.WithTimeout(2*time.Second), fixedClock())
 			reqs := []store.Request{{Key: "k", Limit: lim, Hits: 1}, {Key: "k", Limit: lim, Hits: 4, Mode: algorithms.Spare}}
 			res, charges, err := s.TakeCharged(t.Context(), reqs)
 			if err != nil || !res[0].Allowed || !res[1].Allowed || len(charges) != 1 || charges[0].Hits != 5 {

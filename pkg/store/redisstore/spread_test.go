@@ -224,7 +224,7 @@ func TestCrossSlotAllOrNothing(t *testing.T) {
 // denied only when every quota counter is, wherever they live.
 func TestCrossSlotQuota(t *testing.T) {
 	nodes, admins := startCluster(t)
-	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)))
+	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), fixedClock())
 	keys := keysOnMasters(t, admins, "quota")
 	lim := window(2)
 	remaining := func(k string) uint64 {
@@ -263,7 +263,7 @@ func TestCrossSlotQuota(t *testing.T) {
 // past the limit; the request's admissions stay all-or-nothing.
 func TestCrossSlotUsage(t *testing.T) {
 	nodes, admins := startCluster(t)
-	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)))
+	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), fixedClock())
 	keys := keysOnMasters(t, admins, "usage")
 	lim := window(10)
 	check := func() []store.Result {

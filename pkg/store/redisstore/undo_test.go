@@ -71,7 +71,7 @@ func TestUndoFailure(t *testing.T) {
 			c.AddHook(hook)
 			var mu sync.Mutex
 			var reported []error
-			s := newStore(t, redisstore.WithClient(c), redisstore.WithTimeout(2*time.Second),
+			s := newStore(t, redisstore.WithClient(c), redisstore.WithTimeout(2*time.Second), fixedClock(),
 				redisstore.WithUndoFailure(func(charges int, err error) {
 					mu.Lock()
 					defer mu.Unlock()
