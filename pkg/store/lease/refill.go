@@ -21,6 +21,33 @@ import (
 // refillWanted is the block to take ahead for e at now, or 0. The caller
 // holds e's shard.
 func (s *Store) refillWanted(e *entry, now int64) uint64 {
+	// At most half a block left, so a small block (2 or 3 hits, a counter
+	// seen a few times per target) is refilled with one hit left rather
+	// than when it is empty, which a request would find first.
+	b := s.topUpSize(e, now)
+	if b == 0 || 2*e.lease.room(now) > b {
+		return 0
+	}
+	return b
+}
+
+// renewWanted is the block to take in place of e's window lease, which
+// LEASE_MAX_AGE ends at now while its counter is still in use (not idle,
+// room left), or 0. The old lease's rest goes back in the sweep's Return
+// and the new block comes in its refill call, so a busy counter does not
+// send a request to the backend every LEASE_MAX_AGE; the old block's life
+// is still bounded by LEASE_MAX_AGE. The caller holds e's shard.
+func (s *Store) renewWanted(e *entry, now int64) uint64 {
+	l := &e.lease
+	if l.room(now) == 0 || (s.idle > 0 && now-l.lastUse >= s.idle) {
+		return 0
+	}
+	return s.topUpSize(e, now)
+}
+
+// topUpSize is the block the sweeper may take for e's window lease at now,
+// or 0.
+func (s *Store) topUpSize(e *entry, now int64) uint64 {
 	l := &e.lease
 	if !s.refillAhead || l.kind != window || e.inflight || !e.known || l.limit != e.limit {
 		return 0
@@ -30,14 +57,10 @@ func (s *Store) refillWanted(e *entry, now int64) uint64 {
 	if l.deadline-now <= 2*s.every.Microseconds() {
 		return 0
 	}
-	// At most half a block left, so a small block (2 or 3 hits, a counter
-	// seen a few times per target) is refilled with one hit left rather
-	// than when it is empty, which a request would find first.
-	b := s.blockSize(e, now, 0)
-	if b < 2 || 2*l.room(now) > b {
-		return 0
+	if b := s.blockSize(e, now, 0); b >= 2 {
+		return b
 	}
-	return b
+	return 0
 }
 
 // refill takes the blocks of ops (Spare ops, one per key, marked inflight;

@@ -81,22 +81,23 @@ func TestRefillAhead(t *testing.T) {
 
 // A counter too cold for the rate estimate (a hit every 8 s against the
 // 5 s target) but back well within LEASE_IDLE (20 s) leases blocks of 2
-// from its second hit on, and sweeps refill them: after that a hit of it
-// reaches the backend on the request path only when LEASE_MAX_AGE has
-// ended its lease, and the backend still counts exactly the hits admitted
-// once the lease is given back. With LEASE_IDLE below its gap each hit is
-// a round trip, as before.
+// from its second hit on, and sweeps refill them: after that no hit of it
+// reaches the backend on the request path, LEASE_MAX_AGE included (a sweep
+// gives the aged lease's rest back and takes a new block in its place),
+// and the backend still counts exactly the hits admitted once the lease is
+// given back. With LEASE_IDLE below its gap each hit is a round trip, as
+// before.
 func TestColdCounterBackWithinIdle(t *testing.T) {
 	tests := []struct {
-		name     string
-		idle     time.Duration
-		maxAge   time.Duration
-		wantPath func(n int) bool // request-path calls after the first two hits, of 28
+		name        string
+		idle        time.Duration
+		maxAge      time.Duration
+		wantPath    int  // request-path calls after the first two hits, of 28
+		wantRenewed bool // LEASE_MAX_AGE ended leases, whose rest went back
 	}{
-		{"back within LEASE_IDLE", 20 * time.Second, 0, func(n int) bool { return n == 0 }},
-		{"back within LEASE_IDLE, LEASE_MAX_AGE 30s", 20 * time.Second, 30 * time.Second,
-			func(n int) bool { return n >= 1 && n <= 28*8/30+1 }},
-		{"LEASE_IDLE shorter than its gap", 7 * time.Second, 0, func(n int) bool { return n == 28 }},
+		{"back within LEASE_IDLE", 20 * time.Second, 0, 0, false},
+		{"back within LEASE_IDLE, LEASE_MAX_AGE 30s", 20 * time.Second, 30 * time.Second, 0, true},
+		{"LEASE_IDLE shorter than its gap", 7 * time.Second, 0, 28, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,10 +117,14 @@ func TestColdCounterBackWithinIdle(t *testing.T) {
 					r.sweep()
 				}
 			}
-			if !tt.wantPath(path) {
-				t.Errorf("%d hits reached the backend after the second", path)
+			if path != tt.wantPath {
+				t.Errorf("%d hits reached the backend after the second, want %d", path, tt.wantPath)
 			}
 			st := r.s.Stats()
+			// (With LEASE_IDLE below the gap every lease idles out and returns.)
+			if renewed := tt.idle > 8*time.Second && st.Returned > 0; renewed != tt.wantRenewed {
+				t.Errorf("%d hits returned while in use, want renewals %v", st.Returned, tt.wantRenewed)
+			}
 			if st.Outstanding > 3 {
 				t.Errorf("%d hits outstanding, want at most 3 (a block of 2 refilled at 1 left)", st.Outstanding)
 			}

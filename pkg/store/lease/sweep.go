@@ -28,7 +28,9 @@ func (s *Store) sweeper() {
 // Sweep ends every lease that is over at now (its window or last slot,
 // idleness, age) and gives back, in one Return, the unused hits of the
 // window leases among them and of those ended on the request path since
-// the last call. The sweeper calls it; tests call it with a fake clock.
+// the last call. In one more call it takes the blocks of window leases
+// running low (refill ahead) and of busy ones LEASE_MAX_AGE ended
+// (renewWanted). The sweeper calls it; tests call it with a fake clock.
 // An error is the backend's on Return: those hits stay charged.
 func (s *Store) Sweep(now time.Time) error {
 	us := now.UnixMicro()
@@ -54,8 +56,14 @@ func (s *Store) Sweep(now time.Time) error {
 				}
 				continue
 			}
+			renew := s.renewWanted(e, us)
 			if ch, ok := s.endInto(uint8(i), e, us); ok {
 				charges = append(charges, ch)
+			}
+			if renew > 0 {
+				e.inflight = true
+				refills = append(refills, store.Request{Key: e.key, Limit: e.limit, Hits: renew, Mode: algorithms.Spare})
+				refillShards = append(refillShards, uint8(i))
 			}
 		}
 		shd.mu.Unlock()
