@@ -40,9 +40,11 @@
 // A key's block is sized from the rate at which this replica sees its hits
 // (over the last LEASE_TARGET) and from the backend's latest Remaining for
 // it; a window key too cold for that rate but whose last two hits came
-// within LEASE_IDLE gets a block of 2 (blockSize). Blocks ride on a request that goes to the backend anyway, or, for a
-// window lease down to half a block, on the sweeper's one refill call per
-// sweep (refill.go): leasing adds at most that call, never one per request.
+// within LEASE_IDLE gets a block of 2 (blockSize). Blocks ride on a
+// request that goes to the backend anyway, or, for a window lease down to
+// half a block or one LEASE_MAX_AGE ended while in use, on the sweeper's
+// one refill call per sweep (refill.go): leasing adds at most that call,
+// never one per request.
 // Leases end on the request path for the keys a request touches and in the
 // sweeper for the rest; the hits of ended window leases are given back in
 // one Return per sweep.
