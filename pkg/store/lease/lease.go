@@ -106,6 +106,9 @@ type Store struct {
 	pendMu  sync.Mutex
 	pending []store.Charge
 
+	// lastSweep is when Sweep last ran (µs; 0: never).
+	lastSweep atomic.Int64
+
 	// Counters the shards' locks do not cover (see shard.counters).
 	returned, returnLapsed, returnErrors atomic.Uint64
 

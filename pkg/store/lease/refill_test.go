@@ -1,6 +1,7 @@
 package lease_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -81,12 +82,11 @@ func TestRefillAhead(t *testing.T) {
 
 // A counter too cold for the rate estimate (a hit every 8 s against the
 // 5 s target) but back well within LEASE_IDLE (20 s) leases blocks of 2
-// from its second hit on, and sweeps refill them: after that no hit of it
-// reaches the backend on the request path, LEASE_MAX_AGE included (a sweep
-// gives the aged lease's rest back and takes a new block in its place),
-// and the backend still counts exactly the hits admitted once the lease is
-// given back. With LEASE_IDLE below its gap each hit is a round trip, as
-// before.
+// from its second hit on, and sweeps refill them: after that a hit of it
+// reaches the backend on the request path only after LEASE_MAX_AGE ended
+// its lease (not renewed: unused for more than a LEASE_TARGET), and the
+// backend still counts exactly the hits admitted once the lease is given
+// back. With LEASE_IDLE below its gap each hit is a round trip, as before.
 func TestColdCounterBackWithinIdle(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -96,7 +96,7 @@ func TestColdCounterBackWithinIdle(t *testing.T) {
 		wantRenewed bool // LEASE_MAX_AGE ended leases, whose rest went back
 	}{
 		{"back within LEASE_IDLE", 20 * time.Second, 0, 0, false},
-		{"back within LEASE_IDLE, LEASE_MAX_AGE 30s", 20 * time.Second, 30 * time.Second, 0, true},
+		{"back within LEASE_IDLE, LEASE_MAX_AGE 30s", 20 * time.Second, 30 * time.Second, 28 * 8 / 30, true},
 		{"LEASE_IDLE shorter than its gap", 7 * time.Second, 0, 28, false},
 	}
 	for _, tt := range tests {
@@ -133,6 +133,51 @@ func TestColdCounterBackWithinIdle(t *testing.T) {
 			}
 			if got := r.count("k", lim); got != 30 {
 				t.Errorf("backend counts %d hits, 30 admitted", got)
+			}
+			t.Logf("%d request-path calls, %+v", path, st)
+		})
+	}
+}
+
+// A busy window lease that LEASE_MAX_AGE ends is renewed by the sweep
+// that ends it: its rest goes back and a new block comes in the sweep's
+// refill call, so no request goes to the backend for it; the backend still
+// counts exactly the hits admitted. Without refill ahead, the request
+// after each age end goes to the backend instead.
+func TestMaxAgeRenewsBusyLease(t *testing.T) {
+	for _, ahead := range []bool{true, false} {
+		t.Run(fmt.Sprintf("refill ahead %v", ahead), func(t *testing.T) {
+			r := newRig(t, lease.WithTarget(time.Second), lease.WithMaxAge(2*time.Second), lease.WithRefillAhead(ahead))
+			lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Hour}
+			const gap = 10 * time.Millisecond
+			admitted := r.warm("k", lim, gap)
+			path := 0
+			for i := 1; i <= 1000; i++ { // 10 s: five LEASE_MAX_AGEs
+				r.clock.Advance(gap)
+				res, local := r.local(hit("k", lim, 1))
+				if !res[0].Allowed {
+					t.Fatalf("hit %d denied", i)
+				}
+				admitted++
+				if !local && i > 100 {
+					path++
+				}
+				if i%10 == 0 {
+					r.sweep()
+				}
+			}
+			st := r.s.Stats()
+			if ahead && (path != 0 || st.Returned == 0) {
+				t.Errorf("%d requests reached the backend, %d hits returned; want 0 and the aged leases' rest", path, st.Returned)
+			}
+			if !ahead && path < 4 {
+				t.Errorf("%d requests reached the backend, want one per LEASE_MAX_AGE", path)
+			}
+			if err := r.s.ReturnAll(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.count("k", lim); got != admitted {
+				t.Errorf("backend counts %d hits, %d admitted", got, admitted)
 			}
 			t.Logf("%d request-path calls, %+v", path, st)
 		})

@@ -34,6 +34,8 @@ func (s *Store) sweeper() {
 // An error is the backend's on Return: those hits stay charged.
 func (s *Store) Sweep(now time.Time) error {
 	us := now.UnixMicro()
+	// The next sweep is about as far off as the last one was.
+	gap := max(us-s.lastSweep.Swap(us), 0)
 	var charges []store.Charge
 	var refills []store.Request
 	var refillShards []uint8
@@ -43,7 +45,12 @@ func (s *Store) Sweep(now time.Time) error {
 		// From the end: ending a lease moves the last entry into its slot.
 		for j := len(shd.leased) - 1; j >= 0; j-- {
 			e := shd.leased[j]
-			if !s.over(&e.lease, us) {
+			over := s.over(&e.lease, us)
+			var renew uint64
+			if over || s.agingOut(&e.lease, us, gap) {
+				renew = s.renewWanted(e, us)
+			}
+			if !over && renew == 0 {
 				// Count the bucket slots already past their deadlines, so
 				// that Outstanding (what a crash would lose) stays exact.
 				if n := e.lease.use(us, 0); n > 0 {
@@ -56,7 +63,6 @@ func (s *Store) Sweep(now time.Time) error {
 				}
 				continue
 			}
-			renew := s.renewWanted(e, us)
 			if ch, ok := s.endInto(uint8(i), e, us); ok {
 				charges = append(charges, ch)
 			}
@@ -75,6 +81,14 @@ func (s *Store) Sweep(now time.Time) error {
 		err = errors.Join(err, s.refill(ctx, refills, refillShards, us))
 	}
 	return err
+}
+
+// agingOut reports whether LEASE_MAX_AGE ends l before the sweep after
+// next (gap is the time since the last sweep): a busy lease is renewed
+// then, since the request that found it aged out would take its counter
+// to the backend.
+func (s *Store) agingOut(l *lease, now, gap int64) bool {
+	return s.maxAge > 0 && now-l.born >= s.maxAge-2*gap
 }
 
 // ReturnAll ends every lease now and gives the unused hits of window
