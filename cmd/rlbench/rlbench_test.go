@@ -78,7 +78,7 @@ func TestScenarios(t *testing.T) {
 	}
 	o := options{key: "mine", rounds: 7, replicas: 1, warmup: time.Millisecond, duration: time.Second}
 	got := zipf.apply(o, map[string]bool{"rounds": true})
-	if got.key != "zipf" || got.rounds != 7 || got.replicas != 3 || got.warmup != time.Second || got.modelUnit != time.Hour || got.duration != 8*time.Second {
+	if got.key != "zipf" || got.rounds != 7 || got.replicas != 3 || got.warmup != time.Second || got.modelUnit != time.Hour || got.duration != 30*time.Second {
 		t.Errorf("apply = key %q, rounds %d, replicas %d, warmup %s, model unit %s, duration %s", got.key, got.rounds, got.replicas, got.warmup, got.modelUnit, got.duration)
 	}
 	if got := zipf.apply(o, map[string]bool{"duration": true}); got.duration != time.Second {
