@@ -35,7 +35,11 @@ func (s *Store) sweeper() {
 func (s *Store) Sweep(now time.Time) error {
 	us := now.UnixMicro()
 	// The next sweep is about as far off as the last one was.
-	gap := max(us-s.lastSweep.Swap(us), 0)
+	prev := s.lastSweep.Swap(us)
+	var gap int64
+	if prev != 0 {
+		gap = max(us-prev, 0)
+	}
 	var charges []store.Charge
 	var refills []store.Request
 	var refillShards []uint8
@@ -51,10 +55,18 @@ func (s *Store) Sweep(now time.Time) error {
 				renew = s.renewWanted(e, us)
 			}
 			if !over && renew == 0 {
-				// Count the bucket slots already past their deadlines, so
-				// that Outstanding (what a crash would lose) stays exact.
-				if n := e.lease.use(us, 0); n > 0 {
-					shd.counters.lapse(n)
+				if e.lease.kind == bucket {
+					// Count the slots already past their deadlines, so that
+					// Outstanding (what a crash would lose) stays exact.
+					if n := e.lease.use(us, 0); n > 0 {
+						shd.counters.lapse(n)
+					}
+					continue
+				}
+				if prev != 0 && e.lease.lastUse < prev {
+					// Unused since the last sweep, which saw the same room
+					// and no smaller a block: most leases, most sweeps.
+					continue
 				}
 				if b := s.refillWanted(e, us); b > 0 {
 					e.inflight = true
