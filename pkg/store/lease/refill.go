@@ -32,8 +32,8 @@ func (s *Store) refillWanted(e *entry, now int64) uint64 {
 }
 
 // renewWanted is the block to take in place of e's window lease, which
-// LEASE_MAX_AGE ends at now while its counter is busy (used within the last
-// LEASE_TARGET, room left), or 0. The old lease's rest goes back in the
+// LEASE_MAX_AGE ends by the sweep after next (agingOut) while its counter is
+// busy (used within the last LEASE_TARGET, room left), or 0. The old lease's rest goes back in the
 // sweep's Return and the new block comes in its refill call, so a busy
 // counter does not send a request to the backend every LEASE_MAX_AGE; the
 // old block's life is still bounded by LEASE_MAX_AGE. A lease unused for

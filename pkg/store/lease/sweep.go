@@ -65,7 +65,8 @@ func (s *Store) Sweep(now time.Time) error {
 				}
 				if prev != 0 && e.lease.lastUse < prev {
 					// Unused since the last sweep, which saw the same room
-					// and no smaller a block: most leases, most sweeps.
+					// and a block no smaller than now (the rate estimate
+					// only decays without hits): most leases, most sweeps.
 					continue
 				}
 				if b := s.refillWanted(e, us); b > 0 {
