@@ -26,7 +26,18 @@ local function undo_main()
     j = j + 12 + 2 * n
     local alg = ALGS[lim.alg]
     if alg ~= nil and ch.hits > 0 and lim.req > 0 then
-      if alg.kind == LOG then
+      if lim.alg == FIXED_WINDOW then
+        -- fixed_window_undo changes only the count, and only in the
+        -- charge's window: rewrite those 8 bytes in place (the key keeps
+        -- its TTL), as take_fixed does, instead of the whole state.
+        local a, b, _, e = regs_get(key)
+        if e ~= 0 and now < e then
+          if a == ch.a and b > 0 then
+            regs_put_count(key, struct.pack('<d', math.max(b - ch.hits, 0)))
+          end
+          undone = undone + 1
+        end
+      elseif alg.kind == LOG then
         if sliding_log_undo(lim, key, ch, now) then undone = undone + 1 end
       else
         local st = regs_load(key)
