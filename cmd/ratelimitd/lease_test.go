@@ -15,17 +15,19 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
 )
 
 var hotLimit = algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 10000, Period: time.Minute}
 
-// midMinuteStore is a memstore on a fixed clock in the middle of a minute:
-// the tests below count hits of hotLimit's one-minute window, which on the
-// wall clock could end between two of their calls. The lease decorator
-// keeps the real clock; it reads the backend's ResetAfter as a duration, so
-// its blocks last 30 s, longer than any of these tests.
-func midMinuteStore() *memstore.Store {
-	return memstore.New(memstore.WithClock(func() time.Time { return time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC) }))
+// fixedClockStore is a memstore on a fixed clock at the start of a minute
+// (storetest.Epoch): the tests below count hits of hotLimit's one-minute
+// window, which on the wall clock could end between two of their calls.
+// The lease decorator keeps the real clock; it reads the backend's
+// ResetAfter as a duration, so its blocks last a minute, longer than any of
+// these tests.
+func fixedClockStore() *memstore.Store {
+	return memstore.New(memstore.WithClock(storetest.Epoch))
 }
 
 // closeCounting is a memstore that counts Close calls and reads what the
@@ -96,7 +98,7 @@ func TestLeaseGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mem := &closeCounting{Store: midMinuteStore()}
+			mem := &closeCounting{Store: fixedClockStore()}
 			gate := newLeaseGate(mem, defaultLeaseSettings(), zap.NewNop())
 			if err := metrics.New().AddLeases(gate); err != nil {
 				t.Fatal(err)
@@ -142,7 +144,7 @@ func TestLeaseGate(t *testing.T) {
 // TestLeaseGateCloseReturnsBeforeTheBackendCloses: Close gives the unused
 // hits back while the backend is open, so it holds only the hits admitted.
 func TestLeaseGateCloseReturnsBeforeTheBackendCloses(t *testing.T) {
-	mem := &closeCounting{Store: midMinuteStore()}
+	mem := &closeCounting{Store: fixedClockStore()}
 	gate := newLeaseGate(mem, defaultLeaseSettings(), zap.NewNop())
 	gate.enable()
 	hot(t, gate, 100)
@@ -235,7 +237,7 @@ func gathered(t *testing.T, m *metrics.Metrics) map[string]float64 {
 // them: the local cache's denials and the lease gate's blocks (a block kept
 // past the reset would admit hits no counter holds).
 func TestAdminForgetsLeases(t *testing.T) {
-	mem := midMinuteStore()
+	mem := fixedClockStore()
 	t.Cleanup(func() { _ = mem.Close() })
 	gate := newLeaseGate(mem, leaseSettings{Target: time.Second, MaxBlock: 1000, Fraction: 0.1, Idle: time.Minute, MaxAge: time.Minute, MaxKeys: 100}, zap.NewNop())
 	gate.enable()

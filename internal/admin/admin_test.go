@@ -30,6 +30,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/service"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
 )
 
 const token = "s3cret-admin-token-0123456789"
@@ -46,8 +47,6 @@ descriptors:
       - {unit: second, requests_per_unit: 100}
       - {unit: minute, requests_per_unit: 2}
 `
-
-func midWindow() time.Time { return time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC) }
 
 type staticConfig struct{ cfg *config.Config }
 
@@ -67,9 +66,9 @@ func newRig(t *testing.T, auth admin.Auth) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A fixed clock in the middle of a minute: on the wall clock a test
-	// that crossed a minute boundary saw every counter's window end.
-	st := memstore.New(memstore.WithClock(midWindow))
+	// A fixed clock: on the wall clock a test that crossed a minute
+	// boundary saw every counter's window end.
+	st := memstore.New(memstore.WithClock(storetest.Epoch))
 	t.Cleanup(func() { _ = st.Close() })
 	keys := config.KeyBuilder{Prefix: "rl:"}
 	svc := service.New(staticConfig{cfg}, st, service.WithKeyBuilder(keys))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
 )
 
 const apiYAML = `
@@ -41,9 +42,9 @@ func parse(t *testing.T, yaml string) *service.Rules {
 
 func newService(t *testing.T, rules *service.Rules, opts ...service.Option) (*service.Service, *memstore.Store) {
 	t.Helper()
-	// A fixed clock in the middle of a minute, so no test sees its
-	// one-minute windows end between two calls.
-	st := memstore.New(memstore.WithClock(func() time.Time { return time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC) }))
+	// A fixed clock, so no test sees its one-minute windows end between
+	// two calls.
+	st := memstore.New(memstore.WithClock(storetest.Epoch))
 	t.Cleanup(func() { st.Close() })
 	svc, err := service.New(rules, st, opts...)
 	if err != nil {

@@ -198,6 +198,28 @@ func (r *rig) warm(key string, lim algorithms.Limit, gap time.Duration) uint64 {
 	return 0
 }
 
+// steady sends n single hits of key gap apart, after advancing the clock
+// by gap each, fails the test on a denial, and calls sweep after every
+// tenth; it returns how many of the hits after the 100th (the estimate
+// has settled) reached the backend.
+func (r *rig) steady(key string, lim algorithms.Limit, gap time.Duration, n int, sweep func()) (path int) {
+	r.t.Helper()
+	for i := 1; i <= n; i++ {
+		r.clock.Advance(gap)
+		res, local := r.local(hit(key, lim, 1))
+		if !res[0].Allowed {
+			r.t.Fatalf("hit %d denied", i)
+		}
+		if !local && i > 100 {
+			path++
+		}
+		if i%10 == 0 {
+			sweep()
+		}
+	}
+	return path
+}
+
 func hit(key string, lim algorithms.Limit, hits uint64) store.Request {
 	return store.Request{Key: key, Limit: lim, Hits: hits, Lease: true}
 }

@@ -43,6 +43,11 @@ func (s *Store) Sweep(now time.Time) error {
 	var charges []store.Charge
 	var refills []store.Request
 	var refillShards []uint8
+	takeAhead := func(e *entry, b uint64, shard int) {
+		e.inflight = true
+		refills = append(refills, store.Request{Key: e.key, Limit: e.limit, Hits: b, Mode: algorithms.Spare})
+		refillShards = append(refillShards, uint8(shard))
+	}
 	for i := range s.shards {
 		shd := &s.shards[i]
 		shd.mu.Lock()
@@ -70,9 +75,7 @@ func (s *Store) Sweep(now time.Time) error {
 					continue
 				}
 				if b := s.refillWanted(e, us); b > 0 {
-					e.inflight = true
-					refills = append(refills, store.Request{Key: e.key, Limit: e.limit, Hits: b, Mode: algorithms.Spare})
-					refillShards = append(refillShards, uint8(i))
+					takeAhead(e, b, i)
 				}
 				continue
 			}
@@ -80,9 +83,7 @@ func (s *Store) Sweep(now time.Time) error {
 				charges = append(charges, ch)
 			}
 			if renew > 0 {
-				e.inflight = true
-				refills = append(refills, store.Request{Key: e.key, Limit: e.limit, Hits: renew, Mode: algorithms.Spare})
-				refillShards = append(refillShards, uint8(i))
+				takeAhead(e, renew, i)
 			}
 		}
 		shd.mu.Unlock()
