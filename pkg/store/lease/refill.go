@@ -32,13 +32,14 @@ func (s *Store) refillWanted(e *entry, now int64) uint64 {
 }
 
 // renewWanted is the block to take in place of e's window lease, which
-// LEASE_MAX_AGE ends by the sweep after next (agingOut) while its counter is
-// busy (used within the last LEASE_TARGET, room left), or 0. The old lease's rest goes back in the
-// sweep's Return and the new block comes in its refill call, so a busy
-// counter does not send a request to the backend every LEASE_MAX_AGE; the
-// old block's life is still bounded by LEASE_MAX_AGE. A lease unused for
-// longer is not renewed: its counter may have gone quiet, and a block
-// taken for nothing costs a take and a return. The caller holds e's shard.
+// LEASE_MAX_AGE ends by the sweep after next (agingOut) while its counter
+// is busy (used within the last LEASE_TARGET, room left), or 0. The old
+// lease's rest goes back in the sweep's Return and the new block comes in
+// its refill call, so a busy counter does not send a request to the
+// backend every LEASE_MAX_AGE; the old block's life is still bounded by
+// LEASE_MAX_AGE. A lease unused for longer is not renewed: its counter may
+// have gone quiet, and a block taken for nothing costs a take and a
+// return. The caller holds e's shard.
 func (s *Store) renewWanted(e *entry, now int64) uint64 {
 	l := &e.lease
 	if l.room(now) == 0 || now-l.lastUse >= s.interval {
