@@ -51,6 +51,7 @@ type options struct {
 	serveFloor  string
 	serveModel  string
 	modelRedis  string
+	cmdStats    bool
 }
 
 func main() {
@@ -75,6 +76,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", time.Second, "per-call deadline")
 	flag.StringVar(&targets, "targets", "floor,memory,redis,envoy-model",
 		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0), redis-lease (LEASE_ENABLED=true), envoy-model, and base-<target> for -ratelimitd-base; +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
+	flag.BoolVar(&o.cmdStats, "commandstats", false, "after each run, print what Redis spent per command (INFO commandstats deltas per decision)")
 	flag.StringVar(&o.serveFloor, "serve-floor", "", "internal: serve the floor on this address")
 	flag.StringVar(&o.serveModel, "serve-model", "", "internal: serve envoy-model on this address")
 	flag.StringVar(&o.modelRedis, "model-redis", "", "internal: envoy-model's Redis address")

@@ -86,3 +86,21 @@ func statDelta(before, after map[string]redisinfo.CommandStat) (commands int64, 
 	}
 	return commands, script
 }
+
+// printCommandStats shows where Redis's time went in one run, command by
+// command, per answered decision: the breakdown behind the run's Redis CPU.
+func printCommandStats(before, after map[string]redisinfo.CommandStat, decisions int) {
+	names := make([]string, 0, len(after))
+	for name := range after {
+		if name != "info" && after[name].Calls > before[name].Calls {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	n := float64(max(1, decisions))
+	for _, name := range names {
+		calls := after[name].Calls - before[name].Calls
+		usec := after[name].Usec - before[name].Usec
+		fmt.Printf("      %-12s %8.4f calls/dec %8.2f us/call %7.2f us/dec\n", name, float64(calls)/n, float64(usec)/float64(calls), float64(usec)/n)
+	}
+}

@@ -102,8 +102,9 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-// A leasing target warms up two of its LEASE_TARGETs and drains past its
-// LEASE_IDLE; other targets keep -warmup and do not drain.
+// A leasing target warms up two of its LEASE_TARGETs or three of its
+// LEASE_IDLEs and drains past its LEASE_IDLE; other targets keep -warmup
+// and do not drain.
 func TestLeaseWarmupDrain(t *testing.T) {
 	t.Setenv("LEASE_TARGET", "")
 	t.Setenv("LEASE_IDLE", "")
@@ -113,11 +114,11 @@ func TestLeaseWarmupDrain(t *testing.T) {
 		warmup, drain time.Duration
 	}{
 		{"redis", time.Second, 0},
-		{"redis-lease", max(2*lease.DefaultTarget, lease.DefaultIdle), lease.DefaultIdle + time.Second},
+		{"redis-lease", max(2*lease.DefaultTarget, 3*lease.DefaultIdle), lease.DefaultIdle + time.Second},
 		{"redis-lease+LEASE_TARGET=10s+LEASE_IDLE=3s", 20 * time.Second, 4 * time.Second},
-		{"redis-lease+LEASE_TARGET=100ms+LEASE_IDLE=500ms", time.Second, 1500 * time.Millisecond},
-		{"redis-lease+LEASE_TARGET=2s+LEASE_IDLE=30s", 30 * time.Second, 31 * time.Second},
-		{"redis-lease+LEASE_TARGET=junk", max(2*lease.DefaultTarget, lease.DefaultIdle), lease.DefaultIdle + time.Second},
+		{"redis-lease+LEASE_TARGET=100ms+LEASE_IDLE=300ms", time.Second, 1300 * time.Millisecond},
+		{"redis-lease+LEASE_TARGET=2s+LEASE_IDLE=30s", 90 * time.Second, 31 * time.Second},
+		{"redis-lease+LEASE_TARGET=junk", max(2*lease.DefaultTarget, 3*lease.DefaultIdle), lease.DefaultIdle + time.Second},
 	} {
 		tg := &target{name: tt.name}
 		if w, d := tg.warmup(o), tg.drain(o); w != tt.warmup || d != tt.drain {
@@ -125,7 +126,7 @@ func TestLeaseWarmupDrain(t *testing.T) {
 		}
 	}
 	t.Setenv("LEASE_TARGET", "3s")
-	t.Setenv("LEASE_IDLE", "4s")
+	t.Setenv("LEASE_IDLE", "1s")
 	if w := (&target{name: "redis-lease"}).warmup(o); w != 6*time.Second {
 		t.Errorf("LEASE_TARGET=3s in the environment: warmup %s, want 6s", w)
 	}

@@ -53,13 +53,13 @@ var scenarios = []scenario{
 		about: "Zipf(s=1.1) over 10^5 counters, fixed_window 10^9/hour, three replicas sharing one Redis, leases off (redis) and on (redis-lease)",
 		key:   "zipf", descriptors: []int{1},
 		targets: []string{"floor", "redis", "redis-lease", "envoy-model"},
-		// A leasing target's run is max(2 x LEASE_TARGET, LEASE_IDLE) of
-		// warm-up, 30 s of load and LEASE_IDLE + 1 s of drain (run.go).
-		// 30 s is LEASE_MAX_AGE: the leases the warm-up started are renewed
-		// (or end) once within the run, as every lease is once per
+		// A leasing target's run is max(2 x LEASE_TARGET, 3 x LEASE_IDLE)
+		// of warm-up, 30 s of load and LEASE_IDLE + 1 s of drain (run.go).
+		// 30 s is LEASE_MAX_AGE: every lease reaches its age once within
+		// the run (renewed in place, trimmed or ended), as it does once per
 		// LEASE_MAX_AGE in steady traffic, and the returns of the drain,
 		// which ends every lease at once, weigh what one lease lifetime's
-		// ends do. The scenario takes about 8 minutes.
+		// ends do. The scenario takes about 10 minutes.
 		replicas: 3, rounds: 3, warmup: time.Second, duration: 30 * time.Second,
 		modelUnit: time.Hour, modelLimit: hourLimit,
 		requests: zipfRequests,

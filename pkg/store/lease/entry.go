@@ -26,12 +26,15 @@ type entry struct {
 	// (0: none), which say whether a counter too cold for the rate
 	// estimate still comes back within LEASE_IDLE (Store.blockSize).
 	seen, seenBefore int64
-	remaining        uint64 // the backend's latest Remaining for the key
-	known            bool   // remaining is from an answer (a key first seen has none)
-	resetAt          int64  // when the backend's latest ResetAfter runs out
-	inflight         bool   // a block is being taken: no second top-up meanwhile
-	slot             int    // index + 1 in its shard's leased set; 0: not in it
-	lease            lease
+	// paid says the counter's last lease served a hit locally before it
+	// ended: a block taken at its next hit is likely to pay off too.
+	paid      bool
+	remaining uint64 // the backend's latest Remaining for the key
+	known     bool   // remaining is from an answer (a key first seen has none)
+	resetAt   int64  // when the backend's latest ResetAfter runs out
+	inflight  bool   // a block is being taken: no second top-up meanwhile
+	slot      int    // index + 1 in its shard's leased set; 0: not in it
+	lease     lease
 }
 
 // observe counts hits seen at now.

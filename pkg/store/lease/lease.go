@@ -518,11 +518,14 @@ func (s *Store) blockSize(e *entry, now int64, hits uint64) uint64 {
 	return min(b, uint64(float64(left)*s.fraction))
 }
 
-// returning reports whether e is a window counter whose last two hits
-// came within LEASE_IDLE of each other: too cold for two hits per
-// LEASE_TARGET, but a block of 2 taken now would most likely be used
-// before it idles out, and refilled ahead in the sweeper's batch, where
-// without it each of its hits is a round trip of its own. Bucket blocks
+// returning reports whether e is a window counter too cold for two hits
+// per LEASE_TARGET that a block of 2, taken now, would most likely serve:
+// its last two hits came within LEASE_IDLE of each other, or its last
+// lease served a hit before it ended (a counter that comes back every 10 s
+// or so now and then leaves a gap past LEASE_IDLE; its next lease pays off
+// as its last did, where a counter seen once a minute does not lease
+// again). The sweeper then refills the block in its batch, where without
+// it each of the counter's hits is a round trip of its own. Bucket blocks
 // are left out: their slots lapse long before such a counter's next hit.
 func (s *Store) returning(e *entry) bool {
 	switch e.limit.Algorithm {
@@ -530,7 +533,7 @@ func (s *Store) returning(e *entry) bool {
 	default:
 		return false
 	}
-	return s.idle > 0 && e.seenBefore != 0 && e.seen-e.seenBefore <= s.idle
+	return s.idle > 0 && e.seenBefore != 0 && (e.seen-e.seenBefore <= s.idle || e.paid)
 }
 
 // abandon clears the top-ups of a batch the backend failed.
@@ -720,7 +723,13 @@ func (s *Store) touch(sh uint8, key string, lim algorithms.Limit, now int64) *en
 // over reports whether a lease has ended at now: its window or last slot,
 // idleness or age.
 func (s *Store) over(l *lease, now int64) bool {
-	return l.room(now) == 0 || (s.idle > 0 && now-l.lastUse >= s.idle) || (s.maxAge > 0 && now-l.born >= s.maxAge)
+	return s.spent(l, now) || (s.maxAge > 0 && now-l.born >= s.maxAge)
+}
+
+// spent reports whether a lease has ended at now for any reason but its
+// age: its window or last slot, or idleness.
+func (s *Store) spent(l *lease, now int64) bool {
+	return l.room(now) == 0 || (s.idle > 0 && now-l.lastUse >= s.idle)
 }
 
 // end ends e's lease on the request path, if it has one: a window's
@@ -743,6 +752,7 @@ func (s *Store) end(sh uint8, e *entry, now int64) {
 func (s *Store) endInto(sh uint8, e *entry, now int64) (store.Charge, bool) {
 	l := e.lease
 	e.lease = lease{}
+	e.paid = l.kind == window && l.used > 0
 	s.shards[sh].dropLeased(e)
 	unused := l.unused()
 	switch {

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -31,21 +32,36 @@ func (s *Store) refillWanted(e *entry, now int64) uint64 {
 	return b
 }
 
-// renewWanted is the block to take in place of e's window lease, which
-// LEASE_MAX_AGE ends by the sweep after next (agingOut) while its counter
-// is busy (used within the last LEASE_TARGET, room left), or 0. The old
-// lease's rest goes back in the sweep's Return and the new block comes in
-// its refill call, so a busy counter does not send a request to the
-// backend every LEASE_MAX_AGE; the old block's life is still bounded by
-// LEASE_MAX_AGE. A lease unused for longer is not renewed: its counter may
-// have gone quiet, and a block taken for nothing costs a take and a
-// return. The caller holds e's shard.
-func (s *Store) renewWanted(e *entry, now int64) uint64 {
+// renew keeps e's window lease past LEASE_MAX_AGE, in place, when a block
+// of its counter would be taken now (its rate, or a return within
+// LEASE_IDLE, and what the counter has left): the lease starts a new age
+// holding at most what a lease refilled ahead holds, one and a half such
+// blocks, and the charge of any rest beyond that is returned (ch.Hits > 0:
+// the rate fell, or the counter neared its limit). Renewing costs the
+// backend nothing where ending and taking a new block cost a return and a
+// take; the hits kept were charged when they were taken, so nothing is
+// admitted that Redis did not charge. A lease no block would be taken for
+// is not renewed (ok false): LEASE_MAX_AGE ends it. The caller holds e's
+// shard.
+func (s *Store) renew(sh uint8, e *entry, now int64) (ch store.Charge, ok bool) {
 	l := &e.lease
-	if l.room(now) == 0 || now-l.lastUse >= s.interval {
-		return 0
+	if l.kind != window || e.inflight || !e.known || l.limit != e.limit {
+		return store.Charge{}, false
 	}
-	return s.topUpSize(e, now)
+	b := s.blockSize(e, now, 0)
+	if b < 2 {
+		return store.Charge{}, false
+	}
+	l.born = now
+	keep := b + b/2
+	rest := l.unused()
+	if rest <= keep {
+		return store.Charge{}, true
+	}
+	trim := rest - keep
+	l.size -= trim
+	s.shards[sh].counters.outstanding -= int64(trim)
+	return store.Charge{Key: e.key, Limit: l.limit, Charged: algorithms.Charged{Hits: trim, After: l.after}}, true
 }
 
 // topUpSize is the block the sweeper may take for e's window lease at now,

@@ -1,7 +1,6 @@
 package lease_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -72,11 +71,11 @@ func TestRefillAhead(t *testing.T) {
 
 // A counter too cold for the rate estimate (a hit every 8 s against the
 // 5 s target) but back well within LEASE_IDLE (20 s) leases blocks of 2
-// from its second hit on, and sweeps refill them: after that a hit of it
-// reaches the backend on the request path only after LEASE_MAX_AGE ended
-// its lease (not renewed: unused for more than a LEASE_TARGET), and the
-// backend still counts exactly the hits admitted once the lease is given
-// back. With LEASE_IDLE below its gap each hit is a round trip, as before.
+// from its second hit on, and sweeps refill them: after that no hit of it
+// reaches the backend on the request path (LEASE_MAX_AGE renews its lease
+// in place), and the backend still counts exactly the hits admitted once
+// the lease is given back. With LEASE_IDLE below its gap each hit is a
+// round trip, as before.
 func TestColdCounterBackWithinIdle(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -86,7 +85,7 @@ func TestColdCounterBackWithinIdle(t *testing.T) {
 		wantReturned bool // leases ended in use (max age) or idle gave their rest back
 	}{
 		{"back within LEASE_IDLE", 20 * time.Second, 0, 0, false},
-		{"back within LEASE_IDLE, LEASE_MAX_AGE 30s", 20 * time.Second, 30 * time.Second, 28 * 8 / 30, true},
+		{"back within LEASE_IDLE, LEASE_MAX_AGE 30s renews in place", 20 * time.Second, 30 * time.Second, 0, false},
 		{"LEASE_IDLE shorter than its gap", 7 * time.Second, 0, 28, true},
 	}
 	for _, tt := range tests {
@@ -128,26 +127,69 @@ func TestColdCounterBackWithinIdle(t *testing.T) {
 	}
 }
 
-// A busy window lease that LEASE_MAX_AGE ends is renewed by the sweep
-// that ends it: its rest goes back and a new block comes in the sweep's
-// refill call, so no request goes to the backend for it; the backend still
-// counts exactly the hits admitted. Without refill ahead, the request
-// after each age end goes to the backend instead.
-func TestMaxAgeRenewsBusyLease(t *testing.T) {
-	for _, ahead := range []bool{true, false} {
-		t.Run(fmt.Sprintf("refill ahead %v", ahead), func(t *testing.T) {
-			r := newRig(t, lease.WithTarget(time.Second), lease.WithMaxAge(2*time.Second), lease.WithRefillAhead(ahead))
-			lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Hour}
+// At LEASE_MAX_AGE the sweep renews a window lease in place when a block
+// of its counter would be taken now: a busy lease costs the backend
+// nothing (no return, no take, no request-path call), a lease whose rate
+// fell gives back what it holds beyond one and a half of its new blocks,
+// and a lease no block would be taken for ends and returns its rest. The
+// backend counts exactly the hits admitted in every case.
+func TestMaxAgeRenewsInPlace(t *testing.T) {
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Hour}
+	tests := []struct {
+		name      string
+		slowGap   time.Duration // after 10 s of hits 10 ms apart; 0: none
+		quiet     bool          // then no hits for 10 s
+		wantTrim  bool          // some hits returned before ReturnAll
+		wantLease bool          // still leased at the end
+	}{
+		{"busy", 0, false, false, true},
+		{"rate fell", 400 * time.Millisecond, false, true, true},
+		{"quiet", 0, true, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// LEASE_IDLE off, so that only the age can end a lease.
+			r := newRig(t, lease.WithTarget(time.Second), lease.WithMaxAge(2*time.Second), lease.WithIdle(0))
 			const gap = 10 * time.Millisecond
 			admitted := r.warm("k", lim, gap)
 			path := r.steady("k", lim, gap, 1000, r.sweep) // 10 s: five LEASE_MAX_AGEs
 			admitted += 1000
-			st := r.s.Stats()
-			if ahead && (path != 0 || st.Returned == 0) {
-				t.Errorf("%d requests reached the backend, %d hits returned; want 0 and the aged leases' rest", path, st.Returned)
+			if path != 0 {
+				t.Errorf("%d requests reached the backend, want 0", path)
 			}
-			if !ahead && path < 4 {
-				t.Errorf("%d requests reached the backend, want one per LEASE_MAX_AGE", path)
+			if calls, hits := r.rec.returned(); calls != 0 {
+				t.Errorf("%d returns (%d hits) while the lease was busy, want none", calls, hits)
+			}
+			if tt.slowGap > 0 {
+				// A hit per slowGap sizes blocks of about 1s/slowGap = 3,
+				// swept every 100 ms.
+				n := int(5 * time.Second / tt.slowGap)
+				for range n {
+					for range tt.slowGap / (100 * time.Millisecond) {
+						r.clock.Advance(100 * time.Millisecond)
+						r.sweep()
+					}
+					if res := r.take(hit("k", lim, 1)); !res[0].Allowed {
+						t.Fatal("denied")
+					}
+				}
+				admitted += uint64(n)
+			}
+			if tt.quiet {
+				for range 100 {
+					r.clock.Advance(100 * time.Millisecond)
+					r.sweep()
+				}
+			}
+			st := r.s.Stats()
+			if _, hits := r.rec.returned(); (hits > 0) != tt.wantTrim {
+				t.Errorf("%d hits returned, want some: %v", hits, tt.wantTrim)
+			}
+			if (st.Outstanding > 0) != tt.wantLease {
+				t.Errorf("%d hits outstanding, want a lease: %v", st.Outstanding, tt.wantLease)
+			}
+			if tt.slowGap > 0 && st.Outstanding > 5 {
+				t.Errorf("%d hits outstanding after the rate fell, want at most 4 (one and a half blocks of 3)", st.Outstanding)
 			}
 			if err := r.s.ReturnAll(t.Context()); err != nil {
 				t.Fatal(err)
@@ -155,7 +197,51 @@ func TestMaxAgeRenewsBusyLease(t *testing.T) {
 			if got := r.count("k", lim); got != admitted {
 				t.Errorf("backend counts %d hits, %d admitted", got, admitted)
 			}
-			t.Logf("%d request-path calls, %+v", path, st)
+			t.Logf("%+v", st)
+		})
+	}
+}
+
+// A counter whose lease served hits before LEASE_IDLE ended it takes a
+// block of 2 again at its next hit, however long the gap: its next lease
+// will most likely pay off too. One whose lease ended unused does not, so
+// a counter seen once a minute stops leasing.
+func TestLeaseAgainAfterPaidLease(t *testing.T) {
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Hour}
+	tests := []struct {
+		name      string
+		gaps      []time.Duration // before each hit after the first
+		wantBlock bool            // the last hit's backend call took a block
+	}{
+		{"lease served hits, then a gap past LEASE_IDLE", []time.Duration{8 * time.Second, 8 * time.Second, 8 * time.Second, 25 * time.Second}, true},
+		{"lease unused, then a gap past LEASE_IDLE", []time.Duration{8 * time.Second, 25 * time.Second}, false},
+		{"never leased, a gap past LEASE_IDLE", []time.Duration{25 * time.Second, 25 * time.Second}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, lease.WithTarget(5*time.Second), lease.WithIdle(20*time.Second))
+			r.take(hit("k", lim, 1))
+			local := false
+			for _, gap := range tt.gaps {
+				for range gap / (100 * time.Millisecond) {
+					r.clock.Advance(100 * time.Millisecond)
+					r.sweep()
+				}
+				_, local = r.local(hit("k", lim, 1))
+			}
+			if local {
+				t.Fatal("the last hit was answered locally")
+			}
+			last := r.rec.last()
+			if got := len(last.reqs) > 1; got != tt.wantBlock {
+				t.Errorf("the last hit's call took a block: %v, want %v (%+v)", got, tt.wantBlock, last.reqs)
+			}
+			if err := r.s.ReturnAll(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := r.count("k", lim), uint64(len(tt.gaps)+1); got != want {
+				t.Errorf("backend counts %d hits, %d admitted", got, want)
+			}
 		})
 	}
 }

@@ -27,11 +27,11 @@ func (s *Store) sweeper() {
 
 // Sweep ends every lease that is over at now (its window or last slot,
 // idleness, age) and gives back, in one Return, the unused hits of the
-// window leases among them and of those ended on the request path since
-// the last call. In one more call it takes the blocks of window leases
-// running low (refill ahead) and of busy ones LEASE_MAX_AGE ended
-// (renewWanted). The sweeper calls it; tests call it with a fake clock.
-// An error is the backend's on Return: those hits stay charged.
+// window leases among them, of those ended on the request path since the
+// last call, and what renew trims. In one more call it takes the blocks of
+// window leases running low (refill ahead). The sweeper calls it; tests
+// call it with a fake clock. An error is the backend's on Return: those
+// hits stay charged.
 func (s *Store) Sweep(now time.Time) error {
 	us := now.UnixMicro()
 	// The next sweep is about as far off as the last one was.
@@ -43,47 +43,43 @@ func (s *Store) Sweep(now time.Time) error {
 	var charges []store.Charge
 	var refills []store.Request
 	var refillShards []uint8
-	takeAhead := func(e *entry, b uint64, shard int) {
-		e.inflight = true
-		refills = append(refills, store.Request{Key: e.key, Limit: e.limit, Hits: b, Mode: algorithms.Spare})
-		refillShards = append(refillShards, uint8(shard))
-	}
 	for i := range s.shards {
 		shd := &s.shards[i]
 		shd.mu.Lock()
 		// From the end: ending a lease moves the last entry into its slot.
 		for j := len(shd.leased) - 1; j >= 0; j-- {
 			e := shd.leased[j]
-			over := s.over(&e.lease, us)
-			var renew uint64
-			if over || s.agingOut(&e.lease, us, gap) {
-				renew = s.renewWanted(e, us)
+			renewed := false
+			if !s.spent(&e.lease, us) && s.agingOut(&e.lease, us, gap) {
+				var ch store.Charge
+				if ch, renewed = s.renew(uint8(i), e, us); ch.Hits > 0 {
+					charges = append(charges, ch)
+				}
 			}
-			if !over && renew == 0 {
-				if e.lease.kind == bucket {
-					// Count the slots already past their deadlines, so that
-					// Outstanding (what a crash would lose) stays exact.
-					if n := e.lease.use(us, 0); n > 0 {
-						shd.counters.lapse(n)
-					}
-					continue
-				}
-				if prev != 0 && e.lease.lastUse < prev {
-					// Unused since the last sweep, which saw the same room
-					// and a block no smaller than now (the rate estimate
-					// only decays without hits): most leases, most sweeps.
-					continue
-				}
-				if b := s.refillWanted(e, us); b > 0 {
-					takeAhead(e, b, i)
+			if !renewed && s.over(&e.lease, us) {
+				if ch, ok := s.endInto(uint8(i), e, us); ok {
+					charges = append(charges, ch)
 				}
 				continue
 			}
-			if ch, ok := s.endInto(uint8(i), e, us); ok {
-				charges = append(charges, ch)
+			if e.lease.kind == bucket {
+				// Count the slots already past their deadlines, so that
+				// Outstanding (what a crash would lose) stays exact.
+				if n := e.lease.use(us, 0); n > 0 {
+					shd.counters.lapse(n)
+				}
+				continue
 			}
-			if renew > 0 {
-				takeAhead(e, renew, i)
+			if !renewed && prev != 0 && e.lease.lastUse < prev {
+				// Unused since the last sweep, which saw the same room and
+				// a block no smaller than now (the rate estimate only
+				// decays without hits): most leases, most sweeps.
+				continue
+			}
+			if b := s.refillWanted(e, us); b > 0 {
+				e.inflight = true
+				refills = append(refills, store.Request{Key: e.key, Limit: e.limit, Hits: b, Mode: algorithms.Spare})
+				refillShards = append(refillShards, uint8(i))
 			}
 		}
 		shd.mu.Unlock()
@@ -98,9 +94,9 @@ func (s *Store) Sweep(now time.Time) error {
 }
 
 // agingOut reports whether LEASE_MAX_AGE ends l before the sweep after
-// next (gap is the time since the last sweep): a busy lease is renewed
-// then, since the request that found it aged out would take its counter
-// to the backend.
+// next (gap is the time since the last sweep): renew keeps it then, since
+// the request that found it aged out would take its counter to the
+// backend.
 func (s *Store) agingOut(l *lease, now, gap int64) bool {
 	return s.maxAge > 0 && now-l.born >= s.maxAge-2*gap
 }
