@@ -13,7 +13,7 @@
 //     charged in and ends at that window's end (measured from the local
 //     clock read before the round trip, so early, never late). Its unused
 //     hits go back exactly (store.Lender.Return) when it ends on idle, max
-//     age, ReturnAll or Close; at the window's end there is nothing to give
+//     age, ReturnAll or Close, and what a renewal trims off; at the window's end there is nothing to give
 //     back (the window rolled over).
 //   - gcra, leaky_bucket, continuous token_bucket (no refill_interval, no
 //     max_debt): a block is b emission slots reserved ahead; slot k of a
@@ -40,11 +40,13 @@
 // A key's block is sized from the rate at which this replica sees its hits
 // (over the last LEASE_TARGET) and from the backend's latest Remaining for
 // it; a window key too cold for that rate but whose last two hits came
-// within LEASE_IDLE gets a block of 2 (blockSize). Blocks ride on a
-// request that goes to the backend anyway, or, for a window lease down to
-// half a block or one LEASE_MAX_AGE ended while in use, on the sweeper's
-// one refill call per sweep (refill.go): leasing adds at most that call,
-// never one per request.
+// within LEASE_IDLE, or whose last lease served a hit, gets a block of 2
+// (blockSize). Blocks ride on a request that goes to the backend anyway,
+// or, for a window lease down to half a block, on the sweeper's one refill
+// call per sweep (refill.go): leasing adds at most that call, never one
+// per request. At LEASE_MAX_AGE the sweeper renews a window lease in
+// place, trimmed to its counter's current block size (Store.renew), or
+// ends it.
 // Leases end on the request path for the keys a request touches and in the
 // sweeper for the rest; the hits of ended window leases are given back in
 // one Return per sweep.
@@ -69,7 +71,7 @@ const (
 	DefaultTarget        = 5 * time.Second
 	DefaultMaxBlock      = 1000
 	DefaultFraction      = 0.1
-	DefaultIdle          = 20 * time.Second
+	DefaultIdle          = 30 * time.Second
 	DefaultMaxAge        = 30 * time.Second
 	DefaultMaxKeys       = 100000
 	DefaultSweepInterval = 100 * time.Millisecond
@@ -184,8 +186,9 @@ func WithFraction(f float64) Option {
 // idleness (its window or slots still end it).
 func WithIdle(d time.Duration) Option { return func(s *Store) { s.idle = max(d.Microseconds(), 0) } }
 
-// WithMaxAge ends a lease this long after it began however it is used;
-// d <= 0 never does.
+// WithMaxAge re-sizes a lease this long after it began: the sweeper keeps
+// a window lease that a block would be taken for now, trimmed to one and
+// a half such blocks (Store.renew), and ends any other; d <= 0 never does.
 func WithMaxAge(d time.Duration) Option {
 	return func(s *Store) { s.maxAge = max(d.Microseconds(), 0) }
 }
