@@ -34,6 +34,7 @@ type entry struct {
 	resetAt   int64  // when the backend's latest ResetAfter runs out
 	inflight  bool   // a block is being taken: no second top-up meanwhile
 	slot      int    // index + 1 in its shard's leased set; 0: not in it
+	used      bool   // in its shard's used list: a request used its lease since the last sweep
 	lease     lease
 }
 

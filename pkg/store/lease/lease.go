@@ -108,8 +108,9 @@ type Store struct {
 	pendMu  sync.Mutex
 	pending []store.Charge
 
-	// lastSweep is when Sweep last ran (µs; 0: never).
-	lastSweep atomic.Int64
+	// lastSweep and lastFull are when a sweep and a full Sweep last ran
+	// (µs; 0: never).
+	lastSweep, lastFull atomic.Int64
 
 	// Counters the shards' locks do not cover (see shard.counters).
 	returned, returnLapsed, returnErrors atomic.Uint64
@@ -132,6 +133,9 @@ type shard struct {
 	// (entry.slot is an entry's index + 1) because Sweep walks it ten times a
 	// second and a map's iteration costs several times a slice's.
 	leased []*entry
+	// used is the leased entries a request used since the last sweep
+	// (entry.used marks them): all that SweepUsed visits.
+	used []*entry
 	// counters change under mu, which the path holds anyway: a global
 	// atomic would bounce one cache line between every core serving a hot
 	// key. Stats sums them.
@@ -457,6 +461,11 @@ func (s *Store) answer(reqs []store.Request, idx []uint8, now int64) ([]store.Re
 			c.lapse(lapsed)
 		}
 		l.lastUse = now
+		if !e.used {
+			e.used = true
+			shd := &s.shards[idx[i]]
+			shd.used = append(shd.used, e)
+		}
 		c.localHits += reqs[i].Hits
 		c.outstanding -= int64(reqs[i].Hits)
 		capacity := l.limit.Requests

@@ -245,3 +245,53 @@ func TestLeaseAgainAfterPaidLease(t *testing.T) {
 		})
 	}
 }
+
+// Tick visits every lease once a second and, in between, only the leases
+// used since the last sweep: a busy lease is still refilled ahead at every
+// tick (no request reaches the backend), a quiet one still ends by
+// LEASE_IDLE and a second, and SweepUsed alone leaves an idle lease be.
+func TestTick(t *testing.T) {
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Hour}
+	r := newRig(t, lease.WithTarget(time.Second), lease.WithIdle(5*time.Second), lease.WithMaxAge(0))
+	tick := func() {
+		if err := r.s.Tick(r.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const gap = 10 * time.Millisecond
+	admitted := map[string]uint64{"quiet": r.warm("quiet", lim, gap)}
+	quietHeld := r.s.Stats().Outstanding
+	admitted["busy"] = r.warm("busy", lim, gap) + 1000
+	if path := r.steady("busy", lim, gap, 1000, tick); path != 0 { // 10 s, a tick every 100 ms
+		t.Errorf("%d requests of the busy counter reached the backend, want 0", path)
+	}
+	if got := r.s.Room("quiet"); got != 0 {
+		t.Errorf("the quiet lease has room %d after 10 s of ticks, want it ended", got)
+	}
+	if calls, hits := r.rec.returned(); calls == 0 || hits < quietHeld {
+		t.Errorf("%d returns of %d hits, want the quiet lease's %d", calls, hits, quietHeld)
+	}
+
+	admitted["idle"] = r.warm("idle", lim, gap)
+	r.sweep()
+	_, before := r.rec.returned()
+	r.clock.Advance(5 * time.Second)
+	if err := r.s.SweepUsed(r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, hits := r.rec.returned(); hits != before {
+		t.Error("SweepUsed ended a lease nobody used since the last sweep")
+	}
+	r.sweep()
+	if _, hits := r.rec.returned(); hits == before || r.s.Room("idle") != 0 {
+		t.Error("Sweep left an idle lease")
+	}
+	if err := r.s.ReturnAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for key, n := range admitted {
+		if got := r.count(key, lim); got != n {
+			t.Errorf("backend counts %d hits of %s, %d admitted", got, key, n)
+		}
+	}
+}

@@ -116,7 +116,7 @@ func simulateZipf(b *testing.B, sample []string, rate int, opts ...lease.Option)
 			sinceSweep = 0
 			backend.sweeping = true
 			for _, s := range replicas {
-				if err := s.Sweep(clock.Now()); err != nil {
+				if err := s.Tick(clock.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}
