@@ -31,13 +31,17 @@ func requests(domain, key string, descriptors, n int) []*rlsv3.RateLimitRequest 
 
 // load keeps `concurrency` calls in flight for d, each with its own
 // deadline, on one connection per replica (as Envoy and ghz do), the
-// calls spread evenly over them.
-func load(conns []*grpc.ClientConn, reqs []*rlsv3.RateLimitRequest, concurrency int, d, timeout time.Duration) loadResult {
+// calls spread evenly over them. With rate > 0 the k-th call starts no
+// earlier than k/rate seconds in (an open-loop schedule, as a fleet of
+// gateways sends), so that targets compared at one rate do the same work
+// per second, not as much as the box lets each do; a target slower than
+// rate is driven as fast as it answers.
+func load(conns []*grpc.ClientConn, reqs []*rlsv3.RateLimitRequest, concurrency int, d, timeout time.Duration, rate float64) loadResult {
 	clients := make([]rlsv3.RateLimitServiceClient, len(conns))
 	for i, c := range conns {
 		clients[i] = rlsv3.NewRateLimitServiceClient(c)
 	}
-	var next atomic.Uint64
+	var next, slots atomic.Uint64
 	lat := make([][]time.Duration, concurrency)
 	failed := make([]int, concurrency)
 	stop := time.Now().Add(d)
@@ -50,6 +54,14 @@ func load(conns []*grpc.ClientConn, reqs []*rlsv3.RateLimitRequest, concurrency 
 			client := clients[w%len(clients)]
 			mine := make([]time.Duration, 0, 4096)
 			for time.Now().Before(stop) {
+				if rate > 0 {
+					k := slots.Add(1) - 1
+					at := start.Add(time.Duration(float64(k) * float64(time.Second) / rate))
+					if !at.Before(stop) {
+						break
+					}
+					time.Sleep(time.Until(at))
+				}
 				req := reqs[next.Add(1)%uint64(len(reqs))]
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				began := time.Now()

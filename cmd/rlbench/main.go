@@ -52,6 +52,7 @@ type options struct {
 	serveModel  string
 	modelRedis  string
 	cmdStats    bool
+	rate        float64
 }
 
 func main() {
@@ -76,6 +77,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", time.Second, "per-call deadline")
 	flag.StringVar(&targets, "targets", "floor,memory,redis,envoy-model",
 		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0), redis-lease (LEASE_ENABLED=true), envoy-model, and base-<target> for -ratelimitd-base; +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
+	flag.Float64Var(&o.rate, "rate", 0, "decisions/s offered to every target (an open-loop schedule, so that CPU per decision is compared at one load); 0: as fast as each target answers")
 	flag.BoolVar(&o.cmdStats, "commandstats", false, "after each run, print what Redis spent per command (INFO commandstats deltas per decision)")
 	flag.StringVar(&o.serveFloor, "serve-floor", "", "internal: serve the floor on this address")
 	flag.StringVar(&o.serveModel, "serve-model", "", "internal: serve envoy-model on this address")

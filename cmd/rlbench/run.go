@@ -163,6 +163,9 @@ func run(o options) error {
 			fmt.Printf("%s: %s warm-up, %s drain after its load (2 x LEASE_TARGET or 3 x LEASE_IDLE; LEASE_IDLE + 1s)\n", t.name, t.warmup(o), t.drain(o))
 		}
 	}
+	if o.rate > 0 {
+		fmt.Printf("every target is offered %.0f decisions/s (open loop), so CPU per decision compares the same load\n", o.rate)
+	}
 	fmt.Println("CPU per decision counts only the measured process (robust to a busy machine); decisions/s and latency are not.")
 	samples, err := measureRounds(o, targets, info, redisProc)
 	if err != nil {
@@ -263,6 +266,9 @@ func measureRounds(o options, targets []*target, info *redisConn, redisProc *chi
 				fmt.Printf("  round %d %-14s %d desc: %8.0f/s p50 %-9s p99 %-9s server %6.1f us/dec  redis %6.1f us/dec  %.2f cmds/dec  errors %d\n",
 					round, t.name, d, float64(s.calls)/s.elapsed.Seconds(), rnd(s.p50), rnd(s.p99),
 					perCall(s.serverCPU, s.calls), perCall(s.redisCPU, s.calls), float64(s.commands)/float64(max(1, s.calls)), s.failed)
+				if got := float64(s.calls) / s.elapsed.Seconds(); o.rate > 0 && got < 0.95*o.rate {
+					fmt.Printf("    below the offered %.0f/s: this run was as fast as the target answered\n", o.rate)
+				}
 				if t.leases() {
 					n := float64(max(1, s.calls))
 					fmt.Printf("    leases: %.1f%% of decisions answered locally, %.3f blocks (%.3f refilled ahead) and %.3f returned hits per decision; redis %.1f us/dec before the drain's returns\n",
@@ -291,7 +297,7 @@ func reportFailures(samples map[string][]sample, logPath string) {
 
 func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rlsv3.RateLimitRequest) (sample, error) {
 	if w := t.warmup(o); w > 0 {
-		load(t.conns, reqs, o.concurrency, w, o.timeout)
+		load(t.conns, reqs, o.concurrency, w, o.timeout, o.rate)
 	}
 	cpu0, err1 := t.cpu()
 	rcpu0, err2 := procstat.CPUTime(redisProc.pid())
@@ -300,7 +306,7 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return sample{}, err
 	}
-	res := load(t.conns, reqs, o.concurrency, o.duration, o.timeout)
+	res := load(t.conns, reqs, o.concurrency, o.duration, o.timeout, o.rate)
 	var rcpuLoad time.Duration
 	if d := t.drain(o); d > 0 {
 		// A replica returns a lease's unused hits once it is idle

@@ -35,6 +35,7 @@ type entry struct {
 	inflight  bool   // a block is being taken: no second top-up meanwhile
 	slot      int    // index + 1 in its shard's leased set; 0: not in it
 	used      bool   // in its shard's used list: a request used its lease since the last sweep
+	lruAt     int64  // when it last moved to the front of its shard's LRU
 	lease     lease
 }
 

@@ -81,6 +81,9 @@ const (
 	returnTimeout = 5 * time.Second
 )
 
+// lruMoveEvery is how stale a key's place in its shard's LRU may be (µs).
+const lruMoveEvery = int64(time.Second / time.Microsecond)
+
 // numShards is 64 so that the set of shards a batch touches is one uint64,
 // locked in index order (no deadlock between multi-key batches).
 const numShards = 64
@@ -199,7 +202,8 @@ func WithMaxAge(d time.Duration) Option {
 
 // WithMaxKeys bounds the counters whose rate the replica tracks (n <= 0: no
 // bound). The bound is kept per shard (n/64 rounded up each), dropping the
-// least recently seen key of the shard, so the total may pass n by < 64.
+// least recently seen key of the shard (to within a second: a key's place
+// moves at most once a second), so the total may pass n by < 64.
 func WithMaxKeys(n int) Option {
 	return func(s *Store) {
 		s.perShard = 0
@@ -709,7 +713,7 @@ func (s *Store) touch(sh uint8, key string, lim algorithms.Limit, now int64) *en
 	shd := &s.shards[sh]
 	e := shd.entries[key]
 	if e == nil {
-		e = &entry{key: key, limit: lim, rateStart: now}
+		e = &entry{key: key, limit: lim, rateStart: now, lruAt: now}
 		e.el = shd.lru.PushFront(e)
 		shd.entries[key] = e
 		if s.perShard > 0 && shd.lru.Len() > s.perShard {
@@ -720,10 +724,16 @@ func (s *Store) touch(sh uint8, key string, lim algorithms.Limit, now int64) *en
 		}
 		return e
 	}
-	shd.lru.MoveToFront(e.el)
+	if now-e.lruAt >= lruMoveEvery || now < e.lruAt {
+		// A hot key moves once a second, not at every hit: the move
+		// writes to its neighbours' cache lines, and the order only picks
+		// which key to forget past LEASE_MAX_KEYS.
+		shd.lru.MoveToFront(e.el)
+		e.lruAt = now
+	}
 	if e.limit != lim {
 		s.end(sh, e, now)
-		*e = entry{key: key, limit: lim, rateStart: now, el: e.el}
+		*e = entry{key: key, limit: lim, rateStart: now, el: e.el, lruAt: e.lruAt}
 		return e
 	}
 	if e.lease.kind != none && s.over(&e.lease, now) {
