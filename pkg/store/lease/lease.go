@@ -13,8 +13,8 @@
 //     charged in and ends at that window's end (measured from the local
 //     clock read before the round trip, so early, never late). Its unused
 //     hits go back exactly (store.Lender.Return) when it ends on idle, max
-//     age, ReturnAll or Close, and what a renewal trims off; at the window's end there is nothing to give
-//     back (the window rolled over).
+//     age, ReturnAll or Close, and so do those a renewal trims off; at the
+//     window's end there is nothing to give back (the window rolled over).
 //   - gcra, leaky_bucket, continuous token_bucket (no refill_interval, no
 //     max_debt): a block is b emission slots reserved ahead; slot k of a
 //     block may be used only while the local clock is at or before the
@@ -133,7 +133,7 @@ type shard struct {
 	entries map[string]*entry
 	lru     *list.List // of *entry; front = most recently seen
 	// leased is the entries holding a lease: what Sweep visits, a slice
-	// (entry.slot is an entry's index + 1) because Sweep walks it ten times a
+	// (entry.slot is an entry's index + 1) because Sweep walks it once a
 	// second and a map's iteration costs several times a slice's.
 	leased []*entry
 	// used is the leased entries a request used since the last sweep
@@ -218,8 +218,10 @@ func WithMaxKeys(n int) Option {
 // not go to the backend when its lease runs out.
 func WithRefillAhead(on bool) Option { return func(s *Store) { s.refillAhead = on } }
 
-// WithSweep sets how often the background sweeper ends leases and gives
-// their hits back; every <= 0 runs no sweeper (tests call Sweep).
+// WithSweep sets how often the background sweeper (Tick) ends leases,
+// gives their hits back and refills them; every <= 0 runs no sweeper, and
+// the caller calls Tick or Sweep (tests do, on a fake clock): what they
+// give back and the leases used since the last sweep wait for it.
 func WithSweep(every time.Duration) Option { return func(s *Store) { s.every = every } }
 
 // New wraps next and starts the sweeper, which Close stops.
@@ -733,7 +735,8 @@ func (s *Store) touch(sh uint8, key string, lim algorithms.Limit, now int64) *en
 	}
 	if e.limit != lim {
 		s.end(sh, e, now)
-		*e = entry{key: key, limit: lim, rateStart: now, el: e.el, lruAt: e.lruAt}
+		// It may still be in its shard's used list.
+		*e = entry{key: key, limit: lim, rateStart: now, el: e.el, lruAt: e.lruAt, used: e.used}
 		return e
 	}
 	if e.lease.kind != none && s.over(&e.lease, now) {
