@@ -93,6 +93,14 @@ func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) 
 	return out, nil
 }
 
+// undoFixedTag starts a fixed_window charge's short form in an undo's
+// ARGV: the tag, hits and the window start, all that its undo reads (the
+// limit's other fields, the count and the end come from the stored state),
+// where the long form is 13 values. Leases return many such charges at
+// once (a drain, a sweep's idle leases); Redis parses and Lua converts a
+// fifth of the arguments. No algorithm has this value.
+const undoFixedTag = 255
+
 // EncodeUndo builds the KEYS and ARGV of one undo (lua/undo.lua).
 func EncodeUndo(charges []Charge, now time.Time) ([]string, []any, error) {
 	us, err := nowArg(now)
@@ -104,9 +112,13 @@ func EncodeUndo(charges []Charge, now time.Time) ([]string, []any, error) {
 	args[0] = us
 	for i, c := range charges {
 		keys[i] = c.Key
-		args = appendLimit(args, c.Limit)
 		st := c.After
 		a, b, cc := st.Registers()
+		if c.Limit.Algorithm == algorithms.FixedWindow && c.Limit.Validate() == nil && c.Hits > 0 && len(st.Log) == 0 {
+			args = append(args, undoFixedTag, min(c.Hits, maxHits), a)
+			continue
+		}
+		args = appendLimit(args, c.Limit)
 		if len(st.Log) > 0 {
 			a = st.Log[0].At
 		}

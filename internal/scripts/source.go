@@ -63,7 +63,7 @@ func constants() string {
 		fmt.Sprintf("local REGS, LOG = %d, %d\n", algorithms.Registers, algorithms.Log) +
 		fmt.Sprintf("local ENFORCE, SHADOW, QUOTA, SPARE, USAGE, JOINED = %d, %d, %d, %d, %d, %d\n", algorithms.Enforce, algorithms.Shadow, algorithms.Quota, algorithms.Spare, usageFlag, joinedFlag) +
 		fmt.Sprintf("local MAX_COUNT, MAX_PERIOD = %d, %d\n", algorithms.MaxCount, algorithms.MaxPeriod.Microseconds()) +
-		fmt.Sprintf("local FIXED_WINDOW = %d\n", algorithms.FixedWindow)
+		fmt.Sprintf("local FIXED_WINDOW, UNDO_FIXED = %d, '%d'\n", algorithms.FixedWindow, undoFixedTag)
 }
 
 // withoutUndo drops the "-- undo only {" ... "-- } undo only" sections:
