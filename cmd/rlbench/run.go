@@ -64,9 +64,10 @@ func (t *target) leaseSetting(name string, def time.Duration) time.Duration {
 // least, too: a counter too cold for the estimate leases once a replica
 // has seen it twice (lease.Store.blockSize), and a counter each replica
 // sees every 10 s or so, as most of the Zipf sample's are, has been seen
-// twice by all of them by then (all but 3%; after one LEASE_IDLE, a third
-// are not): the run measures steady traffic, not the replicas' first
-// sight of their counters, which a fleet pays once.
+// twice by all of them by then (at 18,000 decisions/s, all but 0.3%;
+// after one LEASE_IDLE, a quarter are not): the run measures steady
+// traffic, not the replicas' first sight of their counters, which a fleet
+// pays once.
 func (t *target) warmup(o options) time.Duration {
 	if !t.leases() {
 		return o.warmup
