@@ -46,7 +46,7 @@ test-soak:
 # REDIS_PIPELINE_WINDOW in the environment reach the service under test.
 # Other scenarios (docs/performance.md): BENCH_FLAGS='-scenario zipf' (Zipf
 # over 10^5 counters from three replicas, leases off and on), '-scenario
-# hot' (one hot counter), '-scenario all'; zipf about 13 minutes, hot about 7;
+# hot' (one hot counter), '-scenario all'; zipf about 15 minutes, hot about 8;
 # '-rate N' offers every target N decisions/s, to compare CPU at one load.
 bench:
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \

@@ -103,6 +103,12 @@ const undoFixedTag = 255
 
 // EncodeUndo builds the KEYS and ARGV of one undo (lua/undo.lua).
 func EncodeUndo(charges []Charge, now time.Time) ([]string, []any, error) {
+	return encodeUndo(charges, now, true)
+}
+
+// encodeUndo is EncodeUndo; short false sends fixed_window charges in the
+// long form too (BenchmarkUndoForms compares the two).
+func encodeUndo(charges []Charge, now time.Time, short bool) ([]string, []any, error) {
 	us, err := nowArg(now)
 	if err != nil {
 		return nil, nil, err
@@ -114,7 +120,7 @@ func EncodeUndo(charges []Charge, now time.Time) ([]string, []any, error) {
 		keys[i] = c.Key
 		st := c.After
 		a, b, cc := st.Registers()
-		if c.Limit.Algorithm == algorithms.FixedWindow && c.Limit.Validate() == nil && c.Hits > 0 && len(st.Log) == 0 {
+		if short && c.Limit.Algorithm == algorithms.FixedWindow && c.Limit.Validate() == nil && c.Hits > 0 && len(st.Log) == 0 {
 			args = append(args, undoFixedTag, min(c.Hits, maxHits), a)
 			continue
 		}

@@ -3,7 +3,13 @@ package scripts
 import (
 	"fmt"
 	"strings"
+	"time"
 )
+
+// EncodeUndoLong is EncodeUndo with every charge in the long form.
+func EncodeUndoLong(charges []Charge, now time.Time) ([]string, []any, error) {
+	return encodeUndo(charges, now, false)
+}
 
 // MathSource is lua/math.lua alone, so tests can call mad directly.
 var MathSource = file("math")

@@ -789,8 +789,14 @@ func (s *Store) endInto(sh uint8, e *entry, now int64) (store.Charge, bool) {
 		s.shards[sh].counters.lapse(unused)
 		return store.Charge{}, false
 	}
-	s.shards[sh].counters.outstanding -= int64(unused)
-	return store.Charge{Key: e.key, Limit: l.limit, Charged: algorithms.Charged{Hits: unused, After: l.after}}, true
+	return s.giveBackCharge(sh, e.key, &l, unused), true
+}
+
+// giveBackCharge is the charge that gives hits of window lease l of key
+// back, which they leave Outstanding for.
+func (s *Store) giveBackCharge(sh uint8, key string, l *lease, hits uint64) store.Charge {
+	s.shards[sh].counters.outstanding -= int64(hits)
+	return store.Charge{Key: key, Limit: l.limit, Charged: algorithms.Charged{Hits: hits, After: l.after}}
 }
 
 func satAdd(a, b uint64) uint64 {

@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 
-	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -22,11 +21,20 @@ import (
 // refillWanted is the block to take ahead for e at now, or 0. The caller
 // holds e's shard.
 func (s *Store) refillWanted(e *entry, now int64) uint64 {
+	l := &e.lease
+	if !s.refillAhead || !s.resizable(e) {
+		return 0
+	}
+	// A block that would live less than two sweeps is not worth a call:
+	// the next window's first request tops up as before.
+	if l.deadline-now <= 2*s.every.Microseconds() {
+		return 0
+	}
 	// At most half a block left, so a small block (2 or 3 hits, a counter
 	// seen a few times per target) is refilled with one hit left rather
 	// than when it is empty, which a request would find first.
-	b := s.topUpSize(e, now)
-	if b == 0 || 2*e.lease.room(now) > b {
+	b := s.blockSize(e, now, 0)
+	if b < 2 || 2*l.room(now) > b {
 		return 0
 	}
 	return b
@@ -44,42 +52,30 @@ func (s *Store) refillWanted(e *entry, now int64) uint64 {
 // is not renewed (ok false): LEASE_MAX_AGE ends it. The caller holds e's
 // shard.
 func (s *Store) renew(sh uint8, e *entry, now int64) (ch store.Charge, ok bool) {
-	l := &e.lease
-	if l.kind != window || e.inflight || !e.known || l.limit != e.limit {
+	if !s.resizable(e) {
 		return store.Charge{}, false
 	}
 	b := s.blockSize(e, now, 0)
 	if b < 2 {
 		return store.Charge{}, false
 	}
+	l := &e.lease
 	l.born = now
 	keep := b + b/2
-	rest := l.unused()
-	if rest <= keep {
+	if l.unused() <= keep {
 		return store.Charge{}, true
 	}
-	trim := rest - keep
+	trim := l.unused() - keep
 	l.size -= trim
-	s.shards[sh].counters.outstanding -= int64(trim)
-	return store.Charge{Key: e.key, Limit: l.limit, Charged: algorithms.Charged{Hits: trim, After: l.after}}, true
+	return s.giveBackCharge(sh, e.key, l, trim), true
 }
 
-// topUpSize is the block the sweeper may take for e's window lease at now,
-// or 0.
-func (s *Store) topUpSize(e *entry, now int64) uint64 {
+// resizable reports whether the sweeper may size a block for e's lease: a
+// window lease of e's current rule, e's Remaining known and no block of
+// it in flight.
+func (s *Store) resizable(e *entry) bool {
 	l := &e.lease
-	if !s.refillAhead || l.kind != window || e.inflight || !e.known || l.limit != e.limit {
-		return 0
-	}
-	// A block that would live less than two sweeps is not worth a call:
-	// the next window's first request tops up as before.
-	if l.deadline-now <= 2*s.every.Microseconds() {
-		return 0
-	}
-	if b := s.blockSize(e, now, 0); b >= 2 {
-		return b
-	}
-	return 0
+	return l.kind == window && !e.inflight && e.known && l.limit == e.limit
 }
 
 // refill takes the blocks of ops (Spare ops, one per key, marked inflight;

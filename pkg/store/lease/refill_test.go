@@ -101,10 +101,7 @@ func TestColdCounterBackWithinIdle(t *testing.T) {
 				if !local && i > 2 {
 					path++
 				}
-				for range 80 { // 8 s of sweeps
-					r.clock.Advance(100 * time.Millisecond)
-					r.sweep()
-				}
+				r.sweepFor(8 * time.Second)
 			}
 			if path != tt.wantPath {
 				t.Errorf("%d hits reached the backend after the second, want %d", path, tt.wantPath)
@@ -165,10 +162,7 @@ func TestMaxAgeRenewsInPlace(t *testing.T) {
 				// swept every 100 ms.
 				n := int(5 * time.Second / tt.slowGap)
 				for range n {
-					for range tt.slowGap / (100 * time.Millisecond) {
-						r.clock.Advance(100 * time.Millisecond)
-						r.sweep()
-					}
+					r.sweepFor(tt.slowGap)
 					if res := r.take(hit("k", lim, 1)); !res[0].Allowed {
 						t.Fatal("denied")
 					}
@@ -176,10 +170,7 @@ func TestMaxAgeRenewsInPlace(t *testing.T) {
 				admitted += uint64(n)
 			}
 			if tt.quiet {
-				for range 100 {
-					r.clock.Advance(100 * time.Millisecond)
-					r.sweep()
-				}
+				r.sweepFor(10 * time.Second)
 			}
 			st := r.s.Stats()
 			if _, hits := r.rec.returned(); (hits > 0) != tt.wantTrim {
@@ -223,10 +214,7 @@ func TestLeaseAgainAfterPaidLease(t *testing.T) {
 			r.take(hit("k", lim, 1))
 			local := false
 			for _, gap := range tt.gaps {
-				for range gap / (100 * time.Millisecond) {
-					r.clock.Advance(100 * time.Millisecond)
-					r.sweep()
-				}
+				r.sweepFor(gap)
 				_, local = r.local(hit("k", lim, 1))
 			}
 			if local {

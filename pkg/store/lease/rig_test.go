@@ -220,6 +220,16 @@ func (r *rig) steady(key string, lim algorithms.Limit, gap time.Duration, n int,
 	return path
 }
 
+// sweepFor advances the clock by d in the sweeper's steps (100 ms),
+// sweeping at each.
+func (r *rig) sweepFor(d time.Duration) {
+	r.t.Helper()
+	for range d / lease.DefaultSweepInterval {
+		r.clock.Advance(lease.DefaultSweepInterval)
+		r.sweep()
+	}
+}
+
 func hit(key string, lim algorithms.Limit, hits uint64) store.Request {
 	return store.Request{Key: key, Limit: lim, Hits: hits, Lease: true}
 }
