@@ -23,7 +23,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/admin"
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/internal/service"
+	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/internal/tracing"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -42,7 +42,7 @@ type app struct {
 	log     *zap.Logger
 	watcher configWatcher
 	store   store.Store
-	svc     *service.Service
+	svc     *ratelimit.Service
 	health  *health.Server
 	grpc    *grpc.Server
 	http    *http.Server
@@ -160,19 +160,19 @@ func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
 	return w, nil
 }
 
-func newService(set settings, w configWatcher, st store.Store, m *metrics.Metrics, log *zap.Logger) *service.Service {
-	return service.New(w, st,
-		service.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
-		service.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
-		service.WithShadowMode(set.ShadowMode),
-		service.WithHeaders(set.Headers),
-		service.WithObserver(m),
-		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
-		service.WithDynamicMetadata(set.DynamicMetadata),
-		service.WithQuotaMode(set.QuotaMode),
-		service.WithLease(set.Lease.Enabled),
-		service.WithLogger(log),
-		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),
+func newService(set settings, w configWatcher, st store.Store, m *metrics.Metrics, log *zap.Logger) *ratelimit.Service {
+	return ratelimit.New(w, st,
+		ratelimit.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
+		ratelimit.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
+		ratelimit.WithShadowMode(set.ShadowMode),
+		ratelimit.WithHeaders(set.Headers),
+		ratelimit.WithObserver(m),
+		ratelimit.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
+		ratelimit.WithDynamicMetadata(set.DynamicMetadata),
+		ratelimit.WithQuotaMode(set.QuotaMode),
+		ratelimit.WithLease(set.Lease.Enabled),
+		ratelimit.WithLogger(log),
+		ratelimit.WithDecodeBudget(int64(set.MaxDecodingBytes)),
 	)
 }
 
@@ -215,7 +215,7 @@ func (a *app) newServers(m *metrics.Metrics, tracingOpts []grpc.ServerOption) er
 func (a *app) grpcOptions(tracingOpts []grpc.ServerOption) ([]grpc.ServerOption, error) {
 	set := a.set
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(service.RecoverUnary(a.log)),
+		grpc.ChainUnaryInterceptor(ratelimit.RecoverUnary(a.log)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionAge:      set.GRPCMaxConnectionAge,
 			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/internal/service"
+	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
@@ -58,18 +58,18 @@ func defaultSettings() settings {
 		RedisBreakerThreshold:     redisstore.DefaultBreakerThreshold,
 		RedisBreakerProbeInterval: redisstore.DefaultBreakerProbeInterval,
 		LogLevel:                  zapcore.WarnLevel,
-		MaxDescriptors:            service.DefaultMaxDescriptors,
-		MaxEntries:                service.DefaultMaxEntries,
-		MaxValueLen:               service.DefaultMaxValueLen,
+		MaxDescriptors:            ratelimit.DefaultMaxDescriptors,
+		MaxEntries:                ratelimit.DefaultMaxEntries,
+		MaxValueLen:               ratelimit.DefaultMaxValueLen,
 		NearLimitRatio:            0.8,
 		MaxDetailedSeries:         metrics.DefaultDetailedSeries,
 		MemoryMaxKeys:             memstore.DefaultMaxKeys,
 		GRPCMaxStreams:            defaultGRPCMaxStreams,
-		MaxDecodingBytes:          service.DefaultDecodeBudget,
+		MaxDecodingBytes:          ratelimit.DefaultDecodeBudget,
 		Queue:                     queueSettings{Enabled: true, MetricQueues: 100, KeyPrefix: "ratelimitd:queue:"},
 		Lease:                     defaultLeaseSettings(),
-		Headers: service.Headers{
-			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
+		Headers: ratelimit.Headers{
+			Limit: ratelimit.DefaultLimitHeader, Remaining: ratelimit.DefaultRemainingHeader, Reset: ratelimit.DefaultResetHeader,
 		},
 	}
 }

@@ -27,7 +27,7 @@ import (
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
 	"github.com/ratelimitd/ratelimitd/internal/admin"
 	"github.com/ratelimitd/ratelimitd/internal/config"
-	"github.com/ratelimitd/ratelimitd/internal/service"
+	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
@@ -54,7 +54,7 @@ func (s staticConfig) Current() *config.Config { return s.cfg }
 
 // rig is a service and its counters API over one memstore.
 type rig struct {
-	svc   *service.Service
+	svc   *ratelimit.Service
 	admin *admin.Server
 	reg   *prometheus.Registry
 	logs  *observer.ObservedLogs
@@ -71,7 +71,7 @@ func newRig(t *testing.T, auth admin.Auth) *rig {
 	st := memstore.New(memstore.WithClock(storetest.Epoch))
 	t.Cleanup(func() { _ = st.Close() })
 	keys := config.KeyBuilder{Prefix: "rl:"}
-	svc := service.New(staticConfig{cfg}, st, service.WithKeyBuilder(keys))
+	svc := ratelimit.New(staticConfig{cfg}, st, ratelimit.WithKeyBuilder(keys))
 	core, logs := observer.New(zap.WarnLevel)
 	a := admin.New(svc, st, auth, admin.WithKeyBuilder(keys), admin.WithLogger(zap.New(core)))
 	reg := prometheus.NewRegistry()

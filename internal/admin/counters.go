@@ -14,7 +14,7 @@ import (
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
 	"github.com/ratelimitd/ratelimitd/internal/config"
-	"github.com/ratelimitd/ratelimitd/internal/service"
+	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -28,7 +28,7 @@ func (s *Server) Get(ctx context.Context, r *adminv1.GetRequest) (*adminv1.GetRe
 	resp := &adminv1.GetResponse{Counters: make([]*adminv1.Counter, len(got))}
 	for i, c := range got {
 		pc := &adminv1.Counter{Status: statusOf(c.Status), Rule: ruleOf(c), Key: c.Key}
-		if c.Status == service.Counted {
+		if c.Status == ratelimit.Counted {
 			d := c.Decision
 			pc.Remaining = d.Remaining
 			pc.Used = c.Rule.Limit.Capacity() - min(d.Remaining, c.Rule.Limit.Capacity())
@@ -54,7 +54,7 @@ func (s *Server) Reset(ctx context.Context, r *adminv1.ResetRequest) (*adminv1.R
 	var keys []string
 	for i, c := range got {
 		resp.Counters[i] = &adminv1.ResetCounter{Status: statusOf(c.Status), Rule: ruleOf(c), Key: c.Key}
-		if c.Status == service.Counted {
+		if c.Status == ratelimit.Counted {
 			keys = append(keys, c.Keys...)
 		}
 	}
@@ -69,7 +69,7 @@ func (s *Server) Reset(ctx context.Context, r *adminv1.ResetRequest) (*adminv1.R
 	if err != nil {
 		s.log.Error("counters reset failed", zap.String("by", who), zap.String("domain", r.GetDomain()),
 			zap.Strings("descriptors", describe(descs)), zap.Int("keys", len(keys)), zap.Error(err))
-		return nil, service.BackendStatus(ctx, err)
+		return nil, ratelimit.BackendStatus(ctx, err)
 	}
 	k := 0
 	for i, c := range resp.Counters {
@@ -119,7 +119,7 @@ func (s *Server) List(ctx context.Context, r *adminv1.ListRequest) (*adminv1.Lis
 		if errors.Is(err, store.ErrBadCursor) {
 			return nil, status.Error(codes.InvalidArgument, "page_token is not one List returned")
 		}
-		return nil, service.BackendStatus(ctx, err)
+		return nil, ratelimit.BackendStatus(ctx, err)
 	}
 	resp := &adminv1.ListResponse{NextPageToken: base64.RawURLEncoding.EncodeToString([]byte(next))}
 	for _, k := range keys {
@@ -159,22 +159,22 @@ func describe(descs [][]config.Entry) []string {
 	return out
 }
 
-func statusOf(s service.CounterStatus) adminv1.Status {
+func statusOf(s ratelimit.CounterStatus) adminv1.Status {
 	switch s {
-	case service.NoRule:
+	case ratelimit.NoRule:
 		return adminv1.Status_NO_RULE
-	case service.Unlimited:
+	case ratelimit.Unlimited:
 		return adminv1.Status_UNLIMITED
-	case service.Replaced:
+	case ratelimit.Replaced:
 		return adminv1.Status_REPLACED
-	case service.Counted:
+	case ratelimit.Counted:
 		return adminv1.Status_COUNTED
 	default:
 		return adminv1.Status_STATUS_UNSPECIFIED
 	}
 }
 
-func ruleOf(c service.Counter) *adminv1.Rule {
+func ruleOf(c ratelimit.Counter) *adminv1.Rule {
 	r := c.Rule
 	if r == nil {
 		return nil
@@ -188,7 +188,7 @@ func ruleOf(c service.Counter) *adminv1.Rule {
 	pr.Unit = r.Unit.String()
 	pr.Period = durationpb.New(r.Limit.Period)
 	pr.Capacity = r.Limit.Capacity()
-	if c.Status == service.Counted {
+	if c.Status == ratelimit.Counted {
 		pr.Mode = modeName(c.Mode)
 	}
 	return pr

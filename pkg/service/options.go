@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	core "github.com/ratelimitd/ratelimitd/internal/service"
+	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 )
 
 // Option configures a Service. Each is one of the daemon's settings; the
@@ -17,7 +17,7 @@ type options struct {
 	log        *zap.Logger
 	registerer prometheus.Registerer
 	// core are the options passed through as they are.
-	core []core.Option
+	core []ratelimit.Option
 }
 
 // Headers chooses the HTTP headers the Service asks Envoy to add to the
@@ -67,47 +67,47 @@ func WithMetrics(reg prometheus.Registerer) Option {
 // and of each entry key and value (MAX_DESCRIPTOR_VALUE_LENGTH). A value of
 // zero or less keeps the daemon's default.
 func WithLimits(maxDescriptors, maxEntries, maxValueLen int) Option {
-	return passThrough(core.WithLimits(maxDescriptors, maxEntries, maxValueLen))
+	return passThrough(ratelimit.WithLimits(maxDescriptors, maxEntries, maxValueLen))
 }
 
 // WithDecodeBudget bounds the bytes of requests being decoded at once, over
 // gRPC and /json together (MAX_DECODING_BYTES); n <= 0 keeps the daemon's
 // default. A request waits for room rather than fail.
 func WithDecodeBudget(n int64) Option {
-	return passThrough(core.WithDecodeBudget(n))
+	return passThrough(ratelimit.WithDecodeBudget(n))
 }
 
 // WithShadowMode is SHADOW_MODE: descriptors are decided and counted as
 // usual, but the overall code is always OK.
 func WithShadowMode(on bool) Option {
-	return passThrough(core.WithShadowMode(on))
+	return passThrough(ratelimit.WithShadowMode(on))
 }
 
 // WithQuotaMode is QUOTA_MODE: every rule is a quota rule, so a request is
 // over the limit only when all its counted descriptors are.
 func WithQuotaMode(on bool) Option {
-	return passThrough(core.WithQuotaMode(on))
+	return passThrough(ratelimit.WithQuotaMode(on))
 }
 
 // WithDynamicMetadata is RESPONSE_DYNAMIC_METADATA: responses carry the
 // request and the matched rules' metadata in dynamic_metadata.
 func WithDynamicMetadata(on bool) Option {
-	return passThrough(core.WithDynamicMetadata(on))
+	return passThrough(ratelimit.WithDynamicMetadata(on))
 }
 
 // WithHealthyNeedsDomain is HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: the
 // Service reports unhealthy until its rules have a domain.
 func WithHealthyNeedsDomain(on bool) Option {
-	return passThrough(core.WithHealthyNeedsDomain(on))
+	return passThrough(ratelimit.WithHealthyNeedsDomain(on))
 }
 
 // WithLease is LEASE_ENABLED: rules that do not say lease themselves let a
 // store wrapped in pkg/store/lease lease blocks of their counters
 // (docs/leases.md). Without that wrapper it changes nothing.
 func WithLease(on bool) Option {
-	return passThrough(core.WithLease(on))
+	return passThrough(ratelimit.WithLease(on))
 }
 
-func passThrough(opt core.Option) Option {
+func passThrough(opt ratelimit.Option) Option {
 	return func(o *options) { o.core = append(o.core, opt) }
 }

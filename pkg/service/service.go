@@ -23,14 +23,14 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	core "github.com/ratelimitd/ratelimitd/internal/service"
+	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
 // Service decides rate-limit requests with its current Rules against a
 // store. It is safe for concurrent use.
 type Service struct {
-	core  *core.Service
+	core  *ratelimit.Service
 	rules *rulesSource
 }
 
@@ -55,19 +55,19 @@ func New(rules *Rules, st store.Store, opts ...Option) (*Service, error) {
 	if rules != nil {
 		src.cfg.Store(rules.cfg)
 	}
-	coreOpts := append([]core.Option{
-		core.WithKeyBuilder(config.KeyBuilder{Prefix: o.keyPrefix}),
-		core.WithHeaders(core.Headers(o.headers)),
-		core.WithLogger(o.log),
+	coreOpts := append([]ratelimit.Option{
+		ratelimit.WithKeyBuilder(config.KeyBuilder{Prefix: o.keyPrefix}),
+		ratelimit.WithHeaders(ratelimit.Headers(o.headers)),
+		ratelimit.WithLogger(o.log),
 	}, o.core...)
 	if o.registerer != nil {
 		m, err := metrics.Register(o.registerer)
 		if err != nil {
 			return nil, fmt.Errorf("service: metrics: %w", err)
 		}
-		coreOpts = append(coreOpts, core.WithObserver(m))
+		coreOpts = append(coreOpts, ratelimit.WithObserver(m))
 	}
-	return &Service{core: core.New(src, st, coreOpts...), rules: src}, nil
+	return &Service{core: ratelimit.New(src, st, coreOpts...), rules: src}, nil
 }
 
 // SetRules replaces the rules in force, as the daemon does when its config
@@ -122,4 +122,4 @@ func (s *Service) SetServing(serving bool) { s.core.SetServing(serving) }
 // RecoverUnary turns a panic in a unary gRPC handler into codes.Internal, so
 // that a bug fails one call instead of the process every Envoy depends on.
 // ratelimitd installs it on its gRPC server.
-func RecoverUnary(log *zap.Logger) grpc.UnaryServerInterceptor { return core.RecoverUnary(log) }
+func RecoverUnary(log *zap.Logger) grpc.UnaryServerInterceptor { return ratelimit.RecoverUnary(log) }
