@@ -29,10 +29,9 @@ type spec struct {
 	family  Family
 	bucket  bool
 	stepped bool
-	// lease: replicas may lease blocks of a counter (pkg/store/lease):
-	// its hits can be admitted after they were charged without the bound
-	// moving (see Limit.Leasable).
-	lease bool
+	// lease: whether and how replicas may lease blocks of a counter
+	// (pkg/store/lease; see Limit.Leasable).
+	lease LeaseKind
 	take  func(Limit, State, uint64, int64) (Decision, State)
 	// force charges hits past the limit (see Record): the state take would
 	// have written had the hits fitted, bounded as its doc comment says.
@@ -48,18 +47,93 @@ type spec struct {
 // docs section, a schema enum value and a storetest step table; tests fail
 // until all of them exist.
 var registry = [...]spec{
-	FixedWindow - 1: {name: "fixed_window", family: Registers, lease: true, take: fixedWindow, force: fixedWindowForce, undo: fixedWindowUndo,
-		horizon: fixedWindowHorizon, valid: fixedWindowValid},
-	SlidingLog - 1: {name: "sliding_log", family: Log, take: slidingLog, force: slidingLogForce, undo: slidingLogUndo,
-		horizon: slidingLogHorizon, valid: slidingLogValid},
-	SlidingWindow - 1: {name: "sliding_window", family: Registers, lease: true, take: slidingWindow, force: slidingWindowForce, undo: slidingWindowUndo,
-		horizon: slidingWindowHorizon, valid: slidingWindowValid},
-	TokenBucket - 1: {name: "token_bucket", family: Registers, bucket: true, stepped: true, lease: true, take: tokenBucket, force: tokenBucketForce, undo: tokenBucketUndo,
-		horizon: tokenBucketHorizon, valid: tokenBucketValid},
-	LeakyBucket - 1: {name: "leaky_bucket", family: Registers, bucket: true, lease: true, take: leakyBucket, force: leakyBucketForce, undo: leakyBucketUndo,
-		horizon: leakyBucketHorizon, valid: leakyBucketValid},
-	GCRA - 1: {name: "gcra", family: Registers, bucket: true, lease: true, take: gcra, force: gcraForce, undo: gcraUndo,
-		horizon: gcraHorizon, valid: gcraValid},
+	FixedWindow - 1: {
+		name:    "fixed_window",
+		family:  Registers,
+		lease:   WindowLease,
+		take:    fixedWindow,
+		force:   fixedWindowForce,
+		undo:    fixedWindowUndo,
+		horizon: fixedWindowHorizon,
+		valid:   fixedWindowValid,
+	},
+	SlidingLog - 1: {
+		name:    "sliding_log",
+		family:  Log,
+		take:    slidingLog,
+		force:   slidingLogForce,
+		undo:    slidingLogUndo,
+		horizon: slidingLogHorizon,
+		valid:   slidingLogValid,
+	},
+	SlidingWindow - 1: {
+		name:    "sliding_window",
+		family:  Registers,
+		lease:   WindowLease,
+		take:    slidingWindow,
+		force:   slidingWindowForce,
+		undo:    slidingWindowUndo,
+		horizon: slidingWindowHorizon,
+		valid:   slidingWindowValid,
+	},
+	TokenBucket - 1: {
+		name:    "token_bucket",
+		family:  Registers,
+		bucket:  true,
+		stepped: true,
+		lease:   BucketLease,
+		take:    tokenBucket,
+		force:   tokenBucketForce,
+		undo:    tokenBucketUndo,
+		horizon: tokenBucketHorizon,
+		valid:   tokenBucketValid,
+	},
+	LeakyBucket - 1: {
+		name:    "leaky_bucket",
+		family:  Registers,
+		bucket:  true,
+		lease:   BucketLease,
+		take:    leakyBucket,
+		force:   leakyBucketForce,
+		undo:    leakyBucketUndo,
+		horizon: leakyBucketHorizon,
+		valid:   leakyBucketValid,
+	},
+	GCRA - 1: {
+		name:    "gcra",
+		family:  Registers,
+		bucket:  true,
+		lease:   BucketLease,
+		take:    gcra,
+		force:   gcraForce,
+		undo:    gcraUndo,
+		horizon: gcraHorizon,
+		valid:   gcraValid,
+	},
+}
+
+// LeaseKind says whether replicas may lease blocks of an algorithm's
+// counter (pkg/store/lease), and what happens to a block's unused hits.
+type LeaseKind uint8
+
+const (
+	// NoLease: the algorithm's hits cannot be admitted after they were
+	// charged without the bound moving (sliding_log: each entry's time is
+	// its admission time).
+	NoLease LeaseKind = iota
+	// WindowLease: a block is hits of the window it was charged in; what a
+	// replica did not use goes back to the counter (Lender.Return).
+	WindowLease
+	// BucketLease: a block is emission slots reserved ahead of now; unused
+	// slots lapse as time passes and are never returned.
+	BucketLease
+)
+
+// Lease is how replicas may lease blocks of a's counters; NoLease for an
+// unknown algorithm. Limit.Leasable also checks the limit itself.
+func (a Algorithm) Lease() LeaseKind {
+	s, _ := a.lookup()
+	return s.lease
 }
 
 // lookup returns a's row; ok is false for zero and unknown values.
@@ -158,5 +232,5 @@ func Parse(name string) (Algorithm, error) {
 // indebted token bucket is not the continuous bucket the slots assume.
 func (l Limit) Leasable() bool {
 	s, ok := l.Algorithm.lookup()
-	return ok && s.lease && l.Requests > 0 && l.RefillInterval == 0 && l.MaxDebt == 0 && l.Validate() == nil
+	return ok && s.lease != NoLease && l.Requests > 0 && l.RefillInterval == 0 && l.MaxDebt == 0 && l.Validate() == nil
 }
