@@ -156,7 +156,7 @@ func (l Lease) String() string {
 }
 
 // Leases reports whether the store may lease blocks of this rule's counter
-// (algorithms.Op.Lease): the rule's lease field, or global (LEASE_ENABLED)
+// (store.Request.Lease): the rule's lease field, or global (LEASE_ENABLED)
 // where it is unset, and only for a limit that can lease (algorithms.Limit.Leasable). An
 // unlimited rule never reaches a store, so it never leases.
 func (r *Rule) Leases(global bool) bool {

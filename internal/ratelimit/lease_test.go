@@ -47,7 +47,7 @@ descriptors:
       - {unit: day, requests_per_unit: 1000, algorithm: sliding_window}
 `
 
-// TestOpLease: the ops of a request carry algorithms.Op.Lease exactly when
+// TestOpLease: the ops of a request carry store.Request.Lease exactly when
 // their rule leases (its lease field, else LEASE_ENABLED), their limit can
 // lease, and they are enforced admissions: never shadow, quota or usage
 // ops.

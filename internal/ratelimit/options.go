@@ -94,7 +94,7 @@ func WithDecodeBudget(n int64) Option {
 
 // WithLease is ratelimitd's LEASE_ENABLED: the rules that do not say
 // lease themselves (all rules from xDS, which has no such field) let the
-// store lease blocks of their counters (algorithms.Op.Lease, read by
+// store lease blocks of their counters (store.Request.Lease, read by
 // pkg/store/lease), where their limit can lease. Shadow, quota and usage
 // ops never carry Lease, whatever the rule says.
 func WithLease(on bool) Option {

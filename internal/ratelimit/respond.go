@@ -20,7 +20,7 @@ func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitRespo
 	// The store decided the batch as one unit; a request is over exactly
 	// when that batch was denied (shadow rules, and every rule under global
 	// SHADOW_MODE, never deny it; quota rules only all together).
-	if algorithms.VerdictOf(p.reqs, results).Denied() {
+	if store.VerdictOf(p.reqs, results).Denied() {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	for i, sl := range p.slots {

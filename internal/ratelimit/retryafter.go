@@ -16,7 +16,7 @@ import (
 // the hour; so can a descriptor's deciding limit, when several of its
 // limits are spent.
 func retryAfter(p *plan, results []store.Result) time.Duration {
-	verdict := algorithms.VerdictOf(p.reqs, results)
+	verdict := store.VerdictOf(p.reqs, results)
 	var mustWait, eitherWait time.Duration
 	either := false
 	for _, sl := range p.slots {

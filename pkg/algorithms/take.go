@@ -82,9 +82,6 @@ type Op struct {
 	// a run of joined Quota ops is one quota alternative, denied when any
 	// of its ops is, as a descriptor is over when any of its limits is.
 	Joined bool
-	// Lease says the op's rule lets a replica lease blocks of its counter
-	// (pkg/store/lease). Only that decorator reads it; stores ignore it.
-	Lease bool
 }
 
 // Record applies hits to state at now under lim whatever the limit says:

@@ -30,7 +30,7 @@ func ExampleStore() {
 			return
 		}
 		fmt.Printf("request %d: denied=%v alice.remaining=%d shadow.allowed=%v\n",
-			i+1, algorithms.VerdictOf(reqs, res).Denied(), res[0].Remaining, res[1].Allowed)
+			i+1, store.VerdictOf(reqs, res).Denied(), res[0].Remaining, res[1].Allowed)
 	}
 	// Output:
 	// request 1: denied=false alice.remaining=1 shadow.allowed=false

@@ -10,9 +10,35 @@ import (
 )
 
 // Request charges Hits against Key under Limit (Hits == 0 only checks);
-// its Mode says whether its denial denies the batch. It is algorithms.Op:
-// one type from the service down to the Lua encoder.
-type Request = algorithms.Op
+// its Mode says whether its denial denies the batch. Its first fields are
+// algorithms.Op's, which Op returns; Lease is for the lease decorator.
+type Request struct {
+	Key   string
+	Limit algorithms.Limit
+	Hits  uint64
+	Mode  algorithms.Mode
+	// Usage, Joined: see algorithms.Op.
+	Usage  bool
+	Joined bool
+	// Lease says the request's rule lets a replica lease blocks of its
+	// counter (pkg/store/lease). Only that decorator reads it; stores
+	// ignore it.
+	Lease bool
+}
+
+// Op is r as the algorithms take it.
+func (r Request) Op() algorithms.Op {
+	return algorithms.Op{Key: r.Key, Limit: r.Limit, Hits: r.Hits, Mode: r.Mode, Usage: r.Usage, Joined: r.Joined}
+}
+
+// Ops is reqs as the algorithms take them.
+func Ops(reqs []Request) []algorithms.Op {
+	ops := make([]algorithms.Op, len(reqs))
+	for i, r := range reqs {
+		ops[i] = r.Op()
+	}
+	return ops
+}
 
 // Result is the decision for the Request at the same index.
 type Result struct {
@@ -56,3 +82,13 @@ type Lender interface {
 // ErrBadCursor is a listing cursor the store did not issue (the counters
 // API answers it with INVALID_ARGUMENT).
 var ErrBadCursor = errors.New("bad page token")
+
+// VerdictOf is algorithms.VerdictOf for requests: the verdict of reqs
+// decided as ds (same length and order).
+func VerdictOf[D algorithms.Decided](reqs []Request, ds []D) algorithms.Verdict {
+	var v algorithms.Verdict
+	for i, r := range reqs {
+		v.Add(r.Mode, r.Joined, ds[i].AsDecision().Allowed)
+	}
+	return v
+}

@@ -57,7 +57,7 @@ func TestConcurrent(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						if !algorithms.VerdictOf(reqs, res).Denied() {
+						if !store.VerdictOf(reqs, res).Denied() {
 							for _, op := range reqs {
 								admitted[op.Key].Add(op.Hits)
 							}

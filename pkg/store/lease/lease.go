@@ -32,7 +32,7 @@
 // decision goes to the backend: exact, and fair between replicas.
 //
 // A batch is answered locally only when every op in it is a leased Enforce
-// hit (Op.Lease, Mode Enforce, not Usage, Hits > 0) and each of its keys
+// hit (Request.Lease, Mode Enforce, not Usage, Hits > 0) and each of its keys
 // holds a live lease with room for the batch's hits on it: all of them are
 // admitted, or the whole batch goes to the backend as before (all-or-nothing
 // either way). A batch without any Lease op goes straight to the backend.
@@ -583,7 +583,7 @@ func (s *Store) learn(reqs []store.Request, idx []uint8, ext []store.Request, re
 		s.abandon(reqs, idx, ext)
 		return
 	}
-	admitted := len(ext) > len(reqs) && !algorithms.VerdictOf(reqs, res[:len(reqs)]).Denied()
+	admitted := len(ext) > len(reqs) && !store.VerdictOf(reqs, res[:len(reqs)]).Denied()
 	for i := range reqs {
 		op := &reqs[i]
 		if !op.Lease || namedBefore(reqs, i) {

@@ -166,7 +166,7 @@ func (s *Store) learn(reqs []store.Request, res []store.Result, now time.Time) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	denied := algorithms.VerdictOf(reqs, res).Denied()
+	denied := store.VerdictOf(reqs, res).Denied()
 	named := make(map[string]int, len(reqs))
 	for _, r := range reqs {
 		named[r.Key]++

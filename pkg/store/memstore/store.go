@@ -112,7 +112,7 @@ func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool
 		touched |= s.shardBit(r.Key)
 	}
 	s.takes.Add(1)
-	decisions, charges, added, now, err := s.decide(ctx, reqs, touched, withCharges)
+	decisions, charges, added, now, err := s.decide(ctx, store.Ops(reqs), touched, withCharges)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -82,7 +82,7 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 		run := &runs[gi]
 		run.ops = make([]algorithms.Op, len(g))
 		for k, j := range g {
-			run.ops[k] = reqs[j]
+			run.ops[k] = reqs[j].Op()
 			if quotaGroups > 1 && run.ops[k].Mode == algorithms.Quota {
 				run.ops[k].Mode = algorithms.Shadow
 			}
@@ -120,7 +120,7 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 		s.undo(ctx, runs, now)
 		return nil, nil, errors.Join(errs...)
 	}
-	if algorithms.VerdictOf(reqs, decisions).Denied() {
+	if store.VerdictOf(reqs, decisions).Denied() {
 		s.undo(ctx, runs, now)
 		for gi, g := range groups {
 			for k, j := range g {

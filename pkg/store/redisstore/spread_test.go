@@ -251,7 +251,7 @@ func TestCrossSlotQuota(t *testing.T) {
 	}
 	exhaust(keys[1])
 	res = mustTake(t, s, reqs)
-	if algorithms.VerdictOf(reqs, res).Denied() != true {
+	if store.VerdictOf(reqs, res).Denied() != true {
 		t.Fatalf("every quota counter exhausted but admitted: %+v", res)
 	}
 	if remaining(keys[2]) != 1 {

@@ -125,9 +125,9 @@ func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool
 		err = s.do(ctx, func(ctx context.Context) error {
 			var err error
 			if withCharges {
-				decisions, charges, err = s.runner.TakeCharged(ctx, s.client, reqs, now)
+				decisions, charges, err = s.runner.TakeCharged(ctx, s.client, store.Ops(reqs), now)
 			} else {
-				decisions, err = s.runner.Take(ctx, s.client, reqs, now)
+				decisions, err = s.runner.Take(ctx, s.client, store.Ops(reqs), now)
 			}
 			return err
 		})

@@ -50,7 +50,7 @@ func (h *harness) takeCharged(l store.Lender, reqs ...store.Request) ([]algorith
 			writes[k] = st
 		}
 	}
-	wantCh := algorithms.Charges(reqs, want, func(k string) algorithms.State { return before[k] }, writes, now)
+	wantCh := algorithms.Charges(store.Ops(reqs), want, func(k string) algorithms.State { return before[k] }, writes, now)
 	if len(charges) != len(wantCh) {
 		h.t.Fatalf("%s: charges %+v, reference %+v", now.Sub(Epoch()), charges, wantCh)
 	}

@@ -21,9 +21,7 @@ func newModel() *model {
 }
 
 func (m *model) take(reqs []store.Request, now time.Time) []algorithms.Decision {
-	// store.Request is algorithms.Op; the copy keeps TakeAll from sharing
-	// the caller's slice.
-	ops := slices.Clone(reqs)
+	ops := store.Ops(reqs)
 	// Cloning the log keeps an algorithm that edits it in place from
 	// changing the model's stored state behind TakeAll's back.
 	load := func(key string) algorithms.State {

@@ -130,7 +130,7 @@ func (s *sim) take(i int, reqs []store.Request) {
 		s.t.Fatal(err)
 	}
 	s.requests++
-	if algorithms.VerdictOf(reqs, res).Denied() {
+	if store.VerdictOf(reqs, res).Denied() {
 		s.denied++
 		return
 	}
