@@ -1,0 +1,135 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/pkg/client"
+	"github.com/ratelimitd/ratelimitd/pkg/middleware"
+	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+)
+
+// failureRules: /strict's rule answers for itself when Redis is down
+// (on_store_error: deny), the others leave it to the client.
+const failureRules = `
+domain: conf
+descriptors:
+  - key: user
+    descriptors:
+      - {key: path, value: /open, rate_limit: {unit: minute, requests_per_unit: 5}}
+      - {key: path, value: /strict, rate_limit: {unit: minute, requests_per_unit: 5, on_store_error: deny}}
+      - {key: path, value: /grpc.health.v1.Health/Check, rate_limit: {unit: minute, requests_per_unit: 5}}
+`
+
+const failureRoutes = `
+domain: conf
+http:
+  - pattern: "GET /{path}"
+    rate_limits: [{actions: [{user: {}}, {path: {}}]}]
+grpc:
+  - method: /grpc.health.v1.Health/Check
+    rate_limits: [{actions: [{user: {}}, {path: {}}]}]
+`
+
+// TestStoreDown stops a real Redis under both backends and checks each
+// OnError: fail open admits (the handler runs, no rate limit headers since
+// nothing was counted), fail closed denies with 429 or RESOURCE_EXHAUSTED,
+// unavailable answers 503 or UNAVAILABLE. A rule's own on_store_error
+// answers before the client's.
+func TestStoreDown(t *testing.T) {
+	redis := redistest.Start(t)
+	st, err := redisstore.New(redisstore.WithAddr(redis.Addr), redisstore.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	rules := parseRules(t, failureRules)
+	routes, err := middleware.Parse("routes.yaml", []byte(failureRoutes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, _ := serveRLS(t, newService(t, rules, st))
+	backends := map[string]client.Backend{"embedded": newService(t, rules, st), "remote": remote}
+
+	type wanted struct {
+		status int
+		code   codes.Code
+	}
+	modes := []struct {
+		name    string
+		onError client.OnError
+		want    wanted
+	}{
+		{"allow", client.OnErrorAllow, wanted{http.StatusOK, codes.OK}},
+		{"deny", client.OnErrorDeny, wanted{http.StatusTooManyRequests, codes.ResourceExhausted}},
+		{"unavailable", client.OnErrorUnavailable, wanted{http.StatusServiceUnavailable, codes.Unavailable}},
+	}
+	type rig struct {
+		name   string
+		app    *app
+		want   wanted
+		errors *atomic.Int64
+	}
+	var rigs []rig
+	for _, bname := range []string{"embedded", "remote"} {
+		for _, m := range modes {
+			l := client.NewLimiter(backends[bname], client.WithTimeout(10*time.Second), client.WithOnError(m.onError))
+			errs := new(atomic.Int64)
+			mw, err := middleware.New(l, routes, middleware.WithErrorHandler(func(context.Context, error) { errs.Add(1) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rigs = append(rigs, rig{bname + "/" + m.name, startApp(t, mw), m.want, errs})
+		}
+	}
+
+	// Redis up: every rig counts (user i has a counter of its own).
+	for i, r := range rigs {
+		user := fmt.Sprint("u", i)
+		code, h := r.app.get(t, user, "/open")
+		if code != http.StatusOK || h.Get("RateLimit-Remaining") != "4" {
+			t.Fatalf("%s, Redis up: %d, RateLimit-Remaining %q; want 200 and 4", r.name, code, h.Get("RateLimit-Remaining"))
+		}
+	}
+
+	redis.Stop()
+	for i, r := range rigs {
+		user := fmt.Sprint("u", i)
+		before := r.app.reached.Load()
+		code, h := r.app.get(t, user, "/open")
+		if code != r.want.status {
+			t.Errorf("%s, Redis down: status %d, want %d", r.name, code, r.want.status)
+		}
+		if got := rateLimitHeaders(h); len(got) != 0 {
+			t.Errorf("%s, Redis down: rate limit headers %v, want none (nothing was counted)", r.name, got)
+		}
+		if ran := r.app.reached.Load() - before; (ran == 1) != (r.want.status == http.StatusOK) {
+			t.Errorf("%s, Redis down: the handler ran %d times for status %d", r.name, ran, code)
+		}
+
+		ctx, cancel := userCtx(t, user)
+		_, err := r.app.health.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(false))
+		cancel()
+		if status.Code(err) != r.want.code {
+			t.Errorf("%s, Redis down: gRPC %v, want %s", r.name, err, r.want.code)
+		}
+
+		// The rule's on_store_error: deny is an answer, whatever the client's.
+		if code, _ := r.app.get(t, user, "/strict"); code != http.StatusTooManyRequests {
+			t.Errorf("%s, Redis down, on_store_error deny: status %d, want 429", r.name, code)
+		}
+		if n := r.errors.Load(); n != 2 {
+			t.Errorf("%s: the error handler saw %d errors, want 2 (the HTTP and the gRPC call; /strict was answered)", r.name, n)
+		}
+	}
+}
