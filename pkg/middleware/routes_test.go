@@ -11,9 +11,15 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/ratelimitd/ratelimitd/pkg/client"
 	"github.com/ratelimitd/ratelimitd/pkg/middleware"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
 )
 
@@ -158,5 +164,48 @@ func TestConfigErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+// TestMalformedNeverFailsOpen: a header value over the service's length cap
+// makes a request the service refuses (INVALID_ARGUMENT); even under
+// OnErrorAllow it gets 400 or INVALID_ARGUMENT and never reaches the
+// handler, so a client cannot skip its limit with a long header.
+func TestMalformedNeverFailsOpen(t *testing.T) {
+	st := memstore.New(memstore.WithClock(storetest.Epoch))
+	t.Cleanup(func() { _ = st.Close() })
+	svc, err := service.New(parseRules(t, "domain: d\n"), st, service.WithLimits(0, 0, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := []client.RateLimit{{Actions: []client.Action{client.RequestHeader("x-key", "key", false)}}}
+	mw, err := middleware.New(client.NewLimiter(svc, client.WithOnError(client.OnErrorAllow)), middleware.Config{
+		Domain: "d",
+		HTTP:   []middleware.Route{{Pattern: "/", RateLimits: limits}},
+		GRPC:   []middleware.Route{{Pattern: "/grpc.health.v1.Health/*", RateLimits: limits}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t, mw)
+	for key, want := range map[string]int{"12345678": http.StatusOK, "123456789": http.StatusBadRequest} {
+		req, _ := http.NewRequest(http.MethodGet, a.url+"/", nil)
+		req.Header.Set("X-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("x-key of %d bytes: status %d, want %d", len(key), resp.StatusCode, want)
+		}
+		ctx := metadata.AppendToOutgoingContext(t.Context(), "x-key", key)
+		_, err = a.health.Check(ctx, &healthpb.HealthCheckRequest{})
+		if wantCode := map[int]codes.Code{http.StatusOK: codes.OK, http.StatusBadRequest: codes.InvalidArgument}[want]; status.Code(err) != wantCode {
+			t.Errorf("x-key of %d bytes over gRPC: %v, want %s", len(key), err, wantCode)
+		}
+	}
+	if n := a.reached.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want once (for the short key)", n)
 	}
 }
