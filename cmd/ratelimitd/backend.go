@@ -88,9 +88,9 @@ type redisBackend struct{ set settings }
 // The Redis store lends blocks of its counters to the lease decorator.
 var _ store.Lender = (*redisstore.Store)(nil)
 
-// newStore puts the lease gate over the Redis store whether or not
-// LEASE_ENABLED is set, because a rule's own lease: true turns it on when
-// the config loads.
+// newStore puts the lease decorator over the Redis store whether or not
+// LEASE_ENABLED is set, because a rule's own lease: true leases too; it
+// runs nothing until a batch leases.
 func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error) {
 	set := b.set
 	opts, err := redisStoreConnection(set)
@@ -119,10 +119,7 @@ func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store
 	}
 	gate := newLeaseGate(st, set.Lease, log)
 	if err := m.AddLeases(gate); err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("lease metrics: %w", err), st.Close())
-	}
-	if set.Lease.Enabled {
-		gate.enable()
+		return nil, nil, errors.Join(fmt.Errorf("lease metrics: %w", err), gate.Close())
 	}
 	return gate, gate, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
@@ -75,15 +76,16 @@ func hot(t *testing.T, st store.Store, n int) {
 	}
 }
 
-// TestLeaseGate: the decorator comes on with LEASE_ENABLED or the first
-// config with a leasing rule, a config whose rules changed ends every
-// lease, and Close gives the leases back before the backend closes.
+// TestLeaseGate: the daemon's wiring of the lease decorator. The first
+// config with a leasing rule (or any under LEASE_ENABLED) is announced
+// once, a config whose rules changed ends every lease, and Close gives the
+// leases back before the backend closes.
 func TestLeaseGate(t *testing.T) {
 	tests := []struct {
-		name   string
-		global bool
-		cfgs   []string // configs put in force in turn
-		on     bool     // the decorator is on after the last
+		name      string
+		global    bool
+		cfgs      []string // configs put in force in turn
+		announced bool     // "leases on" was logged (once)
 		// returned: a lease taken before the last config was given back
 		// when it came into force.
 		returned bool
@@ -91,7 +93,7 @@ func TestLeaseGate(t *testing.T) {
 		{"no leasing rule", false, []string{plainRule}, false, false},
 		{"LEASE_ENABLED", true, []string{plainRule}, true, false},
 		{"a lease: true rule", false, []string{leasedRule}, true, false},
-		{"a reload brings the first leasing rule", false, []string{plainRule, leasedRule}, true, false},
+		{"a reload brings the first leasing rule", false, []string{plainRule, leasedRule}, true, true},
 		{"a reload that changes no rule keeps the leases", false, []string{leasedRule, leasedRule}, true, false},
 		{"a reload that changes a rule returns the leases", false, []string{leasedRule, lowerRule}, true, true},
 		{"a reload that drops lease: true returns the leases", false, []string{leasedRule, plainRule}, true, true},
@@ -99,13 +101,13 @@ func TestLeaseGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			mem := &closeCounting{Store: fixedClockStore()}
-			gate := newLeaseGate(mem, defaultLeaseSettings(), zap.NewNop())
+			core, logs := observer.New(zap.InfoLevel)
+			gate := newLeaseGate(mem, defaultLeaseSettings(), zap.New(core))
 			if err := metrics.New().AddLeases(gate); err != nil {
 				t.Fatal(err)
 			}
 			for i, body := range tt.cfgs {
-				last := i == len(tt.cfgs)-1
-				if last && gate.enabled() {
+				if i == len(tt.cfgs)-1 {
 					hot(t, gate, 50)
 					if gate.Stats().Outstanding == 0 {
 						t.Fatalf("no lease taken after 50 hits: %+v", gate.Stats())
@@ -115,18 +117,12 @@ func TestLeaseGate(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if gate.enabled() != tt.on {
-				t.Fatalf("enabled = %v, want %v", gate.enabled(), tt.on)
+			if n := logs.FilterMessageSnippet("leases on").Len(); n != map[bool]int{true: 1}[tt.announced] {
+				t.Errorf(`"leases on" logged %d times, want it: %v`, n, tt.announced)
 			}
 			st := gate.Stats()
 			if got := st.Returned > 0 && st.Outstanding == 0; got != tt.returned {
 				t.Errorf("stats %+v: returned = %v, want %v", st, got, tt.returned)
-			}
-			if tt.on {
-				hot(t, gate, 50)
-				if gate.Stats().LocalHits == 0 {
-					t.Errorf("no hit answered locally: %+v", gate.Stats())
-				}
 			}
 			if err := gate.Close(); err != nil {
 				t.Fatal(err)
@@ -142,37 +138,43 @@ func TestLeaseGate(t *testing.T) {
 }
 
 // TestLeaseGateCloseReturnsBeforeTheBackendCloses: Close gives the unused
-// hits back while the backend is open, so it holds only the hits admitted.
+// hits back while the backend is open, so it holds only the hits admitted;
+// after the shutdown's Stop too.
 func TestLeaseGateCloseReturnsBeforeTheBackendCloses(t *testing.T) {
-	mem := &closeCounting{Store: fixedClockStore()}
-	gate := newLeaseGate(mem, defaultLeaseSettings(), zap.NewNop())
-	gate.enable()
-	hot(t, gate, 100)
-	if st := gate.Stats(); st.Outstanding == 0 || st.LocalHits == 0 {
-		t.Fatalf("no lease in use after 100 hits: %+v", st)
-	}
-	if err := gate.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if want := hotLimit.Requests - 100; mem.left != want {
-		t.Errorf("the backend had %d left when closed, want %d (stats %+v)", mem.left, want, gate.Stats())
+	for _, stopFirst := range []bool{false, true} {
+		mem := &closeCounting{Store: fixedClockStore()}
+		gate := newLeaseGate(mem, defaultLeaseSettings(), zap.NewNop())
+		hot(t, gate, 100)
+		if st := gate.Stats(); st.Outstanding == 0 || st.LocalHits == 0 {
+			t.Fatalf("no lease in use after 100 hits: %+v", st)
+		}
+		if stopFirst {
+			a := &app{leases: gate, log: zap.NewNop()}
+			a.returnLeases(time.Now().Add(time.Minute))
+		}
+		if err := gate.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if want := hotLimit.Requests - 100; mem.left != want || mem.closes != 1 {
+			t.Errorf("stop first %v: the backend had %d left when closed (%d times), want %d (stats %+v)", stopFirst, mem.left, mem.closes, want, gate.Stats())
+		}
 	}
 }
 
 // TestNewStoreLeases: the lease gate sits over Redis only, under the local
-// cache, on at startup with LEASE_ENABLED; the embedded store never leases.
+// cache; the embedded store never leases.
 func TestNewStoreLeases(t *testing.T) {
 	srv := redistest.Start(t)
 	tests := []struct {
-		name     string
-		env      map[string]string
-		gate, on bool
-		cached   bool
+		name   string
+		env    map[string]string
+		gate   bool
+		cached bool
 	}{
-		{"embedded store", map[string]string{"LEASE_ENABLED": "true"}, false, false, false},
-		{"redis", map[string]string{"REDIS_URL": srv.Addr}, true, false, false},
-		{"redis with LEASE_ENABLED", map[string]string{"REDIS_URL": srv.Addr, "LEASE_ENABLED": "true"}, true, true, false},
-		{"redis with the local cache", map[string]string{"REDIS_URL": srv.Addr, "LEASE_ENABLED": "true", "LOCAL_CACHE_SIZE_IN_BYTES": "4096"}, true, true, true},
+		{"embedded store", map[string]string{"LEASE_ENABLED": "true"}, false, false},
+		{"redis", map[string]string{"REDIS_URL": srv.Addr}, true, false},
+		{"redis with LEASE_ENABLED", map[string]string{"REDIS_URL": srv.Addr, "LEASE_ENABLED": "true"}, true, false},
+		{"redis with the local cache", map[string]string{"REDIS_URL": srv.Addr, "LEASE_ENABLED": "true", "LOCAL_CACHE_SIZE_IN_BYTES": "4096"}, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,9 +197,6 @@ func TestNewStoreLeases(t *testing.T) {
 			}
 			if gate == nil {
 				return
-			}
-			if gate.enabled() != tt.on {
-				t.Errorf("enabled %v, want %v", gate.enabled(), tt.on)
 			}
 			inner := st
 			if c, ok := st.(*localcache.Store); ok != tt.cached {
@@ -240,7 +239,6 @@ func TestAdminForgetsLeases(t *testing.T) {
 	mem := fixedClockStore()
 	t.Cleanup(func() { _ = mem.Close() })
 	gate := newLeaseGate(mem, leaseSettings{Target: time.Second, MaxBlock: 1000, Fraction: 0.1, Idle: time.Minute, MaxAge: time.Minute, MaxKeys: 100}, zap.NewNop())
-	gate.enable()
 	hot(t, gate, 50)
 	if gate.Stats().Outstanding == 0 {
 		t.Fatal("no block held after 50 hits")

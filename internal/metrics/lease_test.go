@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,43 @@ func TestAddingLeasesTwiceFails(t *testing.T) {
 	}
 	if err := m.AddLeases(ls); err == nil {
 		t.Fatal("a second AddLeases registered duplicate collectors")
+	}
+}
+
+// countingLeases counts the Stats calls made of a real lease store.
+type countingLeases struct {
+	*lease.Store
+	calls int
+}
+
+func (c *countingLeases) Stats() lease.Stats {
+	c.calls++
+	return c.Store.Stats()
+}
+
+// A scrape reads the lease counters with one Stats call (each takes all 64
+// shard locks), however many lease metrics it exports.
+func TestLeaseScrapeCallsStatsOnce(t *testing.T) {
+	ls := lease.New(memstore.New(memstore.WithSweep(0, 0)), lease.WithSweep(0))
+	t.Cleanup(func() { _ = ls.Close() })
+	c := &countingLeases{Store: ls}
+	m := metrics.New()
+	if err := m.AddLeases(c); err != nil {
+		t.Fatal(err)
+	}
+	for scrape := 1; scrape <= 3; scrape++ {
+		got := gathered(t, m)
+		if c.calls != scrape {
+			t.Fatalf("after %d scrapes Stats was called %d times, want %d", scrape, c.calls, scrape)
+		}
+		n := 0
+		for name := range got {
+			if strings.HasPrefix(name, "ratelimitd_lease_") {
+				n++
+			}
+		}
+		if n != 7 {
+			t.Fatalf("scrape exported %d lease metrics, want 7: %v", n, got)
+		}
 	}
 }

@@ -73,20 +73,47 @@ type Leases interface {
 // AddLeases exports the lease decorator's counters as ratelimitd_lease_*
 // (docs/leases.md). It fails if leases were already added.
 func (m *Metrics) AddLeases(l Leases) error {
-	opts := func(name, help string) prometheus.Opts {
-		return prometheus.Opts{Namespace: "ratelimitd", Subsystem: "lease", Name: name, Help: help}
+	return m.register(newLeaseCollector(l))
+}
+
+// leaseCollector exports every lease metric from one Stats call per
+// scrape: Stats takes all 64 shard locks, once per call.
+type leaseCollector struct {
+	l       Leases
+	metrics []leaseMetric
+}
+
+type leaseMetric struct {
+	desc *prometheus.Desc
+	kind prometheus.ValueType
+	pick func(lease.Stats) uint64
+}
+
+func newLeaseCollector(l Leases) *leaseCollector {
+	m := func(name, help string, kind prometheus.ValueType, pick func(lease.Stats) uint64) leaseMetric {
+		return leaseMetric{desc: prometheus.NewDesc(prometheus.BuildFQName("ratelimitd", "lease", name), help, nil, nil), kind: kind, pick: pick}
 	}
-	counter := func(name, help string, pick func(lease.Stats) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts(opts(name, help)), func() float64 { return float64(pick(l.Stats())) })
+	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
+	return &leaseCollector{l: l, metrics: []leaseMetric{
+		m("blocks_total", "Blocks of counters leased from the backend.", counter, func(s lease.Stats) uint64 { return s.Blocks }),
+		m("refills_total", "Blocks the sweeper took ahead for window leases running low (part of blocks_total).", counter, func(s lease.Stats) uint64 { return s.Refills }),
+		m("local_hits_total", "Hits answered from a leased block, without the backend.", counter, func(s lease.Stats) uint64 { return s.LocalHits }),
+		m("returned_hits_total", "Unused hits of ended leases given back to the backend.", counter, func(s lease.Stats) uint64 { return s.Returned }),
+		m("lapsed_hits_total", "Unused hits that ended without a return: bucket slots, window ends, failed returns.", counter, func(s lease.Stats) uint64 { return s.Lapsed }),
+		m("return_errors_total", "Returns of unused hits the backend failed (their hits are lapsed).", counter, func(s lease.Stats) uint64 { return s.ReturnErrors }),
+		m("outstanding_hits", "Unused hits held in leases now: what a crash of this replica would leave charged.", gauge, func(s lease.Stats) uint64 { return s.Outstanding }),
+	}}
+}
+
+func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
 	}
-	return m.register(
-		counter("blocks_total", "Blocks of counters leased from the backend.", func(s lease.Stats) uint64 { return s.Blocks }),
-		counter("refills_total", "Blocks the sweeper took ahead for window leases running low (part of blocks_total).", func(s lease.Stats) uint64 { return s.Refills }),
-		counter("local_hits_total", "Hits answered from a leased block, without the backend.", func(s lease.Stats) uint64 { return s.LocalHits }),
-		counter("returned_hits_total", "Unused hits of ended leases given back to the backend.", func(s lease.Stats) uint64 { return s.Returned }),
-		counter("lapsed_hits_total", "Unused hits that ended without a return: bucket slots, window ends, failed returns.", func(s lease.Stats) uint64 { return s.Lapsed }),
-		counter("return_errors_total", "Returns of unused hits the backend failed (their hits are lapsed).", func(s lease.Stats) uint64 { return s.ReturnErrors }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("outstanding_hits", "Unused hits held in leases now: what a crash of this replica would leave charged.")),
-			func() float64 { return float64(l.Stats().Outstanding) }),
-	)
+}
+
+func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.l.Stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.pick(st)))
+	}
 }

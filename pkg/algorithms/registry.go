@@ -29,6 +29,8 @@ type spec struct {
 	family  Family
 	bucket  bool
 	stepped bool
+	// lag: see Algorithm.ResetLag.
+	lag int64
 	// lease: whether and how replicas may lease blocks of a counter
 	// (pkg/store/lease; see Limit.Leasable).
 	lease LeaseKind
@@ -70,6 +72,7 @@ var registry = [...]spec{
 		name:    "sliding_window",
 		family:  Registers,
 		lease:   WindowLease,
+		lag:     1,
 		take:    slidingWindow,
 		force:   slidingWindowForce,
 		undo:    slidingWindowUndo,
@@ -134,6 +137,16 @@ const (
 func (a Algorithm) Lease() LeaseKind {
 	s, _ := a.lookup()
 	return s.lease
+}
+
+// ResetLag is how many periods a window algorithm's Decision.ResetAfter
+// runs past the end of the window an admission was counted in: 0 for
+// fixed_window, 1 for sliding_window (the next window still weighs the
+// current one's hits). A leased block of window hits ends that much before
+// ResetAfter does (pkg/store/lease).
+func (a Algorithm) ResetLag() int64 {
+	s, _ := a.lookup()
+	return s.lag
 }
 
 // lookup returns a's row; ok is false for zero and unknown values.

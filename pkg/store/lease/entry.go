@@ -14,6 +14,10 @@ type entry struct {
 	key   string
 	el    *list.Element // in its shard's LRU
 	limit algorithms.Limit
+	// gen tells this entry from an earlier one of the same key: a block
+	// taken for one is installed only into that one (learn, refill), never
+	// into the entry that replaced it after Forget or a changed rule.
+	gen uint64
 
 	// Hits seen in the rate interval starting at rateStart (cur) and in the
 	// one before (prev): the rate is estimated over the last interval like a
@@ -46,6 +50,12 @@ func (e *entry) observe(now, interval int64, hits uint64) {
 	e.seenBefore, e.seen = e.seen, now
 }
 
+// learn records the backend's decision d for the key, asked at now.
+func (e *entry) learn(d algorithms.Decision, now int64) {
+	e.remaining, e.known = d.Remaining, true
+	e.resetAt = satAddI(now, d.ResetAfter.Microseconds())
+}
+
 // roll moves the rate interval up to now.
 func (e *entry) roll(now, interval int64) {
 	el := now - e.rateStart
@@ -74,13 +84,11 @@ func (e *entry) estimate(now, interval int64) uint64 {
 	return satAdd(e.cur, uint64(math.Ceil(float64(e.prev)*float64(left)/float64(interval))))
 }
 
-// kind is what a lease reserves.
-type kind uint8
-
+// What a lease reserves: its algorithm's algorithms.LeaseKind.
 const (
-	none   kind = iota
-	window      // hits of one fixed_window or sliding_window window
-	bucket      // emission slots of a continuous bucket
+	none   = algorithms.NoLease
+	window = algorithms.WindowLease // hits of one window
+	bucket = algorithms.BucketLease // emission slots of a continuous bucket
 )
 
 // lease is the blocks a replica holds of one counter.
@@ -100,7 +108,7 @@ const (
 // in any [a, b] number at most capacity + (b-a)/T: the bucket's own bound.
 // Slots are used earliest first; a slot whose deadline passed lapses.
 type lease struct {
-	kind  kind
+	kind  algorithms.LeaseKind
 	limit algorithms.Limit
 	size  uint64 // hits charged (window: all blocks; bucket: the block's slots)
 	// used is hits used (window), or the next slot to use (bucket: slots
@@ -112,26 +120,6 @@ type lease struct {
 	deadline      int64
 	born, lastUse int64
 	after         algorithms.State // window: the charged state Return needs
-}
-
-// newLease is a block of b hits of lim that the backend, asked at now,
-// answered with d (the Spare op's decision: the key's last op in its batch,
-// so d.ResetAfter counts every hit the batch charged it).
-func newLease(lim algorithms.Limit, b uint64, d algorithms.Decision, now int64) lease {
-	l := lease{limit: lim, size: b, born: now, lastUse: now}
-	end := satAddI(now, d.ResetAfter.Microseconds())
-	switch lim.Algorithm {
-	case algorithms.FixedWindow:
-		// ResetAfter runs to the window's end.
-		l.kind, l.deadline = window, end
-	case algorithms.SlidingWindow:
-		// ResetAfter runs to the end of the next window while this one has
-		// hits (it has: the block's).
-		l.kind, l.deadline = window, end-lim.Period.Microseconds()
-	default:
-		l.kind, l.deadline = bucket, end
-	}
-	return l
 }
 
 // room is how many hits the lease can admit at now.
@@ -186,4 +174,18 @@ func mulDivSat(a, b, d uint64) uint64 {
 	}
 	q, _ := bits.Div64(hi, lo, d)
 	return q
+}
+
+func satAdd(a, b uint64) uint64 {
+	if s, c := bits.Add64(a, b, 0); c == 0 {
+		return s
+	}
+	return math.MaxUint64
+}
+
+func satAddI(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

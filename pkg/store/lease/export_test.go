@@ -22,3 +22,6 @@ func (s *Store) Tracked() int {
 	}
 	return n
 }
+
+// Sweeping reports whether the store started its sweeper, for tests.
+func (s *Store) Sweeping() bool { return s.started.Load() }

@@ -19,8 +19,12 @@ import (
 // what reaches it: the batches, their results, and the charges returned.
 type recorder struct {
 	store.Lender
-	now     func() time.Time
-	fail    atomic.Bool // every backend call fails
+	now  func() time.Time
+	fail atomic.Bool // every backend call fails
+	// during, when set, runs once the backend has decided a TakeCharged
+	// batch, before the lease store sees the answer: what happens while
+	// the answer is on its way back.
+	during  func(reqs []store.Request)
 	mu      sync.Mutex
 	takes   int // plain Take calls
 	batches []backendCall
@@ -55,6 +59,9 @@ func (r *recorder) TakeCharged(ctx context.Context, reqs []store.Request) ([]sto
 	}
 	at := r.now()
 	res, ch, err := r.Lender.TakeCharged(ctx, reqs)
+	if r.during != nil {
+		r.during(reqs)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.batches = append(r.batches, backendCall{at: at, reqs: reqs, res: res, charged: true})

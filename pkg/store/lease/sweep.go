@@ -14,8 +14,8 @@ import (
 const fullSweepEvery = time.Second
 
 // sweeper ends leases as they time out and refills those running low,
-// every s.every, until Close: a lease nobody touches must still give its
-// hits back after LEASE_IDLE.
+// every s.every, until Stop or Close: a lease nobody touches must still
+// give its hits back after LEASE_IDLE.
 func (s *Store) sweeper() {
 	defer close(s.stopped)
 	t := time.NewTicker(s.every)
@@ -50,8 +50,9 @@ func (s *Store) Tick(now time.Time) error {
 // ahead). It gives back, in one Return, the unused hits of the window
 // leases it ended, of those ended on the request path since the last
 // call, and what renewals trim; and it takes the refills in one more call.
-// Tick calls it; tests call it with a fake clock. An error is the
-// backend's on Return: those hits stay charged.
+// Both calls derive from the store's life (Stop and Close cancel them)
+// and share returnTimeout. Tick calls it; tests call it with a fake clock.
+// An error is the backend's: returned hits stay charged.
 func (s *Store) Sweep(now time.Time) error {
 	return s.sweep(now.UnixMicro(), true)
 }
@@ -76,9 +77,23 @@ func (s *Store) sweep(us int64, full bool) error {
 		gap = max(us-lastFull, 0)
 	}
 	w := sweepWork{s: s, us: us, prev: prev, gap: gap}
+	ctx, cancel := context.WithTimeout(s.life, returnTimeout)
+	defer cancel()
+	s.giving.RLock()
+	s.visitAll(&w, full)
+	err := s.giveBack(ctx, s.takePending(w.charges))
+	s.giving.RUnlock()
+	if len(w.refills) > 0 {
+		err = errors.Join(err, s.refill(ctx, w.refills, w.refillShards, w.refillGens, us))
+	}
+	return err
+}
+
+// visitAll visits every lease (full) or those used since the last sweep.
+func (s *Store) visitAll(w *sweepWork, full bool) {
 	for i := range s.shards {
 		shd := &s.shards[i]
-		shd.mu.Lock()
+		shd.Lock()
 		if full {
 			// From the end: ending a lease moves the last entry into its
 			// slot.
@@ -94,15 +109,8 @@ func (s *Store) sweep(us int64, full bool) error {
 			}
 		}
 		shd.used = shd.used[:0]
-		shd.mu.Unlock()
+		shd.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), returnTimeout)
-	defer cancel()
-	err := s.giveBack(ctx, s.takePending(w.charges))
-	if len(w.refills) > 0 {
-		err = errors.Join(err, s.refill(ctx, w.refills, w.refillShards, us))
-	}
-	return err
 }
 
 // sweepWork is one sweep's time and what it gathers for the backend.
@@ -112,6 +120,7 @@ type sweepWork struct {
 	charges       []store.Charge
 	refills       []store.Request
 	refillShards  []uint8
+	refillGens    []uint64
 }
 
 // visit ends, renews or refills e's lease at w.us; the caller holds the
@@ -149,76 +158,6 @@ func (w *sweepWork) visit(sh uint8, e *entry) {
 		e.inflight = true
 		w.refills = append(w.refills, store.Request{Key: e.key, Limit: e.limit, Hits: b, Mode: algorithms.Spare})
 		w.refillShards = append(w.refillShards, sh)
+		w.refillGens = append(w.refillGens, e.gen)
 	}
-}
-
-// agingOut reports whether LEASE_MAX_AGE ends l before the full sweep
-// after next (gap is the time since the last one): renew keeps it then,
-// since the request that found it aged out would take its counter to the
-// backend.
-func (s *Store) agingOut(l *lease, now, gap int64) bool {
-	return s.maxAge > 0 && now-l.born >= s.maxAge-2*gap
-}
-
-// ReturnAll ends every lease now and gives the unused hits of window
-// leases back in one Return (on config reload: blocks were taken under the
-// old rules). Bucket slots lapse.
-func (s *Store) ReturnAll(ctx context.Context) error {
-	us := s.now().UnixMicro()
-	var charges []store.Charge
-	for i := range s.shards {
-		shd := &s.shards[i]
-		shd.mu.Lock()
-		for j := len(shd.leased) - 1; j >= 0; j-- {
-			if ch, ok := s.endInto(uint8(i), shd.leased[j], us); ok {
-				charges = append(charges, ch)
-			}
-		}
-		shd.mu.Unlock()
-	}
-	return s.giveBack(ctx, s.takePending(charges))
-}
-
-// takePending appends the charges waiting in pending to charges.
-func (s *Store) takePending(charges []store.Charge) []store.Charge {
-	s.pendMu.Lock()
-	defer s.pendMu.Unlock()
-	charges = append(charges, s.pending...)
-	s.pending = nil
-	return charges
-}
-
-// giveBack returns charges in one backend call. On failure their hits stay
-// charged: under-admission, counted as lapsed.
-func (s *Store) giveBack(ctx context.Context, charges []store.Charge) error {
-	if len(charges) == 0 {
-		return nil
-	}
-	var hits uint64
-	for i := range charges {
-		hits += charges[i].Hits
-	}
-	if err := s.next.Return(ctx, charges); err != nil {
-		s.returnLapsed.Add(hits)
-		s.returnErrors.Add(1)
-		return err
-	}
-	s.returned.Add(hits)
-	return nil
-}
-
-// Close stops the sweeper, gives back every lease (within a bounded time:
-// SIGTERM must not hang on a dead backend), then closes the wrapped store.
-func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		if s.every > 0 {
-			close(s.stop)
-		}
-		<-s.stopped
-		ctx, cancel := context.WithTimeout(context.Background(), returnTimeout)
-		defer cancel()
-		s.closeErr = errors.Join(s.ReturnAll(ctx), s.next.Close())
-	})
-	return s.closeErr
 }
