@@ -6,8 +6,28 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ratelimitd/ratelimitd/internal/shardlock"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
+
+// numShards is shardlock's: the set of shards a batch touches is one
+// uint64, locked in index order.
+const numShards = shardlock.N
+
+func (s *Store) shardOf(key string) *shard {
+	return &s.shards[shardlock.Of(s.seed, key)]
+}
+
+// shardBit is key's shard in the set lockShards takes.
+func (s *Store) shardBit(key string) uint64 {
+	return uint64(shardlock.Bit(shardlock.Of(s.seed, key)))
+}
+
+// lockShards locks in ascending index order, the one order every Take
+// uses, so two batches can never wait on each other.
+func (s *Store) lockShards(set uint64) { shardlock.Lock(&s.shards, shardlock.Set(set)) }
+
+func (s *Store) unlockShards(set uint64) { shardlock.Unlock(&s.shards, shardlock.Set(set)) }
 
 // shard is one lock's worth of keys with their expiry heap.
 type shard struct {
@@ -21,6 +41,10 @@ type shard struct {
 	// shard without taking every lock.
 	top atomic.Int64
 }
+
+// Lock and Unlock make a shard a shardlock.Shard.
+func (sh *shard) Lock()   { sh.mu.Lock() }
+func (sh *shard) Unlock() { sh.mu.Unlock() }
 
 func (sh *shard) init() {
 	sh.entries = make(map[string]*entry)

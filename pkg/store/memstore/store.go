@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,9 +31,6 @@ var (
 	_ store.Store  = (*Store)(nil)
 	_ store.Lender = (*Store)(nil)
 )
-
-// numShards is 64 so that the set of shards a batch touches is one uint64.
-const numShards = 64
 
 // Store keeps rate-limit state in memory. The zero value is not usable; call New.
 type Store struct {
@@ -89,10 +85,6 @@ func New(opts ...Option) *Store {
 	return s
 }
 
-func (s *Store) shardOf(key string) *shard {
-	return &s.shards[maphash.String(s.seed, key)%numShards]
-}
-
 // Take decides reqs atomically with the semantics of algorithms.TakeAll.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
 	results, _, err := s.take(ctx, reqs, false)
@@ -124,11 +116,6 @@ func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool
 		results[i] = store.Result{Decision: d}
 	}
 	return results, charges, nil
-}
-
-// shardBit is key's shard in the set lockShards takes.
-func (s *Store) shardBit(key string) uint64 {
-	return 1 << (maphash.String(s.seed, key) % numShards)
 }
 
 // decide runs TakeAll with the shards of ops locked and saves what it
@@ -206,20 +193,6 @@ func (s *Store) Return(ctx context.Context, charges []store.Charge) error {
 		sh.save(c.Key, algorithms.Undo(c.Limit, st, c.Charged, now))
 	}
 	return nil
-}
-
-// lockShards locks in ascending index order, the one order every Take
-// uses, so two batches can never wait on each other.
-func (s *Store) lockShards(set uint64) {
-	for m := set; m != 0; m &= m - 1 {
-		s.shards[bits.TrailingZeros64(m)].mu.Lock()
-	}
-}
-
-func (s *Store) unlockShards(set uint64) {
-	for m := set; m != 0; m &= m - 1 {
-		s.shards[bits.TrailingZeros64(m)].mu.Unlock()
-	}
 }
 
 // shed brings the key count back to WithMaxKeys after a Take added keys,
