@@ -19,8 +19,7 @@ import (
 // window: once they close, the backend counts exactly the hits they
 // admitted (every unused hit came back), never more than the limit.
 func TestConcurrent(t *testing.T) {
-	for _, mk := range []func(uint64, time.Duration) algorithms.Limit{fixed, sliding} {
-		lim := mk(3000, time.Hour)
+	for _, lim := range leasing(algorithms.WindowLease, 3000, time.Hour) {
 		t.Run(lim.Algorithm.String(), func(t *testing.T) {
 			clock := storetest.NewClock(storetest.Epoch())
 			mem := memstore.New(memstore.WithClock(clock.Now), memstore.WithSweep(0, 0))
@@ -37,41 +36,7 @@ func TestConcurrent(t *testing.T) {
 			}
 			var wg sync.WaitGroup
 			for g := range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					rng := rand.New(rand.NewPCG(uint64(g), 1))
-					for range 1500 {
-						r := replicas[rng.IntN(len(replicas))]
-						var reqs []store.Request
-						for _, k := range keys {
-							if rng.IntN(2) == 0 {
-								reqs = append(reqs, hit(k, lim, 1+rng.Uint64N(3)))
-							}
-						}
-						if len(reqs) == 0 {
-							continue
-						}
-						res, err := r.Take(context.Background(), reqs)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if !store.VerdictOf(reqs, res).Denied() {
-							for _, op := range reqs {
-								admitted[op.Key].Add(op.Hits)
-							}
-						}
-						switch rng.IntN(200) {
-						case 0:
-							_ = r.ReturnAll(context.Background())
-						case 1:
-							_ = r.Sweep(clock.Now())
-						case 2, 3, 4:
-							clock.Advance(10 * time.Millisecond)
-						}
-					}
-				}()
+				wg.Go(func() { hammer(t, clock, replicas[:], lim, keys, admitted, uint64(g)) })
 			}
 			wg.Wait()
 			for _, r := range replicas {
@@ -90,6 +55,43 @@ func TestConcurrent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// hammer sends 1500 random batches over keys to random replicas, now and
+// then a ReturnAll, a Sweep or a step of the clock, and counts the hits
+// admitted per key.
+func hammer(t *testing.T, clock *storetest.Clock, replicas []*lease.Store, lim algorithms.Limit, keys []string, admitted map[string]*atomic.Uint64, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for range 1500 {
+		r := replicas[rng.IntN(len(replicas))]
+		var reqs []store.Request
+		for _, k := range keys {
+			if rng.IntN(2) == 0 {
+				reqs = append(reqs, hit(k, lim, 1+rng.Uint64N(3)))
+			}
+		}
+		if len(reqs) == 0 {
+			continue
+		}
+		res, err := r.Take(context.Background(), reqs)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if !store.VerdictOf(reqs, res).Denied() {
+			for _, op := range reqs {
+				admitted[op.Key].Add(op.Hits)
+			}
+		}
+		switch rng.IntN(200) {
+		case 0:
+			_ = r.ReturnAll(context.Background())
+		case 1:
+			_ = r.Sweep(clock.Now())
+		case 2, 3, 4:
+			clock.Advance(10 * time.Millisecond)
+		}
 	}
 }
 

@@ -14,99 +14,112 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
-// A window lease gives its unused hits back exactly when it ends on idle,
-// max age, ReturnAll or Close, in one Return; at its window's end it is
-// dropped (nothing to give back) and never answers again. With one replica
-// in one window the backend then counts exactly the hits admitted, plus
-// what a live lease still holds.
-func TestWindowLeaseEnds(t *testing.T) {
-	type end struct {
-		name string
-		opts []lease.Option
-		// end ends the lease, returning whether the hits should be back
-		// (false: lapsed with the window).
-		end func(t *testing.T, r *rig, admit func(n int)) bool
-	}
-	ends := []end{{
-		name: "idle, swept",
-		// LEASE_MAX_AGE would trim the quiet lease first.
-		opts: []lease.Option{lease.WithMaxAge(time.Hour)},
-		end: func(t *testing.T, r *rig, _ func(int)) bool {
-			r.clock.Advance(lease.DefaultIdle - time.Microsecond)
-			r.sweep()
-			if r.s.Stats().Returned != 0 {
-				t.Fatal("returned before idle")
-			}
-			r.clock.Advance(time.Microsecond)
-			r.sweep()
-			return true
-		},
-	}, {
-		name: "idle, seen on the request path",
-		end: func(t *testing.T, r *rig, admit func(int)) bool {
-			r.clock.Advance(lease.DefaultIdle)
-			calls := r.rec.calls()
+// windowEnd is one way a window lease ends: end ends it, returning
+// whether the hits should be back (false: lapsed with the window).
+type windowEnd struct {
+	name string
+	opts []lease.Option
+	end  func(t *testing.T, r *rig, admit func(n int)) bool
+}
+
+var windowEnds = []windowEnd{{
+	name: "idle, swept",
+	// LEASE_MAX_AGE would trim the quiet lease first.
+	opts: []lease.Option{lease.WithMaxAge(time.Hour)},
+	end: func(t *testing.T, r *rig, _ func(int)) bool {
+		r.clock.Advance(lease.DefaultIdle - time.Microsecond)
+		r.sweep()
+		if r.s.Stats().Returned != 0 {
+			t.Fatal("returned before idle")
+		}
+		r.clock.Advance(time.Microsecond)
+		r.sweep()
+		return true
+	},
+}, {
+	name: "idle, seen on the request path",
+	end: func(t *testing.T, r *rig, admit func(int)) bool {
+		r.clock.Advance(lease.DefaultIdle)
+		calls := r.rec.calls()
+		admit(1)
+		if r.rec.calls() == calls {
+			t.Fatal("an idle lease answered")
+		}
+		r.sweep()
+		return true
+	},
+}, {
+	name: "max age",
+	opts: []lease.Option{lease.WithMaxAge(3 * time.Second), lease.WithIdle(0)},
+	end: func(t *testing.T, r *rig, admit func(int)) bool {
+		// Keep using it, slowly, past its age; a new lease follows.
+		for range 40 {
+			r.clock.Advance(100 * time.Millisecond)
 			admit(1)
-			if r.rec.calls() == calls {
-				t.Fatal("an idle lease answered")
-			}
-			r.sweep()
-			return true
-		},
-	}, {
-		name: "max age",
-		opts: []lease.Option{lease.WithMaxAge(3 * time.Second), lease.WithIdle(0)},
-		end: func(t *testing.T, r *rig, admit func(int)) bool {
-			// Keep using it, slowly, past its age; a new lease follows.
-			for range 40 {
-				r.clock.Advance(100 * time.Millisecond)
-				admit(1)
-			}
-			r.sweep()
-			if r.s.Stats().Returned == 0 {
-				t.Fatal("nothing returned at max age")
-			}
-			return true
-		},
-	}, {
-		name: "ReturnAll",
-		end: func(t *testing.T, r *rig, _ func(int)) bool {
-			if err := r.s.ReturnAll(context.Background()); err != nil {
+		}
+		r.sweep()
+		if r.s.Stats().Returned == 0 {
+			t.Fatal("nothing returned at max age")
+		}
+		return true
+	},
+}, {
+	name: "ReturnAll",
+	end: func(t *testing.T, r *rig, _ func(int)) bool {
+		if err := r.s.ReturnAll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	},
+}, {
+	name: "SetRules with new rules",
+	end: func(t *testing.T, r *rig, _ func(int)) bool {
+		for _, rules := range []string{"v1", "v2"} {
+			if err := r.s.SetRules(context.Background(), rules); err != nil {
 				t.Fatal(err)
 			}
-			return true
-		},
-	}, {
-		name: "Close",
-		end: func(t *testing.T, r *rig, _ func(int)) bool {
-			if err := r.s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			return true
-		},
-	}, {
-		name: "window end",
-		opts: []lease.Option{lease.WithIdle(0), lease.WithMaxAge(0)},
-		end: func(t *testing.T, r *rig, admit func(int)) bool {
-			now := r.clock.Now()
-			windowEnd := now.Truncate(time.Minute).Add(time.Minute)
-			r.clock.Set(windowEnd.Add(-time.Microsecond))
-			if _, ok := r.local(hit("k", r.lim(), 1)); !ok {
-				t.Fatal("no local answer 1µs before the window's end")
-			}
-			r.clock.Set(windowEnd)
-			calls := r.rec.calls()
-			if res, ok := r.local(hit("k", r.lim(), 1)); ok || !res[0].Allowed {
-				t.Fatalf("at the window's end: local %v, %+v", ok, res[0])
-			}
-			if r.rec.calls() != calls+1 {
-				t.Fatal("not one backend call")
-			}
-			return false
-		},
-	}}
-	for _, lim := range []algorithms.Limit{fixed(1000, time.Minute), sliding(1000, time.Minute)} {
-		for _, e := range ends {
+		}
+		return true
+	},
+}, {
+	name: "Close",
+	end: func(t *testing.T, r *rig, _ func(int)) bool {
+		if err := r.s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	},
+}, {
+	name: "window end",
+	opts: []lease.Option{lease.WithIdle(0), lease.WithMaxAge(0)},
+	end: func(t *testing.T, r *rig, _ func(int)) bool {
+		now := r.clock.Now()
+		windowEnd := now.Truncate(time.Minute).Add(time.Minute)
+		r.clock.Set(windowEnd.Add(-time.Microsecond))
+		if _, ok := r.local(hit("k", r.lim(), 1)); !ok {
+			t.Fatal("no local answer 1µs before the window's end")
+		}
+		r.clock.Set(windowEnd)
+		calls := r.rec.calls()
+		if res, ok := r.local(hit("k", r.lim(), 1)); ok || !res[0].Allowed {
+			t.Fatalf("at the window's end: local %v, %+v", ok, res[0])
+		}
+		if r.rec.calls() != calls+1 {
+			t.Fatal("not one backend call")
+		}
+		return false
+	},
+}}
+
+// A window lease gives its unused hits back exactly when it ends on idle,
+// max age, ReturnAll, a rule change or Close, in one Return; at its
+// window's end it is dropped (nothing to give back) and never answers
+// again. With one replica in one window the backend then counts exactly
+// the hits admitted, plus what a live lease still holds. Every algorithm
+// the registry says leases windows is run.
+func TestWindowLeaseEnds(t *testing.T) {
+	for _, lim := range leasing(algorithms.WindowLease, 1000, time.Minute) {
+		for _, e := range windowEnds {
 			t.Run(lim.Algorithm.String()+"/"+e.name, func(t *testing.T) {
 				r := newRig(t, e.opts...)
 				r.limit = lim
@@ -130,34 +143,46 @@ func TestWindowLeaseEnds(t *testing.T) {
 				}
 				before := r.s.Stats()
 				start := r.clock.Now().Truncate(time.Minute)
-				returned := e.end(t, r, admit)
-				after := r.s.Stats()
-				if returned {
-					if after.Returned == 0 || after.Lapsed != before.Lapsed {
-						t.Fatalf("stats %+v then %+v", before, after)
-					}
-					calls, hits := r.rec.returned()
-					if hits != after.Returned || calls > 2 {
-						t.Fatalf("%d returns of %d hits, stats %+v", calls, hits, after)
-					}
-					if got, want := r.count("k", lim), admitted+after.Outstanding; got != want {
-						t.Fatalf("backend counts %d, want %d admitted + %d held", got, admitted, after.Outstanding)
-					}
-					return
-				}
-				// Window end: the lease went with its window, nothing given
-				// back (the request at the end may have taken a new block).
-				if after.Returned != 0 || after.Lapsed-before.Lapsed != held-1 {
-					t.Fatalf("stats %+v then %+v (held %d)", before, after, held)
-				}
-				if calls, _ := r.rec.returned(); calls != 0 {
-					t.Fatal("a Return for an ended window")
-				}
-				if !r.clock.Now().Truncate(time.Minute).After(start) {
-					t.Fatal("still in the window")
+				if e.end(t, r, admit) {
+					checkReturned(t, r, before, admitted)
+				} else {
+					checkWindowEnded(t, r, before, held, start)
 				}
 			})
 		}
+	}
+}
+
+// checkReturned: the lease's unused hits came back in at most two
+// Returns, and the backend counts the hits admitted and those still held.
+func checkReturned(t *testing.T, r *rig, before lease.Stats, admitted uint64) {
+	t.Helper()
+	after := r.s.Stats()
+	if after.Returned == 0 || after.Lapsed != before.Lapsed {
+		t.Fatalf("stats %+v then %+v", before, after)
+	}
+	calls, hits := r.rec.returned()
+	if hits != after.Returned || calls > 2 {
+		t.Fatalf("%d returns of %d hits, stats %+v", calls, hits, after)
+	}
+	if got, want := r.count("k", r.limit), admitted+after.Outstanding; got != want {
+		t.Fatalf("backend counts %d, want %d admitted + %d held", got, admitted, after.Outstanding)
+	}
+}
+
+// checkWindowEnded: the lease went with its window, nothing given back
+// (the request at the end may have taken a new block).
+func checkWindowEnded(t *testing.T, r *rig, before lease.Stats, held uint64, start time.Time) {
+	t.Helper()
+	after := r.s.Stats()
+	if after.Returned != 0 || after.Lapsed-before.Lapsed != held-1 {
+		t.Fatalf("stats %+v then %+v (held %d)", before, after, held)
+	}
+	if calls, _ := r.rec.returned(); calls != 0 {
+		t.Fatal("a Return for an ended window")
+	}
+	if !r.clock.Now().Truncate(time.Minute).After(start) {
+		t.Fatal("still in the window")
 	}
 }
 
@@ -174,90 +199,23 @@ func slotDeadline(tSend time.Time, ra time.Duration, b, k uint64, lim algorithms
 
 // A bucket lease's slots lapse by their deadlines, the earliest first, and
 // are never given back: not on idle, ReturnAll or Close, and the backend's
-// state does not move.
+// state does not move. Every algorithm the registry says leases bucket
+// slots is run, and gcra with a burst below its rate too.
 func TestBucketSlots(t *testing.T) {
 	// T = 3s/7000: not a whole number of µs.
-	limits := []algorithms.Limit{
-		{Algorithm: algorithms.GCRA, Requests: 7000, Period: 3 * time.Second},
-		{Algorithm: algorithms.LeakyBucket, Requests: 7000, Period: 3 * time.Second},
-		{Algorithm: algorithms.TokenBucket, Requests: 7000, Period: 3 * time.Second},
-		{Algorithm: algorithms.GCRA, Requests: 7000, Period: 3 * time.Second, Burst: 700},
-	}
-	ends := []string{"idle", "ReturnAll", "Close", "last slot"}
+	limits := append(leasing(algorithms.BucketLease, 7000, 3*time.Second),
+		algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 7000, Period: 3 * time.Second, Burst: 700})
 	for _, lim := range limits {
-		for _, how := range ends {
+		for _, how := range []string{"idle", "ReturnAll", "Close", "last slot"} {
 			t.Run(lim.Algorithm.String()+"/"+how, func(t *testing.T) {
 				r := newRig(t)
-				// Hits every 100µs until a block of at least 10 comes back.
-				var block store.Request
-				var d algorithms.Decision
-				var tSend time.Time
-				for i := 0; block.Hits < 10; i++ {
-					if i == 200 {
-						t.Fatal("no block of 10")
-					}
-					r.take(hit("k", lim, 1))
-					if c := r.rec.last(); len(c.reqs) == 2 && c.res[1].Allowed && c.at.Equal(r.clock.Now()) {
-						block, d, tSend = c.reqs[1], c.res[1].Decision, c.at
-					}
-					r.clock.Advance(100 * time.Microsecond)
-				}
-				b := block.Hits
-				// Use slots 1, 2 and 5 at their deadlines: 0, 3 and 4 lapse.
-				var used uint64
-				localBefore := r.s.Stats().LocalHits
-				for _, k := range []uint64{1, 2, 5} {
-					at := slotDeadline(tSend, d.ResetAfter, b, k, lim)
-					r.clock.Set(at)
-					if got := r.s.Room("k"); got != b-k {
-						t.Fatalf("slot %d at its deadline: room %d, want %d", k, got, b-k)
-					}
-					r.clock.Set(at.Add(time.Microsecond))
-					if got := r.s.Room("k"); got != b-k-1 {
-						t.Fatalf("slot %d 1µs after its deadline: room %d, want %d", k, got, b-k-1)
-					}
-					r.clock.Set(at)
-					if _, ok := r.local(hit("k", lim, 1)); !ok {
-						t.Fatalf("slot %d not used at its deadline", k)
-					}
-					used++
-				}
-				if st := r.s.Stats(); st.Lapsed != 3 || st.Outstanding != b-6 || st.LocalHits != localBefore+used {
-					t.Fatalf("stats %+v, want 3 lapsed and %d held", st, b-6)
-				}
-				// The sweeper counts slots past their deadlines as they pass.
-				r.clock.Set(slotDeadline(tSend, d.ResetAfter, b, 6, lim).Add(time.Microsecond))
-				r.sweep()
-				if st := r.s.Stats(); st.Lapsed != 4 || st.Outstanding != b-7 {
-					t.Fatalf("stats %+v after slot 6's deadline, want 4 lapsed and %d held", st, b-7)
-				}
+				r.limit = lim
+				blk := takeBucketBlock(t, r)
+				used := useSlots(t, r, blk)
 				state := r.check("k", lim)
-				switch how {
-				case "idle":
-					r.clock.Advance(lease.DefaultIdle)
-					r.sweep()
-				case "ReturnAll":
-					if err := r.s.ReturnAll(context.Background()); err != nil {
-						t.Fatal(err)
-					}
-				case "Close":
-					if err := r.s.Close(); err != nil {
-						t.Fatal(err)
-					}
-				case "last slot":
-					last := slotDeadline(tSend, d.ResetAfter, b, b-1, lim)
-					r.clock.Set(last)
-					if r.s.Room("k") != 1 {
-						t.Fatalf("room %d at the last slot's deadline", r.s.Room("k"))
-					}
-					r.clock.Set(last.Add(time.Microsecond))
-					if r.s.Room("k") != 0 {
-						t.Fatal("room after the last slot's deadline")
-					}
-					r.sweep()
-				}
-				if st := r.s.Stats(); st.Returned != 0 || st.Lapsed != b-used || st.Outstanding != 0 {
-					t.Fatalf("stats %+v, want %d lapsed, none returned", st, b-used)
+				endBucket(t, r, blk, how)
+				if st := r.s.Stats(); st.Returned != 0 || st.Lapsed != blk.size-used || st.Outstanding != 0 {
+					t.Fatalf("stats %+v, want %d lapsed, none returned", st, blk.size-used)
 				}
 				if calls, _ := r.rec.returned(); calls != 0 {
 					t.Fatal("bucket slots given back")
@@ -275,6 +233,99 @@ func TestBucketSlots(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// bucketBlock is a block of size slots, answered with ResetAfter ra to a
+// request sent at tSend.
+type bucketBlock struct {
+	size  uint64
+	ra    time.Duration
+	tSend time.Time
+}
+
+// deadline is slot k's.
+func (b bucketBlock) deadline(k uint64, lim algorithms.Limit) time.Time {
+	return slotDeadline(b.tSend, b.ra, b.size, k, lim)
+}
+
+// takeBucketBlock sends hits every 100µs until a block of at least 10
+// comes back.
+func takeBucketBlock(t *testing.T, r *rig) bucketBlock {
+	t.Helper()
+	for range 200 {
+		r.take(hit("k", r.limit, 1))
+		if c := r.rec.last(); len(c.reqs) == 2 && c.res[1].Allowed && c.at.Equal(r.clock.Now()) && c.reqs[1].Hits >= 10 {
+			r.clock.Advance(100 * time.Microsecond)
+			return bucketBlock{size: c.reqs[1].Hits, ra: c.res[1].ResetAfter, tSend: c.at}
+		}
+		r.clock.Advance(100 * time.Microsecond)
+	}
+	t.Fatal("no block of 10")
+	return bucketBlock{}
+}
+
+// useSlots uses slots 1, 2 and 5 at their deadlines, so that 0, 3 and 4
+// lapse, then lets slot 6 pass for the sweeper to count; it returns the
+// slots used.
+func useSlots(t *testing.T, r *rig, blk bucketBlock) (used uint64) {
+	t.Helper()
+	lim, b := r.limit, blk.size
+	localBefore := r.s.Stats().LocalHits
+	for _, k := range []uint64{1, 2, 5} {
+		at := blk.deadline(k, lim)
+		r.clock.Set(at)
+		if got := r.s.Room("k"); got != b-k {
+			t.Fatalf("slot %d at its deadline: room %d, want %d", k, got, b-k)
+		}
+		r.clock.Set(at.Add(time.Microsecond))
+		if got := r.s.Room("k"); got != b-k-1 {
+			t.Fatalf("slot %d 1µs after its deadline: room %d, want %d", k, got, b-k-1)
+		}
+		r.clock.Set(at)
+		if _, ok := r.local(hit("k", lim, 1)); !ok {
+			t.Fatalf("slot %d not used at its deadline", k)
+		}
+		used++
+	}
+	if st := r.s.Stats(); st.Lapsed != 3 || st.Outstanding != b-6 || st.LocalHits != localBefore+used {
+		t.Fatalf("stats %+v, want 3 lapsed and %d held", st, b-6)
+	}
+	// The sweeper counts slots past their deadlines as they pass.
+	r.clock.Set(blk.deadline(6, lim).Add(time.Microsecond))
+	r.sweep()
+	if st := r.s.Stats(); st.Lapsed != 4 || st.Outstanding != b-7 {
+		t.Fatalf("stats %+v after slot 6's deadline, want 4 lapsed and %d held", st, b-7)
+	}
+	return used
+}
+
+// endBucket ends the bucket lease how.
+func endBucket(t *testing.T, r *rig, blk bucketBlock, how string) {
+	t.Helper()
+	switch how {
+	case "idle":
+		r.clock.Advance(lease.DefaultIdle)
+		r.sweep()
+	case "ReturnAll":
+		if err := r.s.ReturnAll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	case "Close":
+		if err := r.s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	case "last slot":
+		last := blk.deadline(blk.size-1, r.limit)
+		r.clock.Set(last)
+		if r.s.Room("k") != 1 {
+			t.Fatalf("room %d at the last slot's deadline", r.s.Room("k"))
+		}
+		r.clock.Set(last.Add(time.Microsecond))
+		if r.s.Room("k") != 0 {
+			t.Fatal("room after the last slot's deadline")
+		}
+		r.sweep()
 	}
 }
 

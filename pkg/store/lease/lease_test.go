@@ -67,48 +67,7 @@ func TestPassThrough(t *testing.T) {
 // max block, floor(fraction*left)); near the limit every decision goes to
 // the backend.
 func TestBlockSizing(t *testing.T) {
-	tests := []struct {
-		name    string
-		lim     algorithms.Limit
-		opts    []lease.Option
-		gap     time.Duration // between single hits
-		n       int           // hits sent
-		wantMin uint64        // the last block's size range (0, 0: no block)
-		wantMax uint64
-	}{
-		{name: "a key first seen has no rate", lim: fixed(1e6, time.Hour), gap: time.Millisecond, n: 1},
-		{name: "a cold key never leases", lim: fixed(1e6, time.Hour), gap: max(2*lease.DefaultTarget, lease.DefaultIdle) + time.Second, n: 30},
-		{name: "a cold key back within LEASE_IDLE leases 2", lim: fixed(1e6, time.Hour), gap: 2 * lease.DefaultTarget,
-			n: 30, wantMin: 2, wantMax: 2},
-		{name: "a cold sliding_window key back within LEASE_IDLE leases 2", lim: sliding(1e6, time.Hour), gap: 2 * lease.DefaultTarget,
-			n: 30, wantMin: 2, wantMax: 2},
-		{name: "not when LEASE_IDLE is off", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithIdle(0)},
-			gap: 2 * lease.DefaultTarget, n: 30},
-		{name: "not past LEASE_IDLE", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithIdle(10 * time.Second)},
-			gap: 11 * time.Second, n: 30},
-		{name: "not a cold bucket", lim: algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1e6, Period: time.Hour},
-			gap: 2 * lease.DefaultTarget, n: 30},
-		{name: "not a cold key near its limit", lim: fixed(15, time.Hour), gap: 2 * lease.DefaultTarget, n: 30},
-		{name: "rate*target", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithTarget(time.Second)},
-			gap: 10 * time.Millisecond, n: 400, wantMin: 99, wantMax: 101},
-		{name: "rate*target, the default target", lim: fixed(1e6, time.Hour), gap: 10 * time.Millisecond,
-			n: int(3 * lease.DefaultTarget / (10 * time.Millisecond)), wantMin: uint64(lease.DefaultTarget/(10*time.Millisecond)) - 1,
-			wantMax: uint64(lease.DefaultTarget/(10*time.Millisecond)) + 1},
-		{name: "rate*target, shorter target", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithTarget(200 * time.Millisecond)},
-			gap: 10 * time.Millisecond, n: 400, wantMin: 19, wantMax: 21},
-		{name: "max block", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithMaxBlock(40)},
-			gap: 10 * time.Millisecond, n: 400, wantMin: 40, wantMax: 40},
-		{name: "max block below 2 leases nothing", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithMaxBlock(1)},
-			gap: 10 * time.Millisecond, n: 400},
-		{name: "fraction 0 leases nothing", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithFraction(0)},
-			gap: 10 * time.Millisecond, n: 400},
-		{name: "sliding_log does not lease", lim: algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 1e4, Period: time.Hour},
-			gap: 10 * time.Millisecond, n: 400},
-		{name: "stepped token bucket does not lease",
-			lim: algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 1e6, Period: time.Hour, RefillInterval: time.Minute},
-			gap: 10 * time.Millisecond, n: 400},
-	}
-	for _, tt := range tests {
+	for _, tt := range blockSizingCases {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, tt.opts...)
 			for range tt.n {
@@ -137,6 +96,49 @@ func TestBlockSizing(t *testing.T) {
 			t.Logf("%d blocks, last %d", len(ops), last)
 		})
 	}
+}
+
+// blockSizingCases are TestBlockSizing's.
+var blockSizingCases = []struct {
+	name    string
+	lim     algorithms.Limit
+	opts    []lease.Option
+	gap     time.Duration // between single hits
+	n       int           // hits sent
+	wantMin uint64        // the last block's size range (0, 0: no block)
+	wantMax uint64
+}{
+	{name: "a key first seen has no rate", lim: fixed(1e6, time.Hour), gap: time.Millisecond, n: 1},
+	{name: "a cold key never leases", lim: fixed(1e6, time.Hour), gap: max(2*lease.DefaultTarget, lease.DefaultIdle) + time.Second, n: 30},
+	{name: "a cold key back within LEASE_IDLE leases 2", lim: fixed(1e6, time.Hour), gap: 2 * lease.DefaultTarget,
+		n: 30, wantMin: 2, wantMax: 2},
+	{name: "a cold sliding_window key back within LEASE_IDLE leases 2", lim: sliding(1e6, time.Hour), gap: 2 * lease.DefaultTarget,
+		n: 30, wantMin: 2, wantMax: 2},
+	{name: "not when LEASE_IDLE is off", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithIdle(0)},
+		gap: 2 * lease.DefaultTarget, n: 30},
+	{name: "not past LEASE_IDLE", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithIdle(10 * time.Second)},
+		gap: 11 * time.Second, n: 30},
+	{name: "not a cold bucket", lim: algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1e6, Period: time.Hour},
+		gap: 2 * lease.DefaultTarget, n: 30},
+	{name: "not a cold key near its limit", lim: fixed(15, time.Hour), gap: 2 * lease.DefaultTarget, n: 30},
+	{name: "rate*target", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithTarget(time.Second)},
+		gap: 10 * time.Millisecond, n: 400, wantMin: 99, wantMax: 101},
+	{name: "rate*target, the default target", lim: fixed(1e6, time.Hour), gap: 10 * time.Millisecond,
+		n: int(3 * lease.DefaultTarget / (10 * time.Millisecond)), wantMin: uint64(lease.DefaultTarget/(10*time.Millisecond)) - 1,
+		wantMax: uint64(lease.DefaultTarget/(10*time.Millisecond)) + 1},
+	{name: "rate*target, shorter target", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithTarget(200 * time.Millisecond)},
+		gap: 10 * time.Millisecond, n: 400, wantMin: 19, wantMax: 21},
+	{name: "max block", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithMaxBlock(40)},
+		gap: 10 * time.Millisecond, n: 400, wantMin: 40, wantMax: 40},
+	{name: "max block below 2 leases nothing", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithMaxBlock(1)},
+		gap: 10 * time.Millisecond, n: 400},
+	{name: "fraction 0 leases nothing", lim: fixed(1e6, time.Hour), opts: []lease.Option{lease.WithFraction(0)},
+		gap: 10 * time.Millisecond, n: 400},
+	{name: "sliding_log does not lease", lim: algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 1e4, Period: time.Hour},
+		gap: 10 * time.Millisecond, n: 400},
+	{name: "stepped token bucket does not lease",
+		lim: algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 1e6, Period: time.Hour, RefillInterval: time.Minute},
+		gap: 10 * time.Millisecond, n: 400},
 }
 
 // A block is at most the fraction of what the counter has left after the
@@ -181,122 +183,134 @@ func TestBlocksShrinkNearTheLimit(t *testing.T) {
 // lacking room goes to the backend whole, topping that key's lease up;
 // checks, usage and non-enforce ops pass through untouched.
 func TestLocalAnswers(t *testing.T) {
-	lim := fixed(1000, time.Minute)
-	other := fixed(500, time.Minute)
-	// setup leases a and b with room for 2 hits each.
-	setup := func(t *testing.T) *rig {
-		r := newRig(t)
-		for key, l := range map[string]algorithms.Limit{"a": lim, "b": other} {
-			for range 20 {
-				r.take(hit(key, l, 1))
-				r.clock.Advance(time.Millisecond)
-			}
-			room := r.s.Room(key)
-			if room < 2 {
-				t.Fatalf("%s: room %d", key, room)
-			}
-			if _, ok := r.local(hit(key, l, room-2)); room > 2 && !ok {
-				t.Fatalf("%s: %d hits of room %d not local", key, room-2, room)
-			}
-		}
-		return r
-	}
-	tests := []struct {
-		name      string
-		reqs      []store.Request
-		wantLocal bool
-		// wantBackend is the batch the backend gets (nil: reqs unchanged),
-		// Spare ops included.
-		wantBackend []store.Request
-	}{{
-		name:      "every key has room",
-		reqs:      []store.Request{hit("a", lim, 1), hit("b", other, 1)},
-		wantLocal: true,
-	}, {
-		name:      "a key named twice within its room",
-		reqs:      []store.Request{hit("a", lim, 1), hit("b", other, 1), hit("a", lim, 1)},
-		wantLocal: true,
-	}, {
-		name:        "a key named twice beyond its room",
-		reqs:        []store.Request{hit("a", lim, 2), hit("b", other, 1), hit("a", lim, 1)},
-		wantBackend: []store.Request{hit("a", lim, 2), hit("b", other, 1), hit("a", lim, 1), spare("a", lim, 0)},
-	}, {
-		name:        "one key without a lease",
-		reqs:        []store.Request{hit("a", lim, 1), hit("c", lim, 1)},
-		wantBackend: []store.Request{hit("a", lim, 1), hit("c", lim, 1)},
-	}, {
-		name:        "one op lacking room tops its key up",
-		reqs:        []store.Request{hit("a", lim, 1), hit("b", other, 3)},
-		wantBackend: []store.Request{hit("a", lim, 1), hit("b", other, 3), spare("b", other, 0)},
-	}, {
-		name:        "a check passes through",
-		reqs:        []store.Request{hit("a", lim, 0)},
-		wantBackend: []store.Request{hit("a", lim, 0)},
-	}, {
-		name:        "usage passes through, no top-up on its key",
-		reqs:        []store.Request{{Key: "a", Limit: lim, Hits: 5, Usage: true, Lease: true}, hit("a", lim, 3)},
-		wantBackend: []store.Request{{Key: "a", Limit: lim, Hits: 5, Usage: true, Lease: true}, hit("a", lim, 3)},
-	}, {
-		name:        "shadow passes through",
-		reqs:        []store.Request{{Key: "a", Limit: lim, Hits: 1, Mode: algorithms.Shadow, Lease: true}},
-		wantBackend: []store.Request{{Key: "a", Limit: lim, Hits: 1, Mode: algorithms.Shadow, Lease: true}},
-	}, {
-		name:        "an op without Lease",
-		reqs:        []store.Request{hit("a", lim, 1), {Key: "b", Limit: other, Hits: 1}},
-		wantBackend: []store.Request{hit("a", lim, 1), {Key: "b", Limit: other, Hits: 1}},
-	}, {
-		name:        "a rule changed by reload",
-		reqs:        []store.Request{hit("a", fixed(999, time.Minute), 1)},
-		wantBackend: []store.Request{hit("a", fixed(999, time.Minute), 1)},
-	}}
-	for _, tt := range tests {
+	for _, tt := range localAnswerCases {
 		t.Run(tt.name, func(t *testing.T) {
-			r := setup(t)
+			r := leaseAB(t)
 			r.clock.Advance(time.Millisecond)
 			before := r.s.Stats()
-			countA, countB := r.count("a", lim), r.count("b", other)
+			countA, countB := r.count("a", localLim), r.count("b", localOther)
 			res, local := r.local(tt.reqs...)
 			after := r.s.Stats()
 			if local != tt.wantLocal {
 				t.Fatalf("local %v, want %v", local, tt.wantLocal)
 			}
+			if !local {
+				checkBackendBatch(t, r, before, tt.wantBackend)
+				return
+			}
+			// Charged before: the backend's counters do not move.
+			if r.count("a", localLim) != countA || r.count("b", localOther) != countB {
+				t.Fatal("a local answer reached the backend's counters")
+			}
 			var hits uint64
 			for _, op := range tt.reqs {
 				hits += op.Hits
 			}
-			if local {
-				// Charged before: the backend's counters do not move.
-				if r.count("a", lim) != countA || r.count("b", other) != countB {
-					t.Fatal("a local answer reached the backend's counters")
-				}
-				if after.LocalHits-before.LocalHits != hits || before.Outstanding-after.Outstanding != hits {
-					t.Fatalf("stats %+v then %+v for %d hits", before, after, hits)
-				}
-				for i, x := range res {
-					if !x.Allowed || x.FromCache || x.RetryAfter != 0 || x.ResetAfter <= 0 || x.ResetAfter > time.Minute ||
-						x.Remaining > tt.reqs[i].Limit.Requests {
-						t.Fatalf("result %d: %+v", i, x)
-					}
-				}
-				return
+			if after.LocalHits-before.LocalHits != hits || before.Outstanding-after.Outstanding != hits {
+				t.Fatalf("stats %+v then %+v for %d hits", before, after, hits)
 			}
-			if after.LocalHits != before.LocalHits {
-				t.Fatal("a batch that went to the backend used a lease")
-			}
-			got := r.rec.last().reqs
-			if len(got) != len(tt.wantBackend) {
-				t.Fatalf("backend got %+v, want %+v", got, tt.wantBackend)
-			}
-			for i, w := range tt.wantBackend {
-				g := got[i]
-				if w.Mode == algorithms.Spare && g.Mode == algorithms.Spare && g.Key == w.Key && g.Limit == w.Limit && g.Hits >= 2 {
-					continue // its size is TestBlockSizing's business
-				}
-				if g != w {
-					t.Fatalf("backend op %d: %+v, want %+v", i, g, w)
+			for i, x := range res {
+				if !x.Allowed || x.FromCache || x.RetryAfter != 0 || x.ResetAfter <= 0 || x.ResetAfter > time.Minute ||
+					x.Remaining > tt.reqs[i].Limit.Requests {
+					t.Fatalf("result %d: %+v", i, x)
 				}
 			}
 		})
+	}
+}
+
+// The limits of TestLocalAnswers' keys a and b.
+var localLim, localOther = fixed(1000, time.Minute), fixed(500, time.Minute)
+
+// localAnswerCases are TestLocalAnswers'.
+var localAnswerCases = []struct {
+	name      string
+	reqs      []store.Request
+	wantLocal bool
+	// wantBackend is the batch the backend gets (nil: reqs unchanged),
+	// Spare ops included.
+	wantBackend []store.Request
+}{{
+	name:      "every key has room",
+	reqs:      []store.Request{hit("a", localLim, 1), hit("b", localOther, 1)},
+	wantLocal: true,
+}, {
+	name:      "a key named twice within its room",
+	reqs:      []store.Request{hit("a", localLim, 1), hit("b", localOther, 1), hit("a", localLim, 1)},
+	wantLocal: true,
+}, {
+	name:        "a key named twice beyond its room",
+	reqs:        []store.Request{hit("a", localLim, 2), hit("b", localOther, 1), hit("a", localLim, 1)},
+	wantBackend: []store.Request{hit("a", localLim, 2), hit("b", localOther, 1), hit("a", localLim, 1), spare("a", localLim, 0)},
+}, {
+	name:        "one key without a lease",
+	reqs:        []store.Request{hit("a", localLim, 1), hit("c", localLim, 1)},
+	wantBackend: []store.Request{hit("a", localLim, 1), hit("c", localLim, 1)},
+}, {
+	name:        "one op lacking room tops its key up",
+	reqs:        []store.Request{hit("a", localLim, 1), hit("b", localOther, 3)},
+	wantBackend: []store.Request{hit("a", localLim, 1), hit("b", localOther, 3), spare("b", localOther, 0)},
+}, {
+	name:        "a check passes through",
+	reqs:        []store.Request{hit("a", localLim, 0)},
+	wantBackend: []store.Request{hit("a", localLim, 0)},
+}, {
+	name:        "usage passes through, no top-up on its key",
+	reqs:        []store.Request{{Key: "a", Limit: localLim, Hits: 5, Usage: true, Lease: true}, hit("a", localLim, 3)},
+	wantBackend: []store.Request{{Key: "a", Limit: localLim, Hits: 5, Usage: true, Lease: true}, hit("a", localLim, 3)},
+}, {
+	name:        "shadow passes through",
+	reqs:        []store.Request{{Key: "a", Limit: localLim, Hits: 1, Mode: algorithms.Shadow, Lease: true}},
+	wantBackend: []store.Request{{Key: "a", Limit: localLim, Hits: 1, Mode: algorithms.Shadow, Lease: true}},
+}, {
+	name:        "an op without Lease",
+	reqs:        []store.Request{hit("a", localLim, 1), {Key: "b", Limit: localOther, Hits: 1}},
+	wantBackend: []store.Request{hit("a", localLim, 1), {Key: "b", Limit: localOther, Hits: 1}},
+}, {
+	name:        "a rule changed by reload",
+	reqs:        []store.Request{hit("a", fixed(999, time.Minute), 1)},
+	wantBackend: []store.Request{hit("a", fixed(999, time.Minute), 1)},
+}}
+
+// leaseAB leases a and b with room for 2 hits each.
+func leaseAB(t *testing.T) *rig {
+	t.Helper()
+	r := newRig(t)
+	for key, l := range map[string]algorithms.Limit{"a": localLim, "b": localOther} {
+		for range 20 {
+			r.take(hit(key, l, 1))
+			r.clock.Advance(time.Millisecond)
+		}
+		room := r.s.Room(key)
+		if room < 2 {
+			t.Fatalf("%s: room %d", key, room)
+		}
+		if _, ok := r.local(hit(key, l, room-2)); room > 2 && !ok {
+			t.Fatalf("%s: %d hits of room %d not local", key, room-2, room)
+		}
+	}
+	return r
+}
+
+// checkBackendBatch: a batch that went to the backend used no lease and
+// reached it as want (a Spare op of any size of at least 2).
+func checkBackendBatch(t *testing.T, r *rig, before lease.Stats, want []store.Request) {
+	t.Helper()
+	if r.s.Stats().LocalHits != before.LocalHits {
+		t.Fatal("a batch that went to the backend used a lease")
+	}
+	got := r.rec.last().reqs
+	if len(got) != len(want) {
+		t.Fatalf("backend got %+v, want %+v", got, want)
+	}
+	for i, w := range want {
+		g := got[i]
+		if w.Mode == algorithms.Spare && g.Mode == algorithms.Spare && g.Key == w.Key && g.Limit == w.Limit && g.Hits >= 2 {
+			continue // its size is TestBlockSizing's business
+		}
+		if g != w {
+			t.Fatalf("backend op %d: %+v, want %+v", i, g, w)
+		}
 	}
 }
 

@@ -147,16 +147,7 @@ func TestMaxAgeRenewsInPlace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// LEASE_IDLE off, so that only the age can end a lease.
 			r := newRig(t, lease.WithTarget(time.Second), lease.WithMaxAge(2*time.Second), lease.WithIdle(0))
-			const gap = 10 * time.Millisecond
-			admitted := r.warm("k", lim, gap)
-			path := r.steady("k", lim, gap, 1000, r.sweep) // 10 s: five LEASE_MAX_AGEs
-			admitted += 1000
-			if path != 0 {
-				t.Errorf("%d requests reached the backend, want 0", path)
-			}
-			if calls, hits := r.rec.returned(); calls != 0 {
-				t.Errorf("%d returns (%d hits) while the lease was busy, want none", calls, hits)
-			}
+			admitted := busyFor10s(t, r, lim)
 			if tt.slowGap > 0 {
 				// A hit per slowGap sizes blocks of about 1s/slowGap = 3,
 				// swept every 100 ms.
@@ -191,6 +182,25 @@ func TestMaxAgeRenewsInPlace(t *testing.T) {
 			t.Logf("%+v", st)
 		})
 	}
+}
+
+// busyFor10s warms k and keeps it busy for 10 s (five LEASE_MAX_AGEs of
+// TestMaxAgeRenewsInPlace), a hit every 10 ms: none reaches the backend
+// and nothing is given back, as the lease is renewed in place. It returns
+// the hits admitted.
+func busyFor10s(t *testing.T, r *rig, lim algorithms.Limit) uint64 {
+	t.Helper()
+	const gap = 10 * time.Millisecond
+	admitted := r.warm("k", lim, gap)
+	path := r.steady("k", lim, gap, 1000, r.sweep)
+	admitted += 1000
+	if path != 0 {
+		t.Errorf("%d requests reached the backend, want 0", path)
+	}
+	if calls, hits := r.rec.returned(); calls != 0 {
+		t.Errorf("%d returns (%d hits) while the lease was busy, want none", calls, hits)
+	}
+	return admitted
 }
 
 // A counter whose lease served hits before LEASE_IDLE ended it takes a

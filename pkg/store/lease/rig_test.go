@@ -248,3 +248,16 @@ func fixed(n uint64, period time.Duration) algorithms.Limit {
 func sliding(n uint64, period time.Duration) algorithms.Limit {
 	return algorithms.Limit{Algorithm: algorithms.SlidingWindow, Requests: n, Period: period}
 }
+
+// leasing is a limit of n per period for every algorithm whose leases are
+// of kind, as the registry says: a new algorithm is tested as soon as its
+// row says it leases.
+func leasing(kind algorithms.LeaseKind, n uint64, period time.Duration) []algorithms.Limit {
+	var out []algorithms.Limit
+	for _, a := range algorithms.All() {
+		if a.Lease() == kind {
+			out = append(out, algorithms.Limit{Algorithm: a, Requests: n, Period: period})
+		}
+	}
+	return out
+}
