@@ -11,7 +11,10 @@ import (
 // The request path: a batch is answered from its keys' leases when every op
 // can be (answer); otherwise it goes to the backend with a Spare op for
 // each hot key that needs a block (plan), and the answer updates what the
-// replica knows of its keys and installs the blocks taken (learn).
+// replica knows of its keys and installs the blocks taken (learn). An op
+// that is not eligible always reaches the backend: a refund would be one,
+// and after its answer the key's entry would be dropped as Forget drops it
+// (a new generation), so that the replica's view follows the counter.
 
 // Take answers reqs from leases when every op can be, and otherwise from
 // the backend, topping up leases of hot keys in the same call.
