@@ -99,7 +99,7 @@ func newLeaseCollector(l Leases) *leaseCollector {
 		m("refills_total", "Blocks the sweeper took ahead for window leases running low (part of blocks_total).", counter, func(s lease.Stats) uint64 { return s.Refills }),
 		m("local_hits_total", "Hits answered from a leased block, without the backend.", counter, func(s lease.Stats) uint64 { return s.LocalHits }),
 		m("returned_hits_total", "Unused hits of ended leases given back to the backend.", counter, func(s lease.Stats) uint64 { return s.Returned }),
-		m("lapsed_hits_total", "Unused hits that ended without a return: bucket slots, window ends, failed returns.", counter, func(s lease.Stats) uint64 { return s.Lapsed }),
+		m("lapsed_hits_total", "Unused hits that ended without a return: bucket slots, window ends, failed returns, counters reset.", counter, func(s lease.Stats) uint64 { return s.Lapsed }),
 		m("return_errors_total", "Returns of unused hits the backend failed (their hits are lapsed).", counter, func(s lease.Stats) uint64 { return s.ReturnErrors }),
 		m("outstanding_hits", "Unused hits held in leases now: what a crash of this replica would leave charged.", gauge, func(s lease.Stats) uint64 { return s.Outstanding }),
 	}}

@@ -32,11 +32,10 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	var ibuf [8]uint8
 	var gbuf [8]uint64
 	b.idx = s.shardsOf(reqs, ibuf[:0])
-	b.gens = gbuf[:0]
+	b.gens = gbuf[:]
 	if len(reqs) > len(gbuf) {
-		b.gens = make([]uint64, 0, len(reqs))
+		b.gens = make([]uint64, len(reqs))
 	}
-	b.gens = b.gens[:len(reqs)]
 	mask := maskOf(reqs, b.idx)
 	s.lock(mask)
 	if res, ok := s.answer(reqs, &b); ok {
