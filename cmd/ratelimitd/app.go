@@ -52,7 +52,9 @@ type app struct {
 	promLn net.Listener
 	// tracing exports spans; nil unless TRACING_ENABLED.
 	tracing *tracing.Provider
-	queue   *delayQueue
+	// envoy is envoyproxy's stats (statsd, Prometheus); nil when off.
+	envoy *envoyStats
+	queue *delayQueue
 	// admin serves the counters API; nil unless a credential is configured.
 	admin *admin.Server
 	// leases is the lease gate over the Redis store; nil on the embedded
@@ -76,8 +78,14 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 			err = errors.Join(err, a.release())
 		}
 	}()
-	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries))
+	if a.envoy, err = newEnvoyStats(set, log); err != nil {
+		return nil, err
+	}
+	m := metrics.New(metrics.WithNearLimitRatio(set.NearLimitRatio), metrics.WithMaxDetailedSeries(set.MaxDetailedSeries), a.envoy.metricsOption())
 	if a.watcher, err = a.newConfigSource(m); err != nil {
+		return nil, err
+	}
+	if err := m.WatchRules(a.watcher.Current); err != nil {
 		return nil, err
 	}
 	if a.store, a.leases, err = newStore(set, m, log); err != nil {
@@ -105,6 +113,7 @@ func (a *app) release() error {
 	if a.store != nil {
 		errs = append(errs, a.store.Close())
 	}
+	a.envoy.close()
 	return errors.Join(append(errs, a.stopTracing())...)
 }
 
@@ -204,9 +213,7 @@ func (a *app) newServers(m *metrics.Metrics, tracingOpts []grpc.ServerOption) er
 		a.admin.RegisterHTTP(dbg)
 	}
 	a.debug = newHTTPServer(dbg)
-	if a.prom, err = promServer(a.set, m.Handler(), a.log); err != nil {
-		return err
-	}
+	a.prom = promServer(a.set, a.envoy.handler(m))
 	return nil
 }
 
@@ -223,6 +230,7 @@ func (a *app) grpcOptions(tracingOpts []grpc.ServerOption) ([]grpc.ServerOption,
 		grpc.MaxConcurrentStreams(uint32(set.GRPCMaxStreams)),
 	}
 	opts = append(opts, a.svc.GRPCServerOptions()...)
+	opts = append(opts, a.envoy.grpcOptions()...)
 	if set.GRPCMaxRecvBytes > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(set.GRPCMaxRecvBytes))
 	}
@@ -332,6 +340,7 @@ func (a *app) abort(cause error) error {
 	if err := a.stopTracing(); err != nil {
 		cause = errors.Join(cause, err)
 	}
+	a.envoy.close()
 	return cause
 }
 
@@ -390,6 +399,8 @@ loop:
 	if err := a.stopTracing(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+	// Every call has ended: send the stats they left.
+	a.envoy.close()
 	runErr = errors.Join(runErr, a.queue.close())
 	return runErr
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,6 +50,14 @@ func startApp(t *testing.T, env map[string]string) (a *app, counting *countingWa
 		t.Fatal(err)
 	}
 	args := []string{"--config", dir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--debug-addr", "127.0.0.1:0"}
+	// No statsd agent runs beside the tests: send to none unless asked.
+	env = maps.Clone(env)
+	if _, ok := env["USE_STATSD"]; !ok {
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["USE_STATSD"] = "false"
+	}
 	set, err := parseSettings(args, envOf(env))
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +268,7 @@ func TestRunStopsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"--config", dir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--debug-addr", "127.0.0.1:0"}
-	env := map[string]string{"LOG_FORMAT": "json", "USE_STATSD": "true"}
+	env := map[string]string{"LOG_FORMAT": "json", "USE_STATSD": "false", "GRPC_UDS": "/tmp/x.sock"}
 	var stderr testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(context.Background(), args, envOf(env), &stderr) }()
@@ -280,7 +289,7 @@ func TestRunStopsOnSIGTERM(t *testing.T) {
 	if n := strings.Count(logs, "ratelimitd listening"); n != 1 {
 		t.Errorf("listening line logged %d times, want once:\n%s", n, logs)
 	}
-	for _, want := range []string{`"grpc":"127.0.0.1:`, `"backend":"memory"`, "USE_STATSD=true"} {
+	for _, want := range []string{`"grpc":"127.0.0.1:`, `"backend":"memory"`, "GRPC_UDS=/tmp/x.sock"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %s:\n%s", want, logs)
 		}

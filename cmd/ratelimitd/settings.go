@@ -88,9 +88,10 @@ type settings struct {
 	NearLimitRatio    float64
 	MaxDetailedSeries int
 
-	LogLevel  zapcore.Level
-	LogJSON   bool
-	UseStatsd bool
+	LogLevel zapcore.Level
+	LogJSON  bool
+	// Stats is envoyproxy's stats: statsd, DogStatsD (settings_statsd.go).
+	Stats statsSettings
 
 	ShadowMode bool
 	// ForceStartWithoutConfig and HealthyWithAtLeastOneConfig are
@@ -152,7 +153,7 @@ type settings struct {
 func ignoredSettings() []string {
 	return []string{
 		"REDIS_PERSECOND",
-		"USE_DOG_STATSD", "GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
+		"GRPC_UDS", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
 	}
 }
 
@@ -173,6 +174,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.readHardening(env)
 	s.readXDS(env)
 	s.readPrometheus(env)
+	s.readStats(env)
 	s.readTracing(env)
 	s.Queue = readQueueSettings(env)
 	s.readAdmin(env)
@@ -256,7 +258,6 @@ func (s *settings) readLogging(env *envReader) {
 		}
 	}
 	s.LogJSON = env.oneOf("LOG_FORMAT", "text", "text", "json") == "json"
-	s.UseStatsd = env.boolean("USE_STATSD", false)
 	s.NearLimitRatio = env.fraction("NEAR_LIMIT_RATIO", 0.8)
 	s.MaxDetailedSeries = env.integer("MAX_DETAILED_METRIC_SERIES", metrics.DefaultDetailedSeries, 0, 1<<20)
 }
@@ -290,9 +291,6 @@ func (s *settings) readWarnings(env *envReader) {
 		if v, ok := env.raw(name); ok {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%s is not supported and has no effect", name, v))
 		}
-	}
-	if s.UseStatsd {
-		s.Warnings = append(s.Warnings, "USE_STATSD=true: statsd is not supported; metrics are served for Prometheus at /metrics on the debug port")
 	}
 }
 

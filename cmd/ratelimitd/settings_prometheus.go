@@ -9,6 +9,10 @@ type promSettings struct {
 	Addr       string
 	Path       string
 	MapperYAML string
+	// ResponseTimeMillis is PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS: the
+	// built-in mapping keeps ratelimit_service_response_time_seconds in
+	// milliseconds, as envoyproxy's did before it fixed the unit.
+	ResponseTimeMillis bool
 }
 
 // readPrometheus reads USE_PROMETHEUS and, when it is on, PROMETHEUS_ADDR,
@@ -25,4 +29,5 @@ func (s *settings) readPrometheus(env *envReader) {
 		env.fail("PROMETHEUS_PATH", p.Path, "a path starting with /")
 	}
 	p.MapperYAML = env.str("PROMETHEUS_MAPPER_YAML", "")
+	p.ResponseTimeMillis = env.boolean("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", false)
 }

@@ -94,7 +94,6 @@ func readSettings(t *testing.T) map[string]bool {
 var ignoredButWarned = []string{
 	"GRPC_SERVER_TLS_CA_CERT",                       // Envoy Gateway's; client certificates are not required
 	"REDIS_PERSECOND",                               // one Redis for all units
-	"USE_DOG_STATSD",                                // no statsd
 	"GRPC_UDS",                                      // no unix-socket gRPC listener
 	"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",          // no effect
 	"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", // XDS_CLIENT_BACKOFF_* instead

@@ -2,11 +2,14 @@ package main
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zapcore"
+
+	"github.com/ratelimitd/ratelimitd/internal/envoystats"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
@@ -68,6 +71,7 @@ func defaultSettings() settings {
 		MaxDecodingBytes:          ratelimit.DefaultDecodeBudget,
 		Queue:                     queueSettings{Enabled: true, MetricQueues: 100, KeyPrefix: "ratelimitd:queue:"},
 		Lease:                     defaultLeaseSettings(),
+		Stats:                     statsSettings{Statsd: true, Host: "localhost", Port: 8125, Protocol: "tcp", FlushInterval: 10 * time.Second},
 		Headers: ratelimit.Headers{
 			Limit: ratelimit.DefaultLimitHeader, Remaining: ratelimit.DefaultRemainingHeader, Reset: ratelimit.DefaultResetHeader,
 		},
@@ -182,13 +186,39 @@ func TestParseSettings(t *testing.T) {
 		},
 		{
 			name: "unsupported settings are warned about",
-			env:  map[string]string{"USE_STATSD": "true", "GRPC_UDS": "/tmp/x.sock", "LOCAL_CACHE_SIZE_IN_BYTES": "1000"},
+			env:  map[string]string{"GRPC_UDS": "/tmp/x.sock", "LOCAL_CACHE_SIZE_IN_BYTES": "1000"},
 			want: func(s *settings) {
-				s.UseStatsd, s.LocalCacheBytes = true, 1000
-				s.Warnings = []string{
-					"GRPC_UDS=/tmp/x.sock is not supported and has no effect",
-					"USE_STATSD=true: statsd is not supported; metrics are served for Prometheus at /metrics on the debug port",
-				}
+				s.LocalCacheBytes = 1000
+				s.Warnings = []string{"GRPC_UDS=/tmp/x.sock is not supported and has no effect"}
+			},
+		},
+		{
+			name: "envoyproxy's stats settings",
+			env: map[string]string{"STATSD_HOST": "statsd", "STATSD_PORT": "9125", "STATSD_PROTOCOL": "UDP",
+				"STATS_FLUSH_INTERVAL": "1s", "EXTRA_TAGS": "env:prod, team : rl", "DISABLE_STATS": "false"},
+			want: func(s *settings) {
+				s.Stats = statsSettings{Statsd: true, Host: "statsd", Port: 9125, Protocol: "udp", FlushInterval: time.Second,
+					ExtraTags: map[string]string{"env": "prod", "team": "rl"}}
+			},
+		},
+		{
+			name: "USE_PROMETHEUS turns statsd off unless USE_STATSD says otherwise",
+			env:  map[string]string{"USE_PROMETHEUS": "true"},
+			want: func(s *settings) {
+				s.Prometheus = promSettings{Enabled: true, Addr: ":9090", Path: "/metrics"}
+				s.Stats.Statsd = false
+			},
+		},
+		{
+			name: "USE_DOG_STATSD replaces statsd",
+			env: map[string]string{"USE_DOG_STATSD": "true", "USE_STATSD": "true", "USE_DOG_STATSD_MOGRIFIERS": "hits",
+				"DOG_STATSD_MOGRIFIER_HITS_PATTERN": `^ratelimit\.service\.rate_limit\.(.*)\.total_hits$`,
+				"DOG_STATSD_MOGRIFIER_HITS_NAME":    "ratelimit.total_hits", "DOG_STATSD_MOGRIFIER_HITS_TAGS": "key:$1"},
+			want: func(s *settings) {
+				s.Stats.Statsd, s.Stats.DogStatsd = false, true
+				s.Stats.Mogrifiers = []envoystats.Mogrifier{{Pattern: regexp.MustCompile(`^ratelimit\.service\.rate_limit\.(.*)\.total_hits$`),
+					Name: "ratelimit.total_hits", Tags: map[string]string{"key": "$1"}}}
+				s.Warnings = []string{"USE_STATSD=true has no effect with USE_DOG_STATSD=true: the stats go to DogStatsD only"}
 			},
 		},
 		{
@@ -269,6 +299,11 @@ func TestParseSettingsErrors(t *testing.T) {
 		{name: "bad redis type", env: map[string]string{"REDIS_TYPE": "ring"}, want: []string{`REDIS_TYPE="ring"`, "SINGLE, SENTINEL, CLUSTER"}},
 		{name: "bad socket type", env: map[string]string{"REDIS_SOCKET_TYPE": "udp"}, want: []string{`REDIS_SOCKET_TYPE="udp"`}},
 		{name: "bad pool size", env: map[string]string{"REDIS_POOL_SIZE": "0"}, want: []string{`REDIS_POOL_SIZE="0"`}},
+		{name: "bad STATSD_PROTOCOL", env: map[string]string{"STATSD_PROTOCOL": "sctp"}, want: []string{`STATSD_PROTOCOL="sctp"`, "tcp, udp"}},
+		{name: "zero STATS_FLUSH_INTERVAL", env: map[string]string{"STATS_FLUSH_INTERVAL": "0s"}, want: []string{"STATS_FLUSH_INTERVAL", "positive"}},
+		{name: "bad EXTRA_TAGS", env: map[string]string{"EXTRA_TAGS": "env=prod"}, want: []string{`EXTRA_TAGS="env=prod"`, "key:value"}},
+		{name: "mogrifier without a pattern", env: map[string]string{"USE_DOG_STATSD": "true", "USE_DOG_STATSD_MOGRIFIERS": "x"},
+			want: []string{"DOG_STATSD_MOGRIFIER_X_PATTERN"}},
 		{name: "bad backend", env: map[string]string{"BACKEND_TYPE": "memcache"}, want: []string{`BACKEND_TYPE="memcache"`}},
 		{name: "redis without a URL", env: map[string]string{"BACKEND_TYPE": "redis"}, want: []string{"BACKEND_TYPE=redis needs REDIS_URL"}},
 		{name: "half a client certificate", env: map[string]string{"REDIS_TLS_CLIENT_CERT": "/c.pem"}, want: []string{"REDIS_TLS_CLIENT_KEY"}},

@@ -113,6 +113,7 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			r.limits = rules
 			r.path = n.path
 			r.key = newKeyParts(r)
+			r.slot = new(observerSlot)
 		}
 		if len(rules) > 0 {
 			n.rule = rules[0]

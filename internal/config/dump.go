@@ -14,21 +14,8 @@ func (c *Config) Dump() string {
 		return ""
 	}
 	var sb strings.Builder
-	for _, name := range c.names {
-		dumpNode(&sb, c.domains[name].root)
-	}
+	c.EachRule(func(r *Rule) { dumpRule(&sb, r) })
 	return sb.String()
-}
-
-func dumpNode(sb *strings.Builder, n *node) {
-	if n.rule != nil {
-		for _, r := range n.rule.Limits() {
-			dumpRule(sb, r)
-		}
-	}
-	for _, c := range n.children {
-		dumpNode(sb, c)
-	}
 }
 
 // dumpRule writes one line per limit: a rate_limits descriptor has several,

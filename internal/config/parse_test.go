@@ -29,6 +29,7 @@ func withoutPath(r *Rule) Rule {
 	c.key = keyParts{} // derived from Domain and Limit, compared there
 	c.Source = ""
 	c.limits = nil // compared by TestParseRateLimits
+	c.slot = nil   // an observer's, not the config's
 	return c
 }
 

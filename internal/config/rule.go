@@ -70,6 +70,9 @@ type Rule struct {
 	path []level
 	// key is the constant part of the rule's store keys (KeyBuilder).
 	key keyParts
+	// slot holds an observer's counters for the rule (observed.go); nil for
+	// rules not built by Parse.
+	slot *observerSlot
 }
 
 // levelKind is how a request entry reached a node.

@@ -131,5 +131,6 @@ func shouldRateLimitHandler(srv any, ctx context.Context, dec func(any) error, i
 func (s *Service) observeRejected() {
 	if s.obs != nil {
 		s.obs.Request(codes.InvalidArgument.String(), 0)
+		s.obs.ServiceError()
 	}
 }

@@ -101,14 +101,17 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 
 func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if err := s.caps.validate(req); err != nil {
+		s.serviceError()
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	cfg := s.cfg.Current()
 	if cfg == nil {
+		s.serviceError()
 		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded")
 	}
 	p, err := s.plan(cfg, req)
 	if err != nil {
+		s.serviceError()
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	results, err := s.take(ctx, p)
@@ -121,7 +124,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	resp := s.respond(p, results)
 	s.addHeaders(p, results, resp)
 	s.addDynamicMetadata(req, p, resp)
-	s.observe(req.GetDomain(), p, results)
+	s.observe(cfg, req.GetDomain(), p, results)
 	if ce := s.log.Check(zapcore.DebugLevel, "decided"); ce != nil {
 		ce.Write(zap.String("domain", req.GetDomain()), zap.Int("descriptors", len(p.slots)),
 			zap.Int("counted", len(p.reqs)), zap.Stringer("overall", resp.GetOverallCode()))

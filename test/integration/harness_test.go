@@ -143,6 +143,9 @@ func spawnServiceArgs(t *testing.T, root string, args []string, env ...string) *
 		"HOST=127.0.0.1", "PORT=0",
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0",
 		"LOG_LEVEL=debug",
+		// No statsd agent runs beside the tests (envoyproxy's default is
+		// on); a test that wants statsd sets USE_STATSD itself.
+		"USE_STATSD=false",
 	)
 	s.cmd.Env = append(s.cmd.Env, env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
