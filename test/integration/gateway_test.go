@@ -76,7 +76,7 @@ func TestEnvoyGatewayContract(t *testing.T) {
 	t.Cleanup(func() { _ = otlpSrv.Close() })
 
 	mapper := filepath.Join(t.TempDir(), "conf.yaml")
-	if err := os.WriteFile(mapper, []byte("mappings:\n  - match: \"ratelimit.service.rate_limit.*.*.over_limit\"\n    name: \"ratelimit_service_rate_limit_over_limit\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(mapper, []byte(envoyGatewayMapping), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	root := t.TempDir() // Envoy Gateway sets RUNTIME_*; with xDS nothing is read there
@@ -109,12 +109,18 @@ func TestEnvoyGatewayContract(t *testing.T) {
 		return true
 	})
 
-	// Envoy Gateway pushes the translated policy.
-	cfg := &rlsconfv3.RateLimitConfig{Name: "default/eg/http", Domain: "default/eg/http", Descriptors: []*rlsconfv3.RateLimitDescriptor{{
-		Key: "httproute/default/backend/rule/0/match/0", Value: "httproute/default/backend/rule/0/match/0",
-		Descriptors: []*rlsconfv3.RateLimitDescriptor{{Key: "x-user-id",
-			RateLimit: &rlsconfv3.RateLimitPolicy{Unit: rlsconfv3.RateLimitUnit_HOUR, RequestsPerUnit: 1}}},
-	}}}
+	// Envoy Gateway pushes the translated policy: a route's rule, then what
+	// its e2e tests limit on (a CIDR, a header value, a key-only entry).
+	route := func(name string, child *rlsconfv3.RateLimitDescriptor) *rlsconfv3.RateLimitDescriptor {
+		child.RateLimit = &rlsconfv3.RateLimitPolicy{Unit: rlsconfv3.RateLimitUnit_HOUR, RequestsPerUnit: 1}
+		return &rlsconfv3.RateLimitDescriptor{Key: name, Value: name, Descriptors: []*rlsconfv3.RateLimitDescriptor{child}}
+	}
+	cfg := &rlsconfv3.RateLimitConfig{Name: "default/eg/http", Domain: "default/eg/http", Descriptors: []*rlsconfv3.RateLimitDescriptor{
+		route("httproute/default/backend/rule/0/match/0", &rlsconfv3.RateLimitDescriptor{Key: "x-user-id"}),
+		route("httproute/default/cidr/rule/0/match/0", &rlsconfv3.RateLimitDescriptor{Key: "masked_remote_address", Value: "0.0.0.0/0"}),
+		route("httproute/default/header/rule/0/match/0", &rlsconfv3.RateLimitDescriptor{Key: "header_x-user-id", Value: "one"}),
+		route("httproute/default/jwt/rule/0/match/0", &rlsconfv3.RateLimitDescriptor{Key: "user"}),
+	}}
 	snap, err := cachev3.NewSnapshot("1", map[resourcev3.Type][]types.Resource{resourcev3.RateLimitConfigType: {cfg}})
 	if err != nil {
 		t.Fatal(err)
@@ -146,19 +152,40 @@ func TestEnvoyGatewayContract(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get("http://" + s.promAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// Twice each of the e2e tests' descriptors: the second is over.
+	for _, d := range [][]string{
+		{"httproute/default/cidr/rule/0/match/0", "masked_remote_address", "0.0.0.0/0"},
+		{"httproute/default/header/rule/0/match/0", "header_x-user-id", "one"},
+		{"httproute/default/jwt/rule/0/match/0", "user", "alice"},
+	} {
+		for range 2 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := client.ShouldRateLimit(ctx, request("default/eg/http", desc(d[0], d[0], d[1], d[2])))
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), `ratelimitd_over_limit_total{domain="default/eg/http"`) {
-		t.Errorf("PROMETHEUS_ADDR /metrics lacks the over-limit series:\n%s", body)
+	// Envoy Gateway's e2e queries (test/e2e/tests/ratelimit.go) each
+	// return a series, and OverLimitCount reads counters.
+	series := scrapeEnvoySeries(t, "http://"+s.promAddr+"/metrics")
+	for _, key2 := range []string{"masked_remote_address_0_0_0_0/0", "header_x-user-id_one", "user"} {
+		found := false
+		for name, v := range series {
+			found = found || strings.HasPrefix(name, "ratelimit_service_rate_limit_over_limit{") && strings.Contains(name, `key2="`+key2+`"`) && v == 1
+		}
+		if !found {
+			t.Errorf(`ratelimit_service_rate_limit_over_limit{key2=%q} has no series of value 1 among %v`, key2, series)
+		}
+	}
+	if n := series[`ratelimit_service_rate_limit_over_limit{domain="default/eg/http",key1="httproute/default/backend/rule/0/match/0_httproute/default/backend/rule/0/match/0",key2="x-user-id"}`]; n != 1 {
+		t.Errorf("over_limit of the x-user-id rule = %v, want 1", n)
 	}
 
 	s.stop() // flushes the spans
 	logs := s.logs.String()
-	for _, want := range []string{"xDS config loaded (ACK)", "PROMETHEUS_MAPPER_YAML is checked but not applied", "GRPC_SERVER_TLS_CA_CERT"} {
+	for _, want := range []string{"xDS config loaded (ACK)", "GRPC_SERVER_TLS_CA_CERT"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q", want)
 		}
@@ -207,3 +234,53 @@ func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
 }
+
+// envoyGatewayMapping is a statsd_exporter mapping like the one Envoy
+// Gateway mounts at /etc/statsd-exporter/conf.yaml: one- and two-segment
+// keys by glob (timer_type, deprecated, still accepted), the service-wide
+// stats, and everything else dropped.
+const envoyGatewayMapping = `mappings:
+  - match: "ratelimit.service.rate_limit.*.*.over_limit"
+    name: "ratelimit_service_rate_limit_over_limit"
+    timer_type: "histogram"
+    labels: {domain: "$1", key1: "$2"}
+  - match: "ratelimit.service.rate_limit.*.*.total_hits"
+    name: "ratelimit_service_rate_limit_total_hits"
+    timer_type: "histogram"
+    labels: {domain: "$1", key1: "$2"}
+  - match: "ratelimit.service.rate_limit.*.*.*.near_limit"
+    name: "ratelimit_service_rate_limit_near_limit"
+    timer_type: "histogram"
+    labels: {domain: "$1", key1: "$2", key2: "$3"}
+  - match: "ratelimit.service.rate_limit.*.*.*.over_limit"
+    name: "ratelimit_service_rate_limit_over_limit"
+    timer_type: "histogram"
+    labels: {domain: "$1", key1: "$2", key2: "$3"}
+  - match: "ratelimit.service.rate_limit.*.*.*.total_hits"
+    name: "ratelimit_service_rate_limit_total_hits"
+    timer_type: "histogram"
+    labels: {domain: "$1", key1: "$2", key2: "$3"}
+  - match: "ratelimit.service.rate_limit.*.*.*.within_limit"
+    name: "ratelimit_service_rate_limit_within_limit"
+    timer_type: "histogram"
+    labels: {domain: "$1", key1: "$2", key2: "$3"}
+  - match: "ratelimit.service.call.should_rate_limit.*"
+    name: "ratelimit_service_should_rate_limit_error"
+    match_metric_type: counter
+    labels: {err_type: "$1"}
+  - match: "ratelimit_server.*.total_requests"
+    name: "ratelimit_service_total_requests"
+    match_metric_type: counter
+    labels: {grpc_method: "$1"}
+  - match: "ratelimit_server.*.response_time"
+    name: "ratelimit_service_response_time_seconds"
+    timer_type: histogram
+    labels: {grpc_method: "$1"}
+  - match: "ratelimit.service.config_load_success"
+    name: "ratelimit_service_config_load_success"
+    match_metric_type: counter
+  - match: "."
+    match_type: "regex"
+    action: "drop"
+    name: "dropped"
+`

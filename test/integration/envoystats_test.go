@@ -1,0 +1,385 @@
+package integration
+
+import (
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
+)
+
+// envoyStatsConfig has every way envoyproxy builds a stats key: nested
+// descriptors with a key-only leaf, a wildcard, share_threshold,
+// detailed_metric, value_to_metric (with a value holding a dot), shadow_mode
+// and an IPv4 value; requests add an override.
+const envoyStatsConfig = `
+domain: shop
+descriptors:
+  - key: tenant
+    value: acme
+    descriptors:
+      - key: user
+        rate_limit: {unit: hour, requests_per_unit: 5}
+  - key: path
+    value: /api/*
+    rate_limit: {unit: hour, requests_per_unit: 4}
+  - key: file
+    value: files*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 6}
+  - key: client
+    detailed_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: route
+    value_to_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 4}
+  - key: beta
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: masked_remote_address
+    value: 10.0.0.0/8
+    rate_limit: {unit: hour, requests_per_unit: 3}
+`
+
+// envoyKind is one kind of request of the traffic, with envoyproxy's stats
+// key and counter for a value, written from envoyproxy's rules (not from
+// ratelimitd's code).
+type envoyKind struct {
+	values  []string
+	entries func(v string) []string // key, value, ...
+	statKey func(v string) string
+	counter func(v string) string
+	limit   uint64
+	shadow  bool
+	// override: the descriptor carries its own limit.
+	override bool
+}
+
+func envoyKinds() []envoyKind {
+	same := func(s string) func(string) string { return func(string) string { return s } }
+	per := func(prefix string) func(string) string { return func(v string) string { return prefix + v } }
+	return []envoyKind{
+		{values: []string{"u1", "u2", "u3"}, entries: func(v string) []string { return []string{"tenant", "acme", "user", v} },
+			statKey: same("shop.tenant_acme.user"), counter: per("tenant/"), limit: 5},
+		{values: []string{"/api/a", "/api/b"}, entries: func(v string) []string { return []string{"path", v} },
+			statKey: same("shop.path_/api/*"), counter: per("path/"), limit: 4},
+		{values: []string{"files1", "files2", "files3"}, entries: func(v string) []string { return []string{"file", v} },
+			statKey: same("shop.file_files*"), counter: same("file"), limit: 6},
+		{values: []string{"c1", "c2", "c3"}, entries: func(v string) []string { return []string{"client", v} },
+			statKey: per("shop.client_"), counter: per("client/"), limit: 3},
+		{values: []string{"r1", "v1.beta"}, entries: func(v string) []string { return []string{"route", v} },
+			statKey: per("shop.route_"), counter: per("route/"), limit: 4},
+		{values: []string{"b1", "b2"}, entries: func(v string) []string { return []string{"beta", v} },
+			statKey: same("shop.beta"), counter: per("beta/"), limit: 2, shadow: true},
+		{values: []string{"10.0.0.0/8"}, entries: func(v string) []string { return []string{"masked_remote_address", v} },
+			statKey: same("shop.masked_remote_address_10.0.0.0/8"), counter: same("ip"), limit: 3},
+		{values: []string{"o1", "o2"}, entries: func(v string) []string { return []string{"override", v} },
+			statKey: per("shop.override_"), counter: per("override/"), limit: 2, override: true},
+	}
+}
+
+// envoyModel is envoyproxy's accounting of a sequence of one-descriptor
+// requests on fixed windows, with ratelimitd's one difference: a denied
+// request charges nothing (a shadow_mode one is never denied).
+type envoyModel struct {
+	counts map[string]uint64
+	stats  map[string]uint64 // statsd name -> total
+	calls  int               // ShouldRateLimit calls over gRPC
+}
+
+// sanitize is envoyproxy's SanitizeStatName.
+var ipv4Like = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
+
+func sanitize(key string) string {
+	key = strings.NewReplacer(":", "_", "|", "_").Replace(key)
+	return ipv4Like.ReplaceAllStringFunc(key, func(s string) string { return strings.ReplaceAll(s, ".", "_") })
+}
+
+func (m *envoyModel) add(key, stat string, n uint64) {
+	if n > 0 {
+		m.stats["ratelimit.service.rate_limit."+sanitize(key)+"."+stat] += n
+	}
+}
+
+// decide returns the code envoyproxy answers and counts the stats its
+// limiter counts (base_limiter.go).
+func (m *envoyModel) decide(key, counter string, limit, hits uint64, shadow bool) rlsv3.RateLimitResponse_Code {
+	before := m.counts[counter]
+	after := before + hits
+	near := uint64(math.Floor(float64(float32(limit) * float32(0.8))))
+	m.add(key, "total_hits", hits)
+	if after <= limit {
+		m.counts[counter] = after
+		if after > near {
+			m.add(key, "near_limit", after-max(near, before))
+		}
+		m.add(key, "within_limit", hits)
+		return ok
+	}
+	past := hits
+	if before < limit {
+		past = after - limit
+		m.add(key, "near_limit", limit-max(near, before))
+	}
+	m.add(key, "over_limit", past)
+	if shadow {
+		m.add(key, "shadow_mode", past)
+		m.counts[counter] = after
+		return ok
+	}
+	return over
+}
+
+// TestEnvoyproxyStats drives the binary with random traffic over every way
+// of building a stats key and holds what it sends to statsd (a UDP socket)
+// and what PROMETHEUS_ADDR serves under ratelimit_service_* to the model:
+// every name, label and value.
+func TestEnvoyproxyStats(t *testing.T) {
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	lines := &statsdLines{counters: map[string]uint64{}, timers: map[string]int{}}
+	go lines.read(udp)
+
+	root, _ := newConfigRoot(t, map[string]string{"shop.yaml": envoyStatsConfig})
+	svc := startService(t, root, "USE_STATSD=true", "STATSD_PROTOCOL=udp", "STATSD_HOST=127.0.0.1",
+		"STATSD_PORT="+strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port), "STATS_FLUSH_INTERVAL=100ms",
+		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:0")
+
+	m := &envoyModel{counts: map[string]uint64{}, stats: map[string]uint64{"ratelimit.service.config_load_success": 1}}
+	hour := time.Now().Truncate(time.Hour)
+	rng := rand.New(rand.NewPCG(27, 1))
+	kinds := envoyKinds()
+	for i := range 300 {
+		k := kinds[rng.IntN(len(kinds))]
+		v := k.values[rng.IntN(len(k.values))]
+		hits := uint64(1 + rng.IntN(3))
+		if k.shadow {
+			hits = 1 // see README's Differences: past a shadow limit the count before is not known
+		}
+		d := desc(k.entries(v)...)
+		if k.override {
+			d.Limit = &rlcommon.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: uint32(k.limit), Unit: 3} // HOUR
+		}
+		req := request("shop", d)
+		req.HitsAddend = uint32(hits)
+		want := m.decide(k.statKey(v), k.counter(v), k.limit, hits, k.shadow)
+		resp, err := svc.call(req)
+		m.calls++
+		if err != nil || resp.GetOverallCode() != want {
+			t.Fatalf("call %d (%v=%v, %d hits): %v %v, want %v", i, k.entries(v), v, hits, resp.GetOverallCode(), err, want)
+		}
+	}
+	// An unknown domain counts per descriptor; a request without a domain
+	// is a service error (both are calls).
+	if _, err := svc.call(request("ghost", desc("a", "1"), desc("b", "2"))); err != nil {
+		t.Fatal(err)
+	}
+	m.stats["ratelimit.service.rate_limit.ghost.domain_not_found"] = 2
+	if _, err := svc.call(request("", desc("a", "1"))); err == nil {
+		t.Fatal("a request without a domain was answered")
+	}
+	m.stats["ratelimit.service.call.should_rate_limit.service_error"] = 1
+	m.calls += 2
+	m.stats["ratelimit_server.ShouldRateLimit.total_requests"] = uint64(m.calls)
+	if time.Now().Truncate(time.Hour) != hour {
+		t.Skip("an hour began during the run: the windows restarted under the model") // one run in ~10^4
+	}
+
+	// statsd: every line is one the model names, and the totals arrive.
+	testkit.WaitFor(t, 10*time.Second, "statsd totals equal to the model", func() bool {
+		c, timers := lines.snapshot()
+		return equalCounts(c, m.stats) && timers["ratelimit_server.ShouldRateLimit.response_time"] == m.calls
+	})
+	c, timers := lines.snapshot()
+	if len(timers) != 1 {
+		t.Errorf("statsd timers %v, want ShouldRateLimit's response_time alone", timers)
+	}
+	if diff := diffCounts(c, m.stats); diff != "" {
+		t.Errorf("statsd counters differ from the model:\n%s", diff)
+	}
+
+	// Prometheus: the built-in mapping of the model's names.
+	got := scrapeEnvoySeries(t, "http://"+svc.promAddr+"/metrics")
+	want := mapDefault(m.stats)
+	want[`ratelimit_service_response_time_seconds_count{grpc_method="ShouldRateLimit"}`] = float64(m.calls)
+	if diff := diffSeries(got, want); diff != "" {
+		t.Errorf("PROMETHEUS_ADDR's ratelimit_service_* series differ from the model:\n%s", diff)
+	}
+}
+
+// statsdLines adds up the statsd lines a socket receives.
+type statsdLines struct {
+	mu       sync.Mutex
+	counters map[string]uint64
+	timers   map[string]int
+}
+
+func (s *statsdLines) read(conn net.PacketConn) {
+	buf := make([]byte, 65536)
+	for {
+		n, _, err := conn.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		for _, line := range strings.Split(strings.TrimSpace(string(buf[:n])), "\n") {
+			name, rest, _ := strings.Cut(line, ":")
+			value, kind, _ := strings.Cut(rest, "|")
+			switch kind {
+			case "c":
+				v, _ := strconv.ParseUint(value, 10, 64)
+				s.counters[name] += v
+			case "ms":
+				s.timers[name]++
+			default:
+				s.counters["unexpected line "+line]++
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *statsdLines) snapshot() (map[string]uint64, map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := make(map[string]uint64, len(s.counters))
+	for k, v := range s.counters {
+		c[k] = v
+	}
+	ti := make(map[string]int, len(s.timers))
+	for k, v := range s.timers {
+		ti[k] = v
+	}
+	return c, ti
+}
+
+func equalCounts(a, b map[string]uint64) bool { return diffCounts(a, b) == "" }
+
+func diffCounts(got, want map[string]uint64) string {
+	var out []string
+	for k, w := range want {
+		if got[k] != w {
+			out = append(out, k+": got "+strconv.FormatUint(got[k], 10)+", want "+strconv.FormatUint(w, 10))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, k+": got "+strconv.FormatUint(g, 10)+", not in the model")
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// mapDefault is envoyproxy's built-in statsd_exporter mapping of the
+// model's names, written from its rules: a key of one segment is {domain,
+// key1}, a longer one {domain, key1, key2} with the deeper ones summed;
+// other names are unmapped, their own name escaped.
+func mapDefault(stats map[string]uint64) map[string]float64 {
+	out := map[string]float64{}
+	mapped := map[string]bool{"total_hits": true, "over_limit": true, "near_limit": true, "within_limit": true, "shadow_mode": true}
+	for name, v := range stats {
+		switch {
+		case strings.HasPrefix(name, "ratelimit.service.rate_limit."):
+			rest := strings.TrimPrefix(name, "ratelimit.service.rate_limit.")
+			stat := rest[strings.LastIndex(rest, ".")+1:]
+			parts := strings.Split(strings.TrimSuffix(rest, "."+stat), ".")
+			if !mapped[stat] || len(parts) < 2 {
+				out[escape(name)] += float64(v)
+				continue
+			}
+			labels := `domain="` + parts[0] + `",key1="` + parts[1] + `"`
+			if len(parts) > 2 {
+				labels += `,key2="` + parts[2] + `"`
+			}
+			out["ratelimit_service_rate_limit_"+stat+"{"+labels+"}"] += float64(v)
+		case strings.HasPrefix(name, "ratelimit.service.call.should_rate_limit."):
+			out[`ratelimit_service_should_rate_limit_error{err_type="`+strings.TrimPrefix(name, "ratelimit.service.call.should_rate_limit.")+`"}`] += float64(v)
+		case strings.HasPrefix(name, "ratelimit_server."):
+			method := strings.Split(name, ".")[1]
+			out[`ratelimit_service_total_requests{grpc_method="`+method+`"}`] += float64(v)
+		default: // config_load_success
+			out[escape(name)] += float64(v)
+		}
+	}
+	return out
+}
+
+var notMetricChar = regexp.MustCompile(`[^a-zA-Z0-9_]`)
+
+func escape(name string) string { return notMetricChar.ReplaceAllString(name, "_") }
+
+// scrapeEnvoySeries reads every ratelimit_service_* sample: counters and
+// gauges by value, histograms by count.
+func scrapeEnvoySeries(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, f := range families {
+		if !strings.HasPrefix(name, "ratelimit_service_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
+			}
+			sort.Strings(labels)
+			id := "{" + strings.Join(labels, ",") + "}"
+			if id == "{}" {
+				id = ""
+			}
+			switch f.GetType() {
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_count"+id] = float64(m.GetHistogram().GetSampleCount())
+			case dto.MetricType_COUNTER:
+				out[name+id] = m.GetCounter().GetValue()
+			default:
+				out[name+id] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func diffSeries(got, want map[string]float64) string {
+	var out []string
+	for k, w := range want {
+		if got[k] != w {
+			out = append(out, k+": got "+strconv.FormatFloat(got[k], 'g', -1, 64)+", want "+strconv.FormatFloat(w, 'g', -1, 64))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, k+": got "+strconv.FormatFloat(g, 'g', -1, 64)+", not in the model")
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
