@@ -15,10 +15,11 @@ run:
 	BACKEND_TYPE=memory LOG_LEVEL=info $(GO) run ./cmd/ratelimitd --config api/examples
 
 # Modules of their own for tests that check files against schemas and API
-# types (Kubernetes, Istio, JSON Schema) the service does not import, so that
+# types (Kubernetes, Istio, JSON Schema) and dashboards and alerts against
+# Prometheus's PromQL parser, which the service does not import, so that
 # ratelimitd's go.mod does not require them; each replaces ratelimitd with
 # this tree.
-TEST_MODULES := api/schema deploy/examples
+TEST_MODULES := api/schema deploy/examples deploy/monitoring
 
 test:
 	$(GO) vet ./...
