@@ -148,9 +148,12 @@ func startService(bin, config string, logTo io.Writer, env ...string) (*child, s
 	defer os.RemoveAll(dir)
 	ready := filepath.Join(dir, "ready.json")
 	cmd := exec.Command(bin, "--config", config, "--ready-file", ready)
+	// USE_STATSD=false unless a target says otherwise: envoyproxy's
+	// default is on, and the figures compare decisions without a statsd
+	// agent (redis+USE_STATSD=true measures one).
 	cmd.Env = append(os.Environ(),
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT=0", "HOST=127.0.0.1", "PORT=0", "DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0",
-		"LOG_LEVEL=error")
+		"LOG_LEVEL=error", "USE_STATSD=false")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logTo, logTo
 	if err := cmd.Start(); err != nil {

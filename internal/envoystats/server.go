@@ -28,14 +28,14 @@ func (s *Stats) method(full string) *method {
 // UnaryServerInterceptor counts every unary call and times it, per method,
 // as envoyproxy's server reporter does. Times are fractional milliseconds
 // (envoyproxy truncates them to whole milliseconds, so that a sub-millisecond
-// call reads 0).
+// call reads 0), sent at the next flush (see timerLog).
 func (s *Stats) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		m := s.method(info.FullMethod)
 		m.total.Inc()
 		start := time.Now()
 		resp, err := handler(ctx, req)
-		m.responseTime.AddValue(float64(time.Since(start)) / float64(time.Millisecond))
+		s.timers.add(m, float64(time.Since(start))/float64(time.Millisecond))
 		return resp, err
 	}
 }

@@ -37,6 +37,8 @@ type Stats struct {
 	globalShadowMode                   gostats.Counter
 
 	methods sync.Map // gRPC full method -> *method
+	timers  *timerLog
+	spare   []timed // a drained buffer, for the next drain (flushMu)
 
 	// notFound counts per unknown domain; domains come from requests, so
 	// past maxDomains they count under overflowValue.
@@ -73,7 +75,7 @@ func WithMaxDomains(n int) Option { return func(s *Stats) { s.maxDomains = int64
 // NewDogStatsd). Nothing is flushed until Start or Flush.
 func New(sink gostats.Sink, opts ...Option) *Stats {
 	s := &Stats{sink: sink, nearRatio: 0.8, interval: DefaultFlushInterval, maxDomains: 1000,
-		stop: make(chan struct{}), stopped: make(chan struct{})}
+		stop: make(chan struct{}), stopped: make(chan struct{}), timers: newTimerLog()}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -103,6 +105,8 @@ func (s *Stats) Start() {
 					return
 				case <-t.C:
 					s.Flush()
+				case <-s.timers.wake:
+					s.flushTimers()
 				}
 			}
 		}()
@@ -116,7 +120,18 @@ func (s *Stats) Flush() {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	if !s.closed {
+		s.spare = s.timers.drain(s.spare)
 		s.store.Flush()
+	}
+}
+
+// flushTimers sends the calls' times kept so far, before the interval ends
+// when calls come faster than a buffer holds.
+func (s *Stats) flushTimers() {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if !s.closed {
+		s.spare = s.timers.drain(s.spare)
 	}
 }
 
