@@ -116,15 +116,15 @@ func TestServiceStats(t *testing.T) {
 	s.Flush()
 	const tag = ".__env=prod"
 	want := map[string]uint64{
-		"ratelimit.service.config_load_success" + tag:                 2,
-		"ratelimit.service.config_load_error" + tag:                   1,
-		"ratelimit.service.call.should_rate_limit.redis_error" + tag:   1,
-		"ratelimit.service.call.should_rate_limit.service_error" + tag: 1,
-		"ratelimit.service.global_shadow_mode" + tag:                   1,
-		"ratelimit.service.rate_limit.a.domain_not_found" + tag:        4,
-		"ratelimit.service.rate_limit.b.domain_not_found" + tag:        2,
+		"ratelimit.service.config_load_success" + tag:                   2,
+		"ratelimit.service.config_load_error" + tag:                     1,
+		"ratelimit.service.call.should_rate_limit.redis_error" + tag:    1,
+		"ratelimit.service.call.should_rate_limit.service_error" + tag:  1,
+		"ratelimit.service.global_shadow_mode" + tag:                    1,
+		"ratelimit.service.rate_limit.a.domain_not_found" + tag:         4,
+		"ratelimit.service.rate_limit.b.domain_not_found" + tag:         2,
 		"ratelimit.service.rate_limit._overflow.domain_not_found" + tag: 4,
-		"ratelimit.service.rate_limit.d.k.total_negative_hits" + tag:   7,
+		"ratelimit.service.rate_limit.d.k.total_negative_hits" + tag:    7,
 	}
 	if got := rec.snapshot(); !maps.Equal(got, want) {
 		t.Errorf("flushed %v\nwant    %v", got, want)

@@ -176,4 +176,3 @@ func sortTags(line string) string {
 	}
 	return head + "|#" + strings.Join(parts, ",")
 }
-
