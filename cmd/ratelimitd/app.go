@@ -24,6 +24,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
+	"github.com/ratelimitd/ratelimitd/internal/rlqs"
 	"github.com/ratelimitd/ratelimitd/internal/tracing"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -60,6 +61,8 @@ type app struct {
 	// leases is the lease gate over the Redis store; nil on the embedded
 	// store, which never leases.
 	leases *leaseGate
+	// rlqs is the Rate Limit Quota Service (rlqs.go); nil unless RLQS_ENABLED.
+	rlqs *rlqs.Server
 
 	grpcLn, httpLn, debugLn net.Listener
 
@@ -194,6 +197,9 @@ func (a *app) newServers(m *metrics.Metrics, tracingOpts []grpc.ServerOption) er
 	}
 	a.grpc = grpc.NewServer(grpcOpts...)
 	a.svc.RegisterGRPC(a.grpc)
+	if err := a.startRLQS(m); err != nil {
+		return err
+	}
 	if err := a.startAdmin(m); err != nil {
 		return err
 	}
@@ -385,6 +391,7 @@ loop:
 	a.svc.SetServing(false)
 	a.health.Shutdown()
 	a.queue.shutdown()
+	a.stopRLQS()
 	a.shutdownServers()
 	stopWatch()
 	if watchDone != nil {

@@ -134,6 +134,8 @@ type settings struct {
 	// Lease is LEASE_ENABLED and the other LEASE_* settings
 	// (settings_lease.go).
 	Lease leaseSettings
+	// RLQS is RLQS_ENABLED and the other RLQS_* settings (rlqs.go).
+	RLQS rlqsSettings
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -179,6 +181,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.Queue = readQueueSettings(env)
 	s.readAdmin(env)
 	s.readLease(env)
+	s.RLQS = readRLQSSettings(env)
 	if err := env.err(); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)
 	}

@@ -33,6 +33,10 @@ type guardCodec struct {
 }
 
 func (c guardCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if d, ok := v.(SelfDecoder); ok {
+		d.DecodeGRPC(data)
+		return nil
+	}
 	w, ok := v.(*wireRequest)
 	if !ok {
 		return c.CodecV2.Unmarshal(data, v)
@@ -56,6 +60,14 @@ func (c guardCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		w.err = status.Error(codes.InvalidArgument, errMalformed.Error()+": "+err.Error())
 	}
 	return nil
+}
+
+// SelfDecoder is a message of another service on the same port that checks
+// its wire bytes against its own caps before decoding them (internal/rlqs'
+// reports), and keeps any refusal for its handler to answer: gRPC would
+// turn a codec error into INTERNAL.
+type SelfDecoder interface {
+	DecodeGRPC(data mem.BufferSlice)
 }
 
 // prefixBytes is how much of a message prefix examines: 65 empty

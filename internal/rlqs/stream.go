@@ -1,0 +1,174 @@
+package rlqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ratelimitd/ratelimitd/internal/config"
+)
+
+// stream is one Envoy's StreamRateLimitQuotas: its buckets, and the timer
+// that wakes it when a window of theirs is about to end or has turned.
+type stream struct {
+	srv     *Server
+	ss      grpc.ServerStream
+	domain  string
+	cfg     *config.Config
+	buckets map[string]*bucket
+	held    int64 // this stream's part of stats.outstanding
+
+	wake    chan struct{}
+	timer   Timer
+	timerAt time.Time
+	full    bool // maxBuckets reached (logged once)
+}
+
+// received is one message of the receiving goroutine.
+type received struct {
+	r   *report
+	at  time.Time
+	err error
+}
+
+// serve runs one stream until Envoy closes it, a report is refused, the
+// server shuts down or the connection ends. A panic ends the stream with
+// INTERNAL, never the process.
+func (s *Server) serve(ss grpc.ServerStream) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.set.log.Error("rlqs: stream handler panicked", zap.Any("panic", p), zap.Stack("stack"))
+			err = status.Error(codes.Internal, "rlqs: internal error")
+		}
+	}()
+	s.stats.streams.Add(1)
+	st := &stream{srv: s, ss: ss, buckets: map[string]*bucket{}, wake: make(chan struct{}, 1)}
+	defer st.close()
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	in := make(chan received)
+	go st.receive(ctx, in)
+	return st.loop(ctx, in)
+}
+
+// receive reads reports until the stream fails, stamping each with its
+// arrival time.
+func (st *stream) receive(ctx context.Context, in chan<- received) {
+	for {
+		r := &report{caps: st.srv.caps}
+		err := st.ss.RecvMsg(r)
+		m := received{r: r, at: st.srv.now(), err: err}
+		if err == nil {
+			st.srv.stats.pending.Add(1)
+		}
+		select {
+		case in <- m:
+		case <-ctx.Done():
+			if err == nil {
+				st.srv.stats.pending.Add(-1)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (st *stream) loop(ctx context.Context, in <-chan received) error {
+	srv := st.srv
+	for {
+		_, changed := srv.config()
+		select {
+		case m := <-in:
+			if errors.Is(m.err, io.EOF) {
+				// Envoy closed its side: everything it sent is answered.
+				return nil
+			}
+			if err := st.onMessage(m); err != nil {
+				return err
+			}
+		case <-st.wake:
+			err := st.onTimer()
+			srv.stats.pending.Add(-1)
+			if err != nil {
+				return err
+			}
+		case <-changed:
+			if err := st.onReload(); err != nil {
+				return err
+			}
+		case <-srv.done:
+			return status.Error(codes.Unavailable, "rlqs: server shutting down; reconnect to another replica")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		st.track()
+		st.schedule()
+	}
+}
+
+// onMessage handles one received report, or the stream's error.
+func (st *stream) onMessage(m received) error {
+	if m.err != nil {
+		return m.err
+	}
+	defer st.srv.stats.pending.Add(-1)
+	if m.r.err != nil {
+		st.srv.stats.rejected.Add(1)
+		return m.r.err
+	}
+	if err := st.onReport(&m.r.msg, m.at); err != nil {
+		st.srv.stats.rejected.Add(1)
+		return err
+	}
+	st.srv.stats.reports.Add(1)
+	return nil
+}
+
+// close gives up the stream's buckets. Their blocks stay charged: Envoy
+// may use them until their TTLs run out.
+func (st *stream) close() {
+	if st.timer != nil {
+		st.timer.Stop()
+		st.srv.stats.pending.Add(-int64(len(st.wake)))
+	}
+	st.srv.stats.streams.Add(-1)
+	st.srv.stats.buckets.Add(-int64(len(st.buckets)))
+	st.srv.stats.outstanding.Add(-st.held)
+}
+
+// track keeps stats.outstanding at the hits the stream's current blocks
+// hold unused, as reported.
+func (st *stream) track() {
+	now := st.srv.now()
+	var held int64
+	for _, b := range st.buckets {
+		w := b.win
+		if w.block > w.used && (w.end.IsZero() || now.Before(w.end)) {
+			held += int64(w.block - w.used)
+		}
+	}
+	st.srv.stats.outstanding.Add(held - st.held)
+	st.held = held
+}
+
+// send sends the actions of one event in one response.
+func (st *stream) send(actions []*rlqsv3.RateLimitQuotaResponse_BucketAction) error {
+	if len(actions) == 0 {
+		return nil
+	}
+	if err := st.ss.SendMsg(&rlqsv3.RateLimitQuotaResponse{BucketAction: actions}); err != nil {
+		return fmt.Errorf("rlqs: send: %w", err)
+	}
+	st.srv.stats.responses.Add(1)
+	return nil
+}

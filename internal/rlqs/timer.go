@@ -1,0 +1,133 @@
+package rlqs
+
+import (
+	"time"
+)
+
+// timerSlack keeps a stretched block's end and a turn's new block just
+// clear of the window's end.
+const timerSlack = 10 * time.Millisecond
+
+// stretchAt is when b's token bucket can be sent again with a TTL of one
+// second that ends just before its window does: Envoy reads TTLs in whole
+// seconds, so the first TTL ends up to a second early. Zero when there is
+// nothing to stretch.
+func (b *bucket) stretchAt(margin time.Duration) time.Time {
+	w := b.win
+	if b.sent.strategy != tokenBucket || b.sent.stretched || w.end.IsZero() || w.block == 0 {
+		return time.Time{}
+	}
+	at := w.end.Add(-margin - time.Second - timerSlack)
+	if !b.sent.expires.Before(at.Add(time.Second + margin - timerSlack)) {
+		return time.Time{} // it already ends within a few ms of that
+	}
+	return at
+}
+
+// turnAt is when b's window has surely turned, so that a busy bucket gets
+// its next window's block without waiting for a report. Zero when b is
+// idle or not served in blocks.
+func (b *bucket) turnAt() time.Time {
+	if b.tgt.kind != kindBlocks || b.win.late.IsZero() || b.rate == 0 || !b.quiet.IsZero() {
+		return time.Time{}
+	}
+	return b.win.late.Add(timerSlack)
+}
+
+// onTimer stretches the TTLs of blocks near their window's end and takes
+// the next window's blocks of the buckets whose window turned.
+func (st *stream) onTimer() error {
+	s := st.srv
+	ev := &event{now: s.now()}
+	for key, b := range st.buckets {
+		if at := b.stretchAt(s.set.margin); !at.IsZero() && !ev.now.Before(at) {
+			st.stretch(ev, b)
+		}
+		if at := b.turnAt(); !at.IsZero() && !ev.now.Before(at) {
+			b.roll(ev.now)
+			st.plan(ev, key, b, true)
+		}
+	}
+	return st.run(ev)
+}
+
+// stretch sends b's token bucket again, unchanged (Envoy keeps its tokens),
+// with the TTL that ends closest to the window's end.
+func (st *stream) stretch(ev *event, b *bucket) {
+	b.sent.stretched = true
+	ttl := ttlSeconds(b.win.end.Sub(ev.now) - st.srv.set.margin)
+	if ttl < 1 {
+		return
+	}
+	a := b.sent
+	st.assign(ev, b, a, ttl)
+}
+
+// schedule arms the timer for the stream's next stretch or turn.
+func (st *stream) schedule() {
+	var next time.Time
+	margin := st.srv.set.margin
+	for _, b := range st.buckets {
+		for _, at := range []time.Time{b.stretchAt(margin), b.turnAt()} {
+			if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
+	}
+	if next.Equal(st.timerAt) {
+		return
+	}
+	if st.timer != nil {
+		st.timer.Stop()
+		st.timer = nil
+	}
+	st.timerAt = next
+	if next.IsZero() {
+		return
+	}
+	st.timer = st.srv.set.clock.AfterFunc(max(next.Sub(st.srv.now()), 0), st.fire)
+}
+
+// fire wakes the stream's loop (at most one wake waits).
+func (st *stream) fire() {
+	st.srv.stats.pending.Add(1)
+	select {
+	case st.wake <- struct{}{}:
+	default:
+		st.srv.stats.pending.Add(-1)
+	}
+}
+
+// onReload re-maps every bucket under the configuration now in force. A
+// bucket whose rule (or its counters) changed gets its new assignment at
+// once: a new block under the new limits, a blanket rule, or an abandon
+// when no block can serve it any more (Envoy falls back to its
+// no_assignment_behavior and subscribes again at its next request).
+func (st *stream) onReload() error {
+	s := st.srv
+	cfg, _ := s.config()
+	if cfg == st.cfg {
+		return nil
+	}
+	st.cfg = cfg
+	if st.domain == "" {
+		return nil
+	}
+	ev := &event{now: s.now()}
+	for key, b := range st.buckets {
+		t := resolve(cfg, st.domain, b.values, s.set.keys, s.set.shadow)
+		b.cfg = cfg
+		if t.sig == b.tgt.sig {
+			continue
+		}
+		b.tgt, b.win = t, window{}
+		b.sent.expires = time.Time{}
+		if t.kind == kindUnserved {
+			s.warnUnserved(b)
+			st.abandon(ev, key, b)
+			continue
+		}
+		st.plan(ev, key, b, true)
+	}
+	return st.run(ev)
+}

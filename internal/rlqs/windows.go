@@ -1,0 +1,74 @@
+package rlqs
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// span is a counter's window as one decision told it: what it had left and
+// when the window ends, measured on the server's clock from around the
+// store call. Redis decided at some instant between the call's start and
+// its answer, so the end read from the start is early (blocks expire by
+// it) and the end read from the answer is late (the next window has begun
+// by it).
+type span struct {
+	remaining  uint64
+	end, late  time.Time
+	sliding    bool
+	decidedOut bool // the counter had no room for the hits asked
+}
+
+// spanOf reads d, the decision of a window counter under lim asked at sent
+// and answered at got.
+func spanOf(lim algorithms.Limit, d algorithms.Decision, sent, got time.Time) span {
+	rest := d.ResetAfter
+	sliding := lim.Algorithm == algorithms.SlidingWindow
+	if sliding && rest > lim.Period {
+		// ResetAfter runs to the end of the next window while this one has
+		// hits.
+		rest -= lim.Period
+	}
+	return span{remaining: d.Remaining, end: sent.Add(rest), late: got.Add(rest), sliding: sliding, decidedOut: !d.Allowed}
+}
+
+// windows is what this replica last learned of each counter, shared by its
+// streams, so that a block is sized from the latest answer whichever
+// Envoy's call got it.
+type windows struct {
+	mu sync.Mutex
+	m  map[string]span
+}
+
+// maxSpans bounds the map between prunes.
+const maxSpans = 1 << 16
+
+func newWindows() *windows { return &windows{m: map[string]span{}} }
+
+// get is the key's span while its window lasts.
+func (w *windows) get(key string, now time.Time) (span, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s, ok := w.m[key]
+	if !ok || !now.Before(s.end) {
+		return span{}, false
+	}
+	return s, true
+}
+
+func (w *windows) put(key string, s span, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.m) >= maxSpans {
+		for k, old := range w.m {
+			if !now.Before(old.end) {
+				delete(w.m, k)
+			}
+		}
+		if len(w.m) >= maxSpans {
+			clear(w.m)
+		}
+	}
+	w.m[key] = s
+}
