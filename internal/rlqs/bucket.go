@@ -42,11 +42,18 @@ type window struct {
 	block     uint64 // the current block's size; 0: none
 	used      uint64 // allowed reported since the current block was sent
 	full      bool   // the counter had no room: deny until the window ends
+	// carry is what the last window's blocks held unreported when it
+	// ended: the first reports after it are that window's up to carry.
+	// (This decides only what is recorded as usage and when a block is
+	// used up: every block is charged before Envoy gets it, whatever the
+	// reports say.)
+	carry uint64
 }
 
 // observe takes one report of the bucket, received at now.
 func (b *bucket) observe(now time.Time, allowed, denied uint64, interval time.Duration) {
 	n := float64(satAdd(allowed, denied))
+	prev := b.seen
 	if b.seen.IsZero() {
 		// The first report comes as the bucket's first request arrives:
 		// it carries no rate yet.
@@ -64,20 +71,30 @@ func (b *bucket) observe(now time.Time, allowed, denied uint64, interval time.Du
 	case b.quiet.IsZero():
 		b.quiet = now
 	}
-	b.roll(now)
+	b.roll(now, prev)
+	// Requests the last window's blocks admitted before it ended come in
+	// the reports after it: they are that window's.
+	late := min(allowed, b.win.carry)
+	b.win.carry -= late
+	allowed -= late
 	b.win.allowed = satAdd(b.win.allowed, allowed)
 	if b.win.block > 0 {
 		b.win.used = satAdd(b.win.used, allowed)
 	}
 }
 
-// roll starts a new ledger once the window ended: what Envoy reports from
-// then on counts in the next window, even requests it admitted before the
-// end (counted twice, never missed).
-func (b *bucket) roll(now time.Time) {
-	if !b.win.end.IsZero() && !now.Before(b.win.end) {
-		b.win = window{}
+// roll starts a new ledger once the window ended, carrying what its
+// blocks may have admitted since the last report (prev) before it ended.
+func (b *bucket) roll(now, prev time.Time) {
+	w := b.win
+	if w.end.IsZero() || now.Before(w.end) {
+		return
 	}
+	var tail uint64
+	if !prev.IsZero() && prev.Before(w.end) {
+		tail = uint64(math.Ceil(b.rate * w.end.Sub(prev).Seconds()))
+	}
+	b.win = window{carry: min(w.granted-min(w.allowed, w.granted), tail)}
 }
 
 // idleFor reports whether the bucket reported no request for d.
@@ -150,7 +167,7 @@ func (b *bucket) plan(now time.Time, s settings, known func(string) (span, bool)
 // interval) at the reported rate, with a quarter of headroom.
 func (b *bucket) desired(left time.Duration, s settings) uint64 {
 	secs := max(left, s.interval).Seconds()
-	n := math.Ceil(b.rate*secs*1.25) + 1
+	n := math.Ceil(b.rate*secs*1.1) + 1
 	if n >= float64(s.maxBlock) {
 		return s.maxBlock
 	}

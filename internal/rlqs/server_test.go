@@ -1,61 +1,272 @@
 package rlqs_test
 
 import (
+	"context"
+	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
+	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/ratelimitd/ratelimitd/internal/rlqs"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs/rlqstest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
 // windowStart is a fake time at the start of a 10 s window (and a minute).
 var windowStart = time.Unix(1_800_000_000, 0)
 
-// TestFleetMemstore: three Envoys offered three times the limit, on two
-// replicas sharing one embedded store, admit at most the limit in every
-// window and at least 95% of it.
-func TestFleetMemstore(t *testing.T) {
-	clock := rlqstest.NewClock(windowStart)
-	st := memstore.New(memstore.WithClock(clock.Now))
-	r := newRules(t, fleetRules)
-	f := newFleet(t, clock, fleetWindow)
-	f.reps = []*replica{startReplica(t, r, st, clock), startReplica(t, r, st, clock)}
-	for i := range 3 {
-		f.envoys = append(f.envoys, newEnvoy(t, clock, rlqstest.Settings{
-			Domain: "edge", Interval: time.Second, NoAssignment: denyAll(), Expired: denyAll(),
-			Addrs: []string{f.reps[i%2].addr, f.reps[(i+1)%2].addr},
-		}))
+// kindsRules has a rule of every kind RLQS tells apart.
+const kindsRules = `
+domain: d
+descriptors:
+  - key: window
+    rate_limit: {unit: minute, requests_per_unit: 100}
+  - key: sliding
+    rate_limit: {unit: minute, requests_per_unit: 100, algorithm: sliding_window}
+  - key: two
+    rate_limits:
+      - {unit: minute, requests_per_unit: 100}
+      - {unit: hour, requests_per_unit: 1000}
+  - key: zero
+    rate_limit: {unit: minute, requests_per_unit: 0}
+  - key: free
+    rate_limit: {unlimited: true}
+  - key: shadow
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: gcra
+    rate_limit: {unit: minute, requests_per_unit: 100, algorithm: gcra}
+  - key: exact
+    lease: false
+    rate_limit: {unit: minute, requests_per_unit: 100}
+  - key: mixed
+    rate_limits:
+      - {unit: minute, requests_per_unit: 100}
+      - {unit: hour, requests_per_unit: 1000, algorithm: sliding_log}
+`
+
+// exchange opens a stream to addr, sends reports and closes its side,
+// returning every response and the status the stream ended with.
+func exchange(t *testing.T, addr string, reports ...*rlqsv3.RateLimitQuotaUsageReports) ([]*rlqsv3.RateLimitQuotaResponse, error) {
+	t.Helper()
+	conn, err := dial(addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.run(3*fleetWindow, 3*fleetLimit/fleetWindow.Seconds()/3*3/3*1, hot, nil)
-	t.Logf("admitted/offered per window:%s", f.report())
-	for _, w := range f.windows() {
-		if f.admitted[w] > fleetLimit {
-			t.Errorf("window %d admitted %d, limit %d", w, f.admitted[w], fleetLimit)
-		}
-		if f.admitted[w] < fleetLimit*95/100 {
-			t.Errorf("window %d admitted %d, under 95%% of %d", w, f.admitted[w], fleetLimit)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := rlqsv3.NewRateLimitQuotaServiceClient(conn).StreamRateLimitQuotas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reports {
+		if err := s.Send(r); err != nil {
+			break // the server ended the stream: Recv says why
 		}
 	}
-	for i, rep := range f.reps {
-		t.Logf("replica %d: %+v", i, rep.srv.Stats())
+	_ = s.CloseSend()
+	var out []*rlqsv3.RateLimitQuotaResponse
+	for {
+		resp, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, resp)
 	}
 }
 
-func TestBelowLimitDebug(t *testing.T) {
+func usage(domain string, id map[string]string, allowed uint64) *rlqsv3.RateLimitQuotaUsageReports {
+	return &rlqsv3.RateLimitQuotaUsageReports{Domain: domain, BucketQuotaUsages: []*rlqsv3.RateLimitQuotaUsageReports_BucketQuotaUsage{{
+		BucketId: &rlqsv3.BucketId{Bucket: id}, TimeElapsed: &durationpb.Duration{}, NumRequestsAllowed: allowed,
+	}}}
+}
+
+// TestAssignments: the first report of a bucket gets what its rule says,
+// and only what Envoy's filter applies: a token bucket that is a block of
+// the counters (whole-second TTL ending before the window does, a fill
+// interval that outlives it, so that it never refills a token), a blanket
+// rule, or nothing.
+func TestAssignments(t *testing.T) {
+	clock := rlqstest.NewClock(windowStart.Add(15 * time.Second))
+	st := memstore.New(memstore.WithClock(clock.Now))
+	rep := startReplica(t, newRules(t, kindsRules), st, clock)
+	tests := []struct {
+		name   string
+		domain string
+		id     map[string]string
+		want   string // token_bucket, allow_all, deny_all or "" (no response)
+	}{
+		{"fixed window", "d", map[string]string{"window": "a"}, "token_bucket"},
+		{"sliding window", "d", map[string]string{"sliding": "a"}, "token_bucket"},
+		{"two windows", "d", map[string]string{"two": "a"}, "token_bucket"},
+		{"zero requests", "d", map[string]string{"zero": "a"}, "deny_all"},
+		{"unlimited", "d", map[string]string{"free": "a"}, "allow_all"},
+		{"shadow mode", "d", map[string]string{"shadow": "a"}, "allow_all"},
+		{"no rule", "d", map[string]string{"nothing": "a"}, "allow_all"},
+		{"unknown domain", "other", map[string]string{"window": "a"}, "allow_all"},
+		{"a bucket algorithm", "d", map[string]string{"gcra": "a"}, ""},
+		{"lease: false", "d", map[string]string{"exact": "a"}, ""},
+		{"a limit that cannot lease", "d", map[string]string{"mixed": "a"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resps, err := exchange(t, rep.addr, usage(tt.domain, tt.id, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if len(resps) != 0 {
+					t.Fatalf("got %v, want no response", resps)
+				}
+				return
+			}
+			if len(resps) != 1 || len(resps[0].GetBucketAction()) != 1 {
+				t.Fatalf("got %v, want one action", resps)
+			}
+			checkAction(t, resps[0].GetBucketAction()[0], tt.id, tt.want, clock.Now())
+		})
+	}
+}
+
+// checkAction checks one action's kind and shape at now (15 s into a
+// minute window).
+func checkAction(t *testing.T, a *rlqsv3.RateLimitQuotaResponse_BucketAction, id map[string]string, want string, now time.Time) {
+	t.Helper()
+	for k, v := range id {
+		if a.GetBucketId().GetBucket()[k] != v || len(a.GetBucketId().GetBucket()) != len(id) {
+			t.Fatalf("action for %v, want %v", a.GetBucketId().GetBucket(), id)
+		}
+	}
+	qa := a.GetQuotaAssignmentAction()
+	ttl := qa.GetAssignmentTimeToLive()
+	if ttl.GetNanos() != 0 || ttl.GetSeconds() < 1 {
+		t.Errorf("TTL %v, want whole seconds, at least one", ttl.AsDuration())
+	}
+	st := qa.GetRateLimitStrategy()
+	got := "token_bucket"
+	if st.GetTokenBucket() == nil {
+		got = map[bool]string{true: "allow_all", false: "deny_all"}[st.GetBlanketRule().String() == "ALLOW_ALL"]
+	}
+	if got != want {
+		t.Fatalf("got %s (%v), want %s", got, st, want)
+	}
+	if tb := st.GetTokenBucket(); tb != nil {
+		if tb.GetMaxTokens() < 1 || tb.GetTokensPerFill().GetValue() != 1 {
+			t.Errorf("token bucket %v: want max_tokens >= 1, one token per fill", tb)
+		}
+		if tb.GetFillInterval().GetSeconds() <= 60 {
+			t.Errorf("fill interval %v: a 60 s window's block must not refill a token", tb.GetFillInterval().AsDuration())
+		}
+		end := windowStart.Add(time.Minute)
+		if exp := now.Add(ttl.AsDuration() + rlqs.DefaultExpiryMargin); exp.After(end) {
+			t.Errorf("TTL %v from %v ends after the window (%v) with the expiry margin", ttl.AsDuration(), now, end)
+		}
+	}
+}
+
+// TestMalformedReports: a report the server cannot take ends its stream
+// with INVALID_ARGUMENT saying why; the sizes are checked before the
+// report is decoded; the server goes on serving other streams.
+func TestMalformedReports(t *testing.T) {
 	clock := rlqstest.NewClock(windowStart)
 	st := memstore.New(memstore.WithClock(clock.Now))
-	r := newRules(t, fleetRules)
-	f := newFleet(t, clock, fleetWindow)
-	f.reps = []*replica{startReplica(t, r, st, clock), startReplica(t, r, st, clock)}
+	rep := startReplica(t, newRules(t, kindsRules), st, clock, rlqs.WithMaxBuckets(3), rlqs.WithLimits(2, 16))
+	ok := usage("d", map[string]string{"window": "a"}, 1)
+	many := usage("d", map[string]string{"window": "a"}, 1)
 	for i := range 3 {
-		f.envoys = append(f.envoys, newEnvoy(t, clock, rlqstest.Settings{
-			Domain: "edge", Interval: time.Second, NoAssignment: denyAll(), Expired: denyAll(),
-			Addrs: []string{f.reps[i%2].addr, f.reps[(i+1)%2].addr},
-		}))
+		many.BucketQuotaUsages = append(many.BucketQuotaUsages, usage("d", map[string]string{"window": string(rune('b' + i))}, 1).BucketQuotaUsages...)
 	}
-	f.run(5*fleetWindow, 10, hot, nil)
-	t.Logf("admitted/offered per window:%s", f.report())
-	for i, rep := range f.reps {
-		t.Logf("replica %d: %+v", i, rep.srv.Stats())
+	tests := []struct {
+		name    string
+		reports []*rlqsv3.RateLimitQuotaUsageReports
+		want    string
+	}{
+		{"no domain", []*rlqsv3.RateLimitQuotaUsageReports{usage("", map[string]string{"window": "a"}, 1)}, "must name its domain"},
+		{"domain changed", []*rlqsv3.RateLimitQuotaUsageReports{ok, usage("other", map[string]string{"window": "a"}, 1)}, `domain changed from "d" to "other"`},
+		{"no bucket id", []*rlqsv3.RateLimitQuotaUsageReports{{Domain: "d", BucketQuotaUsages: []*rlqsv3.RateLimitQuotaUsageReports_BucketQuotaUsage{{NumRequestsAllowed: 1}}}}, "bucket_quota_usages[0]: bucket_id missing"},
+		{"empty key", []*rlqsv3.RateLimitQuotaUsageReports{usage("d", map[string]string{"": "a"}, 1)}, "an empty key"},
+		{"negative time", []*rlqsv3.RateLimitQuotaUsageReports{{Domain: "d", BucketQuotaUsages: []*rlqsv3.RateLimitQuotaUsageReports_BucketQuotaUsage{{BucketId: &rlqsv3.BucketId{Bucket: map[string]string{"window": "a"}}, TimeElapsed: &durationpb.Duration{Seconds: -1}}}}}, "negative time_elapsed"},
+		{"too many buckets", []*rlqsv3.RateLimitQuotaUsageReports{many}, "more than 3 buckets in one report"},
+		{"too many entries", []*rlqsv3.RateLimitQuotaUsageReports{usage("d", map[string]string{"a": "1", "b": "2", "c": "3"}, 1)}, "more than 2 entries"},
+		{"value too long", []*rlqsv3.RateLimitQuotaUsageReports{usage("d", map[string]string{"window": "a value over sixteen bytes"}, 1)}, "a key or value of 26 bytes, at most 16"},
+		{"domain too long", []*rlqsv3.RateLimitQuotaUsageReports{usage("a domain over sixteen bytes", map[string]string{"window": "a"}, 1)}, "domain: 27 bytes, at most 16"},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := exchange(t, rep.addr, tt.reports...)
+			wantInvalid(t, err, tt.want)
+		})
+	}
+	t.Run("not protobuf", func(t *testing.T) {
+		conn, err := dial(rep.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		desc := &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}
+		s, err := conn.NewStream(t.Context(), desc, rlqsv3.RateLimitQuotaService_StreamRateLimitQuotas_FullMethodName, grpc.ForceCodecV2(testkit.RawCodec{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = s.SendMsg([]byte{0x12, 0x7f, 0x01})
+		var resp rlqsv3.RateLimitQuotaResponse
+		wantInvalid(t, s.RecvMsg(&resp), "malformed report")
+	})
+	resps, err := exchange(t, rep.addr, ok)
+	if err != nil || len(resps) != 1 {
+		t.Fatalf("a good report after the bad ones: %v, %v", resps, err)
+	}
+	if got := rep.srv.Stats().Rejected; got != int64(len(tests)+1) {
+		t.Errorf("Stats().Rejected = %d, want %d", got, len(tests)+1)
+	}
+}
+
+func wantInvalid(t *testing.T, err error, want string) {
+	t.Helper()
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("stream ended with %v, want InvalidArgument", err)
+	}
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, want) {
+		t.Errorf("message %q lacks %q", msg, want)
+	}
+}
+
+// TestShutdownEndsStreams: Shutdown ends open streams with UNAVAILABLE at
+// once, so that a graceful stop does not wait for them.
+func TestShutdownEndsStreams(t *testing.T) {
+	clock := rlqstest.NewClock(windowStart)
+	st := memstore.New(memstore.WithClock(clock.Now))
+	rep := startReplica(t, newRules(t, kindsRules), st, clock)
+	conn, err := dial(rep.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := rlqsv3.NewRateLimitQuotaServiceClient(conn).StreamRateLimitQuotas(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(usage("d", map[string]string{"window": "a"}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	rep.srv.Shutdown()
+	if _, err := s.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("after Shutdown: %v, want Unavailable", err)
+	}
+	rep.grpc.GracefulStop() // returns: no stream is left
 }

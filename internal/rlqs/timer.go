@@ -44,7 +44,7 @@ func (st *stream) onTimer() error {
 			st.stretch(ev, b)
 		}
 		if at := b.turnAt(); !at.IsZero() && !ev.now.Before(at) {
-			b.roll(ev.now)
+			b.roll(ev.now, b.seen)
 			st.plan(ev, key, b, true)
 		}
 	}
