@@ -37,7 +37,8 @@ func (r *rules) set(t *testing.T, yaml string) {
 
 // replica is one in-process ratelimitd serving RLQS on a loopback port.
 type replica struct {
-	srv  *rlqs.Server
+	srv   *rlqs.Server
+	store store.Lender
 	grpc *grpc.Server
 	addr string
 	dead bool
@@ -53,7 +54,7 @@ func startReplica(t *testing.T, r rlqs.Rules, lender store.Lender, clock *rlqste
 		t.Fatal(err)
 	}
 	go func() { _ = gs.Serve(ln) }()
-	rep := &replica{srv: srv, grpc: gs, addr: ln.Addr().String()}
+	rep := &replica{srv: srv, store: lender, grpc: gs, addr: ln.Addr().String()}
 	t.Cleanup(rep.kill)
 	return rep
 }

@@ -243,7 +243,7 @@ func (e *Envoy) apply(it inboxItem, now time.Time) {
 		if b == nil {
 			continue // an unknown bucket: dropped
 		}
-		if a.GetAbandonAction() != nil {
+		if _, ok := a.GetBucketAction().(*rlqsv3.RateLimitQuotaResponse_BucketAction_AbandonAction_); ok {
 			delete(e.buckets, key)
 			continue
 		}
