@@ -21,13 +21,24 @@ type rlqsSettings struct {
 	Margin   time.Duration
 }
 
+func defaultRLQSSettings() rlqsSettings {
+	return rlqsSettings{
+		Enabled:  true,
+		Interval: rlqs.DefaultReportingInterval,
+		Fraction: rlqs.DefaultFraction,
+		MaxBlock: rlqs.DefaultMaxBlock,
+		Margin:   rlqs.DefaultExpiryMargin,
+	}
+}
+
 func readRLQSSettings(env *envReader) rlqsSettings {
+	d := defaultRLQSSettings()
 	s := rlqsSettings{
-		Enabled:  env.boolean("RLQS_ENABLED", true),
-		Interval: env.duration("RLQS_REPORTING_INTERVAL", rlqs.DefaultReportingInterval),
-		Fraction: env.fraction("RLQS_FRACTION", rlqs.DefaultFraction),
-		MaxBlock: uint64(env.integer("RLQS_MAX_BLOCK", rlqs.DefaultMaxBlock, 1, 1<<32-1)),
-		Margin:   env.duration("RLQS_EXPIRY_MARGIN", rlqs.DefaultExpiryMargin),
+		Enabled:  env.boolean("RLQS_ENABLED", d.Enabled),
+		Interval: env.duration("RLQS_REPORTING_INTERVAL", d.Interval),
+		Fraction: env.fraction("RLQS_FRACTION", d.Fraction),
+		MaxBlock: uint64(env.integer("RLQS_MAX_BLOCK", int(d.MaxBlock), 1, 1<<32-1)),
+		Margin:   env.duration("RLQS_EXPIRY_MARGIN", d.Margin),
 	}
 	if s.Interval < time.Second {
 		v, _ := env.raw("RLQS_REPORTING_INTERVAL")

@@ -72,6 +72,7 @@ func defaultSettings() settings {
 		Queue:                     queueSettings{Enabled: true, MetricQueues: 100, KeyPrefix: "ratelimitd:queue:"},
 		Lease:                     defaultLeaseSettings(),
 		Stats:                     statsSettings{Statsd: true, Host: "localhost", Port: 8125, Protocol: "tcp", FlushInterval: 10 * time.Second},
+		RLQS:                      defaultRLQSSettings(),
 		Headers: ratelimit.Headers{
 			Limit: ratelimit.DefaultLimitHeader, Remaining: ratelimit.DefaultRemainingHeader, Reset: ratelimit.DefaultResetHeader,
 		},
@@ -252,6 +253,14 @@ func TestParseSettings(t *testing.T) {
 			},
 		},
 		{
+			name: "rlqs settings",
+			env: map[string]string{"RLQS_ENABLED": "false", "RLQS_REPORTING_INTERVAL": "1s", "RLQS_FRACTION": "0.5",
+				"RLQS_MAX_BLOCK": "100", "RLQS_EXPIRY_MARGIN": "50ms"},
+			want: func(s *settings) {
+				s.RLQS = rlqsSettings{Interval: time.Second, Fraction: 0.5, MaxBlock: 100, Margin: 50 * time.Millisecond}
+			},
+		},
+		{
 			name: "LEASE_ENABLED on the embedded store is warned about",
 			env:  map[string]string{"LEASE_ENABLED": "true"},
 			want: func(s *settings) {
@@ -320,6 +329,9 @@ func TestParseSettingsErrors(t *testing.T) {
 		{name: "LEASE_MAX_KEYS of 0", env: map[string]string{"LEASE_MAX_KEYS": "0"}, want: []string{`LEASE_MAX_KEYS="0"`}},
 		{name: "every bad LEASE_ setting at once", env: map[string]string{"LEASE_TARGET": "-1s", "LEASE_MAX_BLOCK": "x", "LEASE_IDLE": "0"},
 			want: []string{`LEASE_TARGET="-1s"`, `LEASE_MAX_BLOCK="x"`, `LEASE_IDLE="0"`}},
+		{name: "RLQS_REPORTING_INTERVAL under a second", env: map[string]string{"RLQS_REPORTING_INTERVAL": "500ms"}, want: []string{`RLQS_REPORTING_INTERVAL="500ms"`, "at least 1s"}},
+		{name: "RLQS_FRACTION of 0", env: map[string]string{"RLQS_FRACTION": "0"}, want: []string{`RLQS_FRACTION="0"`, "above 0"}},
+		{name: "RLQS_MAX_BLOCK of 0", env: map[string]string{"RLQS_MAX_BLOCK": "0"}, want: []string{`RLQS_MAX_BLOCK="0"`}},
 		{name: "unknown flag", args: []string{"--nope"}, want: []string{"flags", "nope"}},
 		{name: "stray argument", args: []string{"serve"}, want: []string{`unexpected argument "serve"`}},
 		{name: "bad flag address", args: []string{"--grpc-addr", "8081"}, want: []string{"--grpc-addr", "host:port"}},

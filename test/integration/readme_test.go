@@ -38,13 +38,17 @@ func TestReadmeExamples(t *testing.T) {
 
 	// What each example's comment in the README promises.
 	expect := map[string][]string{
-		" list":                              {"envoy.service.ratelimit.v3.RateLimitService", "grpc.health.v1.Health"},
+		" list":                              {"envoy.service.ratelimit.v3.RateLimitService", "envoy.service.rate_limit_quota.v3.RateLimitQuotaService", "grpc.health.v1.Health"},
 		"203.0.113.7\"}]}]}' localhost:8081": {`"overallCode": "OK"`, `"limitRemaining": 59`, `"requestsPerUnit": 60`},
-		"192.0.2.66":                         {`"overallCode": "OVER_LIMIT"`},
+		"192.0.2.66\"}]}]}'":                 {`"overallCode": "OVER_LIMIT"`},
 		"hitsAddend":                         {`"overallCode": "OK"`, `"limitRemaining": 495`, `"limitRemaining": 995`},
 		"Health/Check":                       {`"status": "SERVING"`},
-		"/json":                              {`"overallCode":"OK"`, `"limitRemaining":58`},
-		"healthcheck":                        {"OK"},
+		// A block of carol's counter (none in the hour's last second and
+		// expiry margin, too late for a whole-second TTL to end in it).
+		`"user_id":"carol"`:     {`"tokenBucket"`, `"tokensPerFill": 1`, `"assignmentTimeToLive"`},
+		`"numRequestsDenied":1`: {`"blanketRule": "DENY_ALL"`},
+		"/json":                 {`"overallCode":"OK"`, `"limitRemaining":58`},
+		"healthcheck":           {"OK"},
 	}
 	cmds := readmeCommands(t)
 	if len(cmds) < 6 {
