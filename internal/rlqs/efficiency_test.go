@@ -26,7 +26,7 @@ func TestEfficiency(t *testing.T) {
 		limit    int
 	}{{10 * time.Second, time.Second, 600}, {time.Minute, 5 * time.Second, 6000}} {
 		rules := fmt.Sprintf("domain: edge\ndescriptors:\n  - key: route\n    value: hot\n    rate_limit: {unit: second, unit_multiplier: %d, requests_per_unit: %d}\n", int(c.win.Seconds()), c.limit)
-		for _, frac := range []float64{0.25, 0.5} {
+		for _, frac := range []float64{rlqs.DefaultFraction} {
 			for _, load := range []float64{0.5, 0.9, 1.2, 3} {
 				clock := rlqstest.NewClock(windowStart)
 				st := memstore.New(memstore.WithClock(clock.Now))

@@ -60,11 +60,11 @@ func (s *Server) serve(ss grpc.ServerStream) (err error) {
 }
 
 // receive reads reports until the stream fails, stamping each with its
-// arrival time.
+// arrival time. A panic decoding one ends the stream, not the process.
 func (st *stream) receive(ctx context.Context, in chan<- received) {
 	for {
 		r := &report{caps: st.srv.caps}
-		err := st.ss.RecvMsg(r)
+		err := st.recv(r)
 		m := received{r: r, at: st.srv.now(), err: err}
 		if err == nil {
 			st.srv.stats.pending.Add(1)
@@ -81,6 +81,17 @@ func (st *stream) receive(ctx context.Context, in chan<- received) {
 			return
 		}
 	}
+}
+
+// recv is RecvMsg, a panic in it an INTERNAL error.
+func (st *stream) recv(r *report) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			st.srv.set.log.Error("rlqs: receiving a report panicked", zap.Any("panic", p), zap.Stack("stack"))
+			err = status.Error(codes.Internal, "rlqs: internal error")
+		}
+	}()
+	return st.ss.RecvMsg(r)
 }
 
 func (st *stream) loop(ctx context.Context, in <-chan received) error {
