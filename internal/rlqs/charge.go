@@ -225,7 +225,7 @@ func (s *Server) logStoreError(err error) {
 // warnUnserved logs, once per rule, a bucket whose rule cannot be handed
 // out in blocks.
 func (s *Server) warnUnserved(b *bucket) {
-	if b.tgt.kind != kindUnserved {
+	if b.tgt.kind != kindUnserved || b.tgt.rule == nil {
 		return
 	}
 	s.mu.Lock()

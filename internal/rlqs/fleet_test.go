@@ -155,7 +155,7 @@ func newMemFleet(t *testing.T, yaml string, replicas, envoys int, set rlqstest.S
 // recommended DENY_ALL behaviors nothing does, and nothing is recorded
 // after the fact. Requests admitted before the first assignment are
 // recorded in the counter after the fact. Three times
-// the limit admits at least 95% of it; nine tenths of it, at least 80% of
+// the limit admits at least 95% of it; nine tenths of it, at least 70% of
 // what is offered (docs/rlqs.md measures it: near the limit a block is
 // replaced only once used up, and its Envoy waits for its next report).
 func TestFleetBound(t *testing.T) {
@@ -183,7 +183,7 @@ func TestFleetBound(t *testing.T) {
 				f.checkWindows(fleetLimit, 0.95, nil)
 			} else {
 				f.checkWindows(fleetLimit, 0, nil)
-				f.checkOffered(0.8)
+				f.checkOffered(0.7)
 			}
 			fallback := f.fallback[0] + f.fallback[1] + f.fallback[2] + f.fallback[3]
 			var recorded uint64

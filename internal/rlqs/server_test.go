@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs/rlqstest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
@@ -269,4 +271,46 @@ func TestShutdownEndsStreams(t *testing.T) {
 		t.Fatalf("after Shutdown: %v, want Unavailable", err)
 	}
 	rep.grpc.GracefulStop() // returns: no stream is left
+}
+
+// TestNoConfig: before any configuration loads (a forced start), a bucket
+// gets no assignment, and gets one once a configuration is in force.
+func TestNoConfig(t *testing.T) {
+	clock := rlqstest.NewClock(windowStart)
+	st := memstore.New(memstore.WithClock(clock.Now))
+	r := &rules{}
+	rep := startReplica(t, r, st, clock)
+	resps, err := exchange(t, rep.addr, usage("d", map[string]string{"window": "a"}, 1))
+	if err != nil || len(resps) != 0 {
+		t.Fatalf("without a configuration: %v, %v; want no response", resps, err)
+	}
+	r.set(t, kindsRules)
+	resps, err = exchange(t, rep.addr, usage("d", map[string]string{"window": "a"}, 1))
+	if err != nil || len(resps) != 1 {
+		t.Fatalf("with one: %v, %v; want an assignment", resps, err)
+	}
+}
+
+// TestDaemonCodec: on the daemon's gRPC server, whose codec is the rate
+// limit service's guard codec, reports are checked before decoding too
+// (the codec hands them their bytes): an oversized one is refused with
+// INVALID_ARGUMENT, a good one answered.
+func TestDaemonCodec(t *testing.T) {
+	clock := rlqstest.NewClock(windowStart)
+	st := memstore.New(memstore.WithClock(clock.Now))
+	r := newRules(t, kindsRules)
+	srv := rlqs.New(r, st, rlqs.WithClock(clock), rlqs.WithLimits(2, 0))
+	gs := grpc.NewServer(ratelimit.New(r, st).GRPCServerOptions()...)
+	srv.Register(gs)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+	_, err = exchange(t, ln.Addr().String(), usage("d", map[string]string{"a": "1", "b": "2", "c": "3"}, 1))
+	wantInvalid(t, err, "more than 2 entries")
+	if resps, err := exchange(t, ln.Addr().String(), usage("d", map[string]string{"window": "a"}, 1)); err != nil || len(resps) != 1 {
+		t.Fatalf("a good report: %v, %v", resps, err)
+	}
 }

@@ -64,6 +64,11 @@ type target struct {
 // resolve maps a bucket id to its target: the rule MatchBucket finds, its
 // counters named as the rate limit service names them.
 func resolve(cfg *config.Config, domain string, id map[string]string, kb config.KeyBuilder, shadow bool) target {
+	if cfg == nil {
+		// No valid configuration yet (FORCE_START_WITHOUT_INITIAL_CONFIG):
+		// nothing to assign, as the rate limit service answers UNAVAILABLE.
+		return target{kind: kindUnserved, sig: "no config"}
+	}
 	rule, entries := cfg.MatchBucket(domain, id)
 	t := target{rule: rule, kind: classify(rule, shadow)}
 	if t.kind == kindBlocks || t.kind == kindShadow {
