@@ -39,9 +39,9 @@ func (r *rules) set(t *testing.T, yaml string) {
 type replica struct {
 	srv   *rlqs.Server
 	store store.Lender
-	grpc *grpc.Server
-	addr string
-	dead bool
+	grpc  *grpc.Server
+	addr  string
+	dead  bool
 }
 
 func startReplica(t *testing.T, r rlqs.Rules, lender store.Lender, clock *rlqstest.Clock, opts ...rlqs.Option) *replica {
