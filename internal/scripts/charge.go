@@ -80,8 +80,9 @@ func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) 
 		}
 		c := Charge{Key: ops[op-1].Key, Limit: ops[op-1].Limit}
 		c.Hits = uint64(f[1])
-		c.After = algorithms.FromRegisters(f[2], f[3], f[4], f[5])
-		if ops[op-1].Limit.Algorithm.Family() == algorithms.Log {
+		fam := ops[op-1].Limit.Algorithm.Family()
+		c.After = algorithms.FromRegisters(f[2], f[3], f[4], f[5]).As(fam)
+		if fam == algorithms.Log {
 			c.After = algorithms.State{ExpiresAt: f[5]}
 			for i := 0; i < len(entries); i += 2 {
 				c.After.Log = append(c.After.Log, algorithms.LogEntry{At: f[2], Seq: entries[i], Hits: entries[i+1]})
@@ -93,21 +94,26 @@ func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) 
 	return out, nil
 }
 
-// undoFixedTag starts a fixed_window charge's short form in an undo's
-// ARGV: the tag, hits and the window start, all that its undo reads (the
-// limit's other fields, the count and the end come from the stored state),
-// where the long form is 13 values. Leases return many such charges at
-// once (a drain, a sweep's idle leases); Redis parses and Lua converts a
-// fifth of the arguments. No algorithm has this value.
-const undoFixedTag = 255
+// undoCounterTag starts the short form of a Counter charge (fixed_window's)
+// in an undo's ARGV: the tag, hits, the window's start and its end, all
+// that its undo reads (lua/counter.lua's counter_undo; the count comes from
+// the stored value), where the long form is 13 values. Leases return many
+// such charges at once (a drain, a sweep's idle leases); Redis parses and
+// Lua converts under a third of the arguments. No algorithm has this value.
+const undoCounterTag = 255
+
+// counterTags is how many windows lua/counter.lua's layout tells apart: a
+// counter's value is count * counterTags + its window's index mod
+// counterTags.
+const counterTags = 1000
 
 // EncodeUndo builds the KEYS and ARGV of one undo (lua/undo.lua).
 func EncodeUndo(charges []Charge, now time.Time) ([]string, []any, error) {
 	return encodeUndo(charges, now, true)
 }
 
-// encodeUndo is EncodeUndo; short false sends fixed_window charges in the
-// long form too (BenchmarkUndoForms compares the two).
+// encodeUndo is EncodeUndo; short false sends Counter charges in the long
+// form too (BenchmarkUndoForms compares the two).
 func encodeUndo(charges []Charge, now time.Time, short bool) ([]string, []any, error) {
 	us, err := nowArg(now)
 	if err != nil {
@@ -120,8 +126,8 @@ func encodeUndo(charges []Charge, now time.Time, short bool) ([]string, []any, e
 		keys[i] = c.Key
 		st := c.After
 		a, b, cc := st.Registers()
-		if short && c.Limit.Algorithm == algorithms.FixedWindow && c.Limit.Validate() == nil && c.Hits > 0 && len(st.Log) == 0 {
-			args = append(args, undoFixedTag, min(c.Hits, maxHits), a)
+		if short && c.Limit.Algorithm.Family() == algorithms.Counter && c.Limit.Validate() == nil && c.Hits > 0 && len(st.Log) == 0 {
+			args = append(args, undoCounterTag, min(c.Hits, maxHits), a, st.ExpiresAt)
 			continue
 		}
 		args = appendLimit(args, c.Limit)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func randomLimit(rng *rand.Rand, alg algorithms.Algorithm) algorithms.Limit {
 		if alg.Bucket() && rng.IntN(2) == 0 {
 			lim.Burst = 1 + rng.Uint64N(3*max(lim.Requests, 1))
 		}
-		if alg == algorithms.TokenBucket {
+		if alg.Stepped() {
 			if rng.IntN(2) == 0 {
 				lim.RefillInterval = time.Duration(1+rng.Int64N(lim.Period.Microseconds())) * time.Microsecond
 			}
@@ -77,11 +78,11 @@ func mutate(rng *rand.Rand, lim algorithms.Limit) algorithms.Limit {
 		case 2:
 			next.Period = periods[rng.IntN(len(periods))]
 		case 3:
-			if next.Algorithm == algorithms.TokenBucket {
+			if next.Algorithm.Stepped() {
 				next.MaxDebt = rng.Uint64N(2*next.Capacity() + 2)
 			}
 		case 4:
-			if next.Algorithm == algorithms.TokenBucket {
+			if next.Algorithm.Stepped() {
 				next.RefillInterval = time.Duration(rng.Int64N(next.Period.Microseconds()+1)) * time.Microsecond
 			}
 		case 5:
@@ -133,10 +134,24 @@ func randomStep(rng *rand.Rand, p time.Duration, now int64) int64 {
 
 // sequence is one independent history on its own keys and clock.
 type sequence struct {
-	keys    [4]string
-	now     int64
-	lim     algorithms.Limit
-	history []string
+	keys [4]string
+	now  int64
+	lim  algorithms.Limit
+	// counterPeriod is the period of every op of the Counter family on the
+	// sequence's keys: a counter's key names its period (internal/config's
+	// KeyBuilder), and its value only a tag of its window (lua/counter.lua),
+	// which tells the windows of one period apart, not of two.
+	counterPeriod time.Duration
+	history       []string
+}
+
+// pin gives lim the sequence's counter period if it is a Counter's (and
+// valid: an invalid period stays invalid).
+func (s *sequence) pin(lim algorithms.Limit) algorithms.Limit {
+	if lim.Algorithm.Family() == algorithms.Counter && lim.Period != 0 {
+		lim.Period = s.counterPeriod
+	}
+	return lim
 }
 
 func (s *sequence) note(format string, args ...any) {
@@ -153,7 +168,7 @@ func (s *sequence) note(format string, args ...any) {
 // (0 = Enforce .. Spare) is drawn alike.
 func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 	if rng.IntN(10) == 0 {
-		s.lim = mutate(rng, s.lim)
+		s.lim = s.pin(mutate(rng, s.lim))
 	}
 	if rng.IntN(8) != 0 {
 		// One in four is a usage report, recorded past the limit; one in
@@ -183,6 +198,7 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 		if distinct != nil {
 			key = s.keys[distinct[i]]
 		}
+		lim = s.pin(lim)
 		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(4) == 0, Joined: rng.IntN(2) == 0}
 	}
 	return ops
@@ -241,9 +257,10 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 		seqs[i] = &sequence{
 			keys: [4]string{fmt.Sprintf("diff:%s:%d:a", alg, i), fmt.Sprintf("diff:%s:%d:b", alg, i),
 				fmt.Sprintf("diff:%s:%d:c", alg, i), fmt.Sprintf("diff:%s:%d:d", alg, i)},
-			now: 1_700_000_000_000_000 + rng.Int64N(1e12),
-			lim: randomLimit(rng, alg),
+			now:           1_700_000_000_000_000 + rng.Int64N(1e12),
+			counterPeriod: periods[rng.IntN(len(periods))],
 		}
+		seqs[i].lim = seqs[i].pin(randomLimit(rng, alg))
 	}
 	type pending struct {
 		ops     []algorithms.Op
@@ -265,7 +282,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			s.now += randomStep(rng, s.lim.Period, s.now)
 			ops := s.nextOps(rng)
 			if rng.IntN(40) == 0 {
-				s.note("corrupted %s: %s", s.keys[0], corrupt(ctx, pipe, goState, s.keys[0], s.now, rng))
+				s.note("corrupted %s: %s", s.keys[0], corrupt(ctx, pipe, goState, s.keys[0], s.now, s.counterPeriod, rng))
 				ttlFor[s.keys[0]] = goState[s.keys[0]].ExpiresAt
 			}
 			keys, args, err := scripts.Encode(ops, time.UnixMicro(s.now))
@@ -371,6 +388,9 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 				if err := sameState(goState[key], st, s.now); err != nil {
 					fail("key %s: %v", key, err)
 				}
+				if st.kind == "counter" {
+					st.st = goState[key] // the same, sameState says: the window a value only tags
+				}
 				if _, written := writes[key]; written && pttl[key] == scripts.KeptTTL {
 					kept++
 					if st.st.ExpiresAt != ttlFor[key] {
@@ -389,7 +409,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 		}
 	}
 	t.Logf("%d steps: %d ops allowed, %d denied; %d writes kept their key's TTL", diffSequences*diffSteps, allowed, denied, kept)
-	if alg == algorithms.FixedWindow && kept < diffSteps {
+	if alg.Family() == algorithms.Counter && kept < diffSteps {
 		t.Errorf("only %d writes kept their key's TTL: the test barely judges them", kept)
 	}
 	if allowed < diffSteps || denied < diffSteps {
@@ -400,12 +420,19 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 // corrupt overwrites key's state alike in the Go model and in Redis with
 // values a manual edit, another tool or a bad deploy could leave: counts
 // far out of range or negative, times years ahead, integers Lua cannot hold
-// exactly, and the TTL removed. It returns what it wrote.
-func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now int64, rng *rand.Rand) string {
+// exactly, counters of other windows or not quite integers, and the TTL
+// removed. It returns what it wrote.
+func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now int64, counterPeriod time.Duration, rng *rand.Rand) string {
 	const year = 365 * 24 * 3600 * 1_000_000
 	pick := func(vals ...int64) int64 { return vals[rng.IntN(len(vals))] }
 	expires := pick(now+10*year, now+1, now+1000, 1<<60)
 	pipe.Del(ctx, key)
+	if rng.IntN(4) == 0 {
+		v := corruptCounter(rng, now, counterPeriod)
+		m[key] = counterModel(v, now, counterPeriod)
+		pipe.Set(ctx, key, v, 0)
+		return fmt.Sprintf("%q: %+v", v, m[key])
+	}
 	if rng.IntN(3) == 0 {
 		hits := pick(1<<41, 5, 1<<60, 1)
 		m[key] = algorithms.State{Log: []algorithms.LogEntry{{At: now, Seq: 1, Hits: hits}}, ExpiresAt: expires}
@@ -450,4 +477,41 @@ func sameCharges(lua []scripts.Charge, goCh []algorithms.KeyCharge) error {
 		}
 	}
 	return nil
+}
+
+// corruptCounter is a Counter value of the window of period p current at
+// now, the next one, the one before or any, of a count in or out of range,
+// or a string INCRBY would refuse or that Lua cannot hold exactly.
+func corruptCounter(rng *rand.Rand, now int64, p time.Duration) string {
+	if rng.IntN(4) == 0 {
+		return []string{"007", "-5", "1e3", " 12", "12.0", "99999999999999999", "9007199254740993", ""}[rng.IntN(8)]
+	}
+	us := p.Microseconds()
+	start := now - now%us + us*[]int64{0, 1, -1, rng.Int64N(2000) - 1000}[rng.IntN(4)]
+	count := []int64{0, 1, 5, algorithms.MaxCount, algorithms.MaxCount + 1, 1 << 42, 9_007_199_254_739}[rng.IntN(7)]
+	return scripts.PackCounter(algorithms.Window{Start: start, Count: count}.State(start + us))
+}
+
+// counterModel is the Go state of a key holding the Counter value v for
+// a limit of period p at now: the window of v's tag nearest to now's (a
+// history moves its clock a few hundred windows at most, so no later read
+// meets another window of that tag), or a fresh state where the scripts
+// read v as absent.
+func counterModel(v string, now int64, p time.Duration) algorithms.State {
+	us := p.Microseconds()
+	st, ok := scripts.UnpackCounter(v, p, time.UnixMicro(now))
+	if !ok || st.ExpiresAt != 0 {
+		return st
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	index := (now - now%us) / us
+	const tags = scripts.CounterTags
+	k := index - index%tags + n%tags
+	switch {
+	case k > index+tags/2:
+		k -= tags
+	case k <= index-tags/2:
+		k += tags
+	}
+	return algorithms.Window{Start: k * us, Count: n / tags}.State(k*us + us).As(algorithms.Counter)
 }

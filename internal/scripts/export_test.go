@@ -14,17 +14,23 @@ func EncodeUndoLong(charges []Charge, now time.Time) ([]string, []any, error) {
 // MathSource is lua/math.lua alone, so tests can call mad directly.
 var MathSource = file("math")
 
-// ttlWrites are the script's two TTL-setting writes (a log's PEXPIRE and a
-// register state's SET PX) and their recording versions, which store the
-// value without a TTL and keep the TTL for the reply; and its write that
-// keeps a key's TTL (a register state's SETRANGE), recorded as KeptTTL.
+// ttlWrites are the script's TTL-setting writes (a log's PEXPIRE, a
+// register state's and a counter's SET PX) and their recording versions,
+// which store the value without a TTL and keep the TTL for the reply; and
+// its write that keeps a key's TTL (a counter's INCRBY), recorded as
+// KeptTTL.
 var ttlWrites = [][2]string{
 	{"redis.call('PEXPIRE', key, ttl_arg(e, now))", "RECORDED_TTLS[key] = ttl_ms(e, now)"},
 	{"redis.call('SET', key, packed, 'PX', ttl)",
 		"RECORDED_TTLS[key] = tonumber(ttl); redis.call('SET', key, packed)"},
-	{"redis.call('SETRANGE', key, '8', b)",
-		"RECORDED_TTLS[key] = -1; redis.call('SETRANGE', key, '8', b)"},
+	{"redis.call('SET', key, v, 'PX', ttl)",
+		"RECORDED_TTLS[key] = tonumber(ttl); redis.call('SET', key, v)"},
+	{"redis.call('INCRBY', key, d)",
+		"RECORDED_TTLS[key] = -1; redis.call('INCRBY', key, d)"},
 }
+
+// CounterTags is how many windows a Counter value tells apart.
+const CounterTags = counterTags
 
 // KeptTTL is the TTL a recording script reports for a key whose last write
 // kept its TTL: the one the write before it set.

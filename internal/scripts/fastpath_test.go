@@ -85,13 +85,20 @@ func TestFixedWindowFastPath(t *testing.T) {
 				// Corrupt or retype one key alike on both sides.
 				k := rng.IntN(4)
 				var v string
-				switch rng.IntN(4) {
+				switch rng.IntN(6) {
 				case 0:
 					v = scripts.PackRegisters(algorithms.FromRegisters(-5, 1<<60, 3, now+1e12))
 				case 1:
-					v = "not a state"
+					v = []string{"not a state", "007", "-3", "12.0"}[rng.IntN(4)]
 				case 2:
 					v = string(make([]byte, 32)) // all zeros: a fresh state
+				case 3, 4:
+					// A counter of this window, the next or the one before,
+					// in range or past MaxCount.
+					p := lims[k].Period.Microseconds()
+					start := now - now%p + p*int64(rng.IntN(3)-1)
+					count := []int64{0, 3, algorithms.MaxCount, algorithms.MaxCount + 1}[rng.IntN(4)]
+					v = scripts.PackCounter(algorithms.Window{Start: start, Count: count}.State(start + p))
 				}
 				for _, key := range []string{fastKeys[k], slowKeys[k]} {
 					if v == "" {
@@ -249,7 +256,7 @@ func TestFixedWindowFastPath(t *testing.T) {
 				}
 				// A write in the window its key's state is already in keeps
 				// the TTL an earlier write of that window set for the same
-				// end (take_fixed's regs_put_count): under Redis's clock the
+				// end (counter_put's INCRBY): under Redis's clock the
 				// two agree within the ms ttl_ms rounds up, but this test's
 				// clock runs ahead of Redis's, so a kept TTL is longer by
 				// the test time since that write, never shorter, and never
@@ -310,12 +317,11 @@ func TestFixedWindowFastPathTopUpPastMaxCount(t *testing.T) {
 	}
 }
 
-// withinWindow reports whether v is a register state in its window's form
-// (c = 0) whose TTL pttl ends no later than e seen from a, its window's start.
+// withinWindow reports whether v is a counter whose TTL pttl ends no later
+// than the end of its window seen from its start: within the longest
+// period the test draws.
 func withinWindow(v string, pttl time.Duration) bool {
-	st := parseRegisters(v)
-	a, _, c := st.st.Registers()
-	return st.err == "" && c == 0 && pttl <= time.Duration(st.st.ExpiresAt-a)*time.Microsecond+time.Second
+	return isCounter(v) && pttl <= 24*time.Hour+time.Second
 }
 
 // fastPathTakes is which batches take_fixed decides (and which of their ops

@@ -50,9 +50,12 @@ func (m model) take(ops []algorithms.Op, now time.Time) ([]algorithms.Decision, 
 
 // stored is a key's state as read back from Redis.
 type stored struct {
-	kind string // "none", "string" (registers), "zset" (a log) or another Redis type
+	// kind is "none", "string" (registers), "counter" (a Counter value),
+	// "zset" (a log) or another Redis type.
+	kind string
 	st   algorithms.State
-	sum  int64 // the zset's meta sum
+	raw  string // a counter's value
+	sum  int64  // the zset's meta sum
 	err  string
 }
 
@@ -125,6 +128,9 @@ func sameState(want algorithms.State, got stored, now int64) error {
 	if got.err != "" {
 		return fmt.Errorf("malformed %s: %s", got.kind, got.err)
 	}
+	if want.Family() == algorithms.Counter || got.kind == "counter" {
+		return sameCounter(want, got, now)
+	}
 	wantLive := live(want, now)
 	gotLive := got.kind != "none" && live(got.st, now)
 	switch {
@@ -157,6 +163,28 @@ func sameState(want algorithms.State, got stored, now int64) error {
 	return nil
 }
 
+// sameCounter compares a Counter state with what Redis holds: the value it
+// packs to, whether or not its window is over (a script never rewrites a
+// counter it reads as another window's, and the recording scripts set no
+// TTL), or nothing where the state no longer matters.
+func sameCounter(want algorithms.State, got stored, now int64) error {
+	switch {
+	case got.kind == "none" && !live(want, now):
+		return nil
+	case want.Family() != algorithms.Counter:
+		return fmt.Errorf("go state %+v, redis a counter %q", want, got.raw)
+	case got.kind != "counter" || got.raw != scripts.PackCounter(want):
+		return fmt.Errorf("go counter %+v packs to %q, redis %s %q %+v", want, scripts.PackCounter(want), got.kind, got.raw, got.st)
+	}
+	return nil
+}
+
+// isCounter reports whether v is a value lua/counter.lua reads as a count.
+func isCounter(v string) bool {
+	_, ok := scripts.UnpackCounter(v, time.Second, time.UnixMicro(0))
+	return ok
+}
+
 // sameRegisters compares two register states field by field as Redis keeps
 // them (a, b, c, e).
 func sameRegisters(x, y algorithms.State) bool {
@@ -185,7 +213,15 @@ func queueRead(ctx context.Context, pipe redis.Pipeliner, key string) *stateRead
 func (r *stateRead) result() stored {
 	switch t := r.typ.Val(); t {
 	case "string":
-		return parseRegisters(r.str.Val())
+		v := r.str.Val()
+		switch {
+		case isCounter(v):
+			return stored{kind: "counter", raw: v}
+		case len(v) != 32:
+			// Neither layout: read as absent, as a corrupted value is.
+			return stored{kind: "garbage", raw: v}
+		}
+		return parseRegisters(v)
 	case "zset":
 		return parseZSet(r.zset.Val())
 	default:

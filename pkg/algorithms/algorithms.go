@@ -9,18 +9,6 @@ package algorithms
 
 import "time"
 
-// Algorithm selects how a limit is enforced. Zero means unset.
-type Algorithm uint8
-
-const (
-	FixedWindow Algorithm = iota + 1
-	SlidingLog
-	SlidingWindow
-	TokenBucket
-	LeakyBucket
-	GCRA
-)
-
 // Limit is a rate of Requests per Period, as configured for one rule.
 type Limit struct {
 	Algorithm Algorithm

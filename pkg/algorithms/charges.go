@@ -121,8 +121,8 @@ func addedEntries(ops []Op, key string, st State, now time.Time) []LogEntry {
 
 // opCharged reports whether op, decided as d in an admitted batch, charged
 // its key (firstPass): allowed with hits, or recorded past its limit
-// (usage, Shadow and Quota ops; recordPast skips a zero rate but in
-// fixed_window, and an invalid limit).
+// (usage, Shadow and Quota ops; recordPast skips a zero rate of an
+// algorithm whose ZeroRate is ZeroRefuses, and an invalid limit).
 func opCharged(op Op, d Decision) bool {
 	if op.Hits == 0 {
 		return false
@@ -134,7 +134,7 @@ func opCharged(op Op, d Decision) bool {
 		return false
 	}
 	lim := op.Limit
-	return lim.Validate() == nil && (lim.Requests > 0 || lim.Algorithm == FixedWindow)
+	return lim.Validate() == nil && lim.recordsAtZero()
 }
 
 // maxChargeHits is internal/scripts' maxHits: the most hits of one op the

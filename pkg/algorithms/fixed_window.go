@@ -12,7 +12,14 @@ import "time"
 // ResetAfter: until the window ends.
 // RetryAfter: until the window ends (a fresh window admits up to Requests).
 // Over the limit means count > Requests, so a check (hits 0) is denied only
-// after a rule lowered Requests below what the window already admitted.
+// once the window counted more than Requests: usage recorded past the limit
+// (Record: reported tokens, shadow and quota descriptors of an admitted
+// request), or a rule that lowered Requests below what the window had
+// already counted.
+//
+// Family Counter: a store may keep only the count and a tag of its window
+// (Redis does, as one integer), since a state of any other window counts
+// for nothing here.
 func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	period := lim.Period.Microseconds()
 	start := now - now%period

@@ -1,119 +1,58 @@
 package algorithms
 
-//go:generate go test -run TestSchemaMatchesRegistry -update-schema .
+//go:generate go test -run TestGeneratedFilesMatchRegistry -update .
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Family is the shape of an algorithm's State, and so how a store keeps it.
-// Zero means unset.
+// Algorithm selects how a limit is enforced. Zero means unset. Its values
+// index the registry below: a new algorithm is a constant here and a row
+// there.
+type Algorithm uint8
+
+// The algorithms, in registry order.
+const (
+	FixedWindow Algorithm = iota + 1
+	SlidingLog
+	SlidingWindow
+	TokenBucket
+	LeakyBucket
+	GCRA
+)
+
+// Family is the shape of an algorithm's State, and so how a store keeps it
+// and how it takes a charge back (Undo). Zero means unset.
 type Family uint8
 
 const (
 	// Registers: a few named integers (State.Window, Bucket, Meter or
-	// Arrival); Redis keeps them packed in one string (registers.go).
+	// Arrival); Redis keeps them packed in one string (registers.go), and
+	// an undo rewrites that string.
 	Registers Family = iota + 1
-	// Log: State.Log, one entry per admitted request; Redis keeps a ZSET.
+	// Log: State.Log, one entry per admitted request; Redis keeps a ZSET,
+	// and an undo removes the entries the charge added.
 	Log
+	// Counter: one count of the current window (State.Window's Start and
+	// Count); Redis keeps it as one integer string that INCRBY moves (the
+	// count and a tag of its window, internal/scripts/lua/counter.lua), and
+	// an undo decrements it, floored at 0, while its window is current.
+	Counter
 )
 
-// spec is everything the rest of the code derives from an algorithm: its
-// config name (also its Lua file and function name), its state family,
-// whether it is a bucket with a capacity (Burst), whether its refill steps
-// and may go into debt (RefillInterval, MaxDebt), its step function, and
-// how to take back a charge.
-type spec struct {
-	name    string
-	family  Family
-	bucket  bool
-	stepped bool
-	// lag: see Algorithm.ResetLag.
-	lag int64
-	// lease: whether and how replicas may lease blocks of a counter
-	// (pkg/store/lease; see Limit.Leasable).
-	lease LeaseKind
-	take  func(Limit, State, uint64, int64) (Decision, State)
-	// force charges hits past the limit (see Record): the state take would
-	// have written had the hits fitted, bounded as its doc comment says.
-	force func(Limit, State, uint64, int64) State
-	undo  func(Limit, State, Charged, int64) State
-	// horizon and valid: see Limit.Horizon and inRange.
-	horizon func(Limit) int64
-	valid   func(lim Limit, st State, now, horizon int64) bool
-}
+// ZeroRate is what a limit of zero requests does.
+type ZeroRate uint8
 
-// registry is the one table of algorithms, indexed by Algorithm-1. A new
-// algorithm is a constant, a row here, its Go and Lua step functions, a
-// docs section, a schema enum value and a storetest step table; tests fail
-// until all of them exist.
-var registry = [...]spec{
-	FixedWindow - 1: {
-		name:    "fixed_window",
-		family:  Registers,
-		lease:   WindowLease,
-		take:    fixedWindow,
-		force:   fixedWindowForce,
-		undo:    fixedWindowUndo,
-		horizon: fixedWindowHorizon,
-		valid:   fixedWindowValid,
-	},
-	SlidingLog - 1: {
-		name:    "sliding_log",
-		family:  Log,
-		take:    slidingLog,
-		force:   slidingLogForce,
-		undo:    slidingLogUndo,
-		horizon: slidingLogHorizon,
-		valid:   slidingLogValid,
-	},
-	SlidingWindow - 1: {
-		name:    "sliding_window",
-		family:  Registers,
-		lease:   WindowLease,
-		lag:     1,
-		take:    slidingWindow,
-		force:   slidingWindowForce,
-		undo:    slidingWindowUndo,
-		horizon: slidingWindowHorizon,
-		valid:   slidingWindowValid,
-	},
-	TokenBucket - 1: {
-		name:    "token_bucket",
-		family:  Registers,
-		bucket:  true,
-		stepped: true,
-		lease:   BucketLease,
-		take:    tokenBucket,
-		force:   tokenBucketForce,
-		undo:    tokenBucketUndo,
-		horizon: tokenBucketHorizon,
-		valid:   tokenBucketValid,
-	},
-	LeakyBucket - 1: {
-		name:    "leaky_bucket",
-		family:  Registers,
-		bucket:  true,
-		lease:   BucketLease,
-		take:    leakyBucket,
-		force:   leakyBucketForce,
-		undo:    leakyBucketUndo,
-		horizon: leakyBucketHorizon,
-		valid:   leakyBucketValid,
-	},
-	GCRA - 1: {
-		name:    "gcra",
-		family:  Registers,
-		bucket:  true,
-		lease:   BucketLease,
-		take:    gcra,
-		force:   gcraForce,
-		undo:    gcraUndo,
-		horizon: gcraHorizon,
-		valid:   gcraValid,
-	},
-}
+const (
+	// ZeroRefuses: checks are admitted, hits never (RetryAfter Never), and
+	// nothing is stored or recorded: there is no rate to keep state for.
+	ZeroRefuses ZeroRate = iota
+	// ZeroCounts: the count is kept as at any limit, as envoyproxy keeps a
+	// fixed window's: usage, shadow and quota hits are recorded past the
+	// limit of 0, and the count only ever denies.
+	ZeroCounts
+)
 
 // LeaseKind says whether replicas may lease blocks of an algorithm's
 // counter (pkg/store/lease), and what happens to a block's unused hits.
@@ -132,21 +71,113 @@ const (
 	BucketLease
 )
 
-// Lease is how replicas may lease blocks of a's counters; NoLease for an
-// unknown algorithm. Limit.Leasable also checks the limit itself.
-func (a Algorithm) Lease() LeaseKind {
-	s, _ := a.lookup()
-	return s.lease
+// spec is everything the rest of the code derives from an algorithm.
+type spec struct {
+	// name is its config name, its Lua file's and function's name and its
+	// docs section's title.
+	name string
+	// key is its part of a counter's store key: the name, with a suffix
+	// when the stored layout changed, so that a store never reads a layout
+	// it did not write (old keys expire with their window).
+	key    string
+	family Family
+	// bucket: a capacity that refills (Limit.Burst applies); stepped: its
+	// refill may step and go into debt (RefillInterval, MaxDebt apply).
+	bucket  bool
+	stepped bool
+	// lease: whether and how replicas may lease blocks of a counter
+	// (pkg/store/lease; see Limit.Leasable); lag: see Algorithm.ResetLag.
+	lease LeaseKind
+	lag   int64
+	zero  ZeroRate
+	// used is what the counters API's used (Limit.Used) is of a counter.
+	used string
+	take func(Limit, State, uint64, int64) (Decision, State)
+	// force charges hits past the limit (see Record): the state take would
+	// have written had the hits fitted, bounded as its doc comment says.
+	force func(Limit, State, uint64, int64) State
+	undo  func(Limit, State, Charged, int64) State
+	// horizon and valid: see Limit.Horizon and inRange.
+	horizon func(Limit) int64
+	valid   func(lim Limit, st State, now, horizon int64) bool
 }
 
-// ResetLag is how many periods a window algorithm's Decision.ResetAfter
-// runs past the end of the window an admission was counted in: 0 for
-// fixed_window, 1 for sliding_window (the next window still weighs the
-// current one's hits). A leased block of window hits ends that much before
-// ResetAfter does (pkg/store/lease).
-func (a Algorithm) ResetLag() int64 {
-	s, _ := a.lookup()
-	return s.lag
+// registry is the one table of algorithms, indexed by Algorithm-1. What a
+// new algorithm needs besides its row is listed in docs/algorithms.md ("A
+// new algorithm"); tests fail until all of it exists.
+var registry = [...]spec{
+	FixedWindow - 1: {
+		name:    "fixed_window",
+		key:     "fixed_window.int",
+		family:  Counter,
+		lease:   WindowLease,
+		zero:    ZeroCounts,
+		used:    "hits admitted in the current window",
+		take:    fixedWindow,
+		force:   fixedWindowForce,
+		undo:    fixedWindowUndo,
+		horizon: fixedWindowHorizon,
+		valid:   fixedWindowValid,
+	},
+	SlidingLog - 1: {
+		name:    "sliding_log",
+		family:  Log,
+		used:    "hits logged in the last period",
+		take:    slidingLog,
+		force:   slidingLogForce,
+		undo:    slidingLogUndo,
+		horizon: slidingLogHorizon,
+		valid:   slidingLogValid,
+	},
+	SlidingWindow - 1: {
+		name:    "sliding_window",
+		family:  Registers,
+		lease:   WindowLease,
+		lag:     1,
+		used:    "the weighted count: this window's hits plus the previous window's, weighted by how much of it the sliding period still covers",
+		take:    slidingWindow,
+		force:   slidingWindowForce,
+		undo:    slidingWindowUndo,
+		horizon: slidingWindowHorizon,
+		valid:   slidingWindowValid,
+	},
+	TokenBucket - 1: {
+		name:    "token_bucket",
+		family:  Registers,
+		bucket:  true,
+		stepped: true,
+		lease:   BucketLease,
+		used:    "tokens missing from a full bucket (all of them while in debt)",
+		take:    tokenBucket,
+		force:   tokenBucketForce,
+		undo:    tokenBucketUndo,
+		horizon: tokenBucketHorizon,
+		valid:   tokenBucketValid,
+	},
+	LeakyBucket - 1: {
+		name:    "leaky_bucket",
+		family:  Registers,
+		bucket:  true,
+		lease:   BucketLease,
+		used:    "the meter's level",
+		take:    leakyBucket,
+		force:   leakyBucketForce,
+		undo:    leakyBucketUndo,
+		horizon: leakyBucketHorizon,
+		valid:   leakyBucketValid,
+	},
+	GCRA - 1: {
+		name:    "gcra",
+		family:  Registers,
+		bucket:  true,
+		lease:   BucketLease,
+		used:    "slots taken: burst − hits admissible now",
+		take:    gcra,
+		force:   gcraForce,
+		undo:    gcraUndo,
+		horizon: gcraHorizon,
+		valid:   gcraValid,
+	},
 }
 
 // lookup returns a's row; ok is false for zero and unknown values.
@@ -188,6 +219,28 @@ func (a Algorithm) String() string {
 	return fmt.Sprintf("algorithm(%d)", uint8(a))
 }
 
+// KeyName is a's part of its counters' store keys: its name, or for an
+// algorithm whose stored layout changed its name and the layout's suffix
+// (fixed_window.int), so that a store never reads an older layout; empty
+// for an unknown algorithm.
+func (a Algorithm) KeyName() string {
+	s, ok := a.lookup()
+	if !ok || s.key == "" {
+		return s.name
+	}
+	return s.key
+}
+
+// ParseKeyName maps a KeyName back to its algorithm.
+func ParseKeyName(name string) (Algorithm, bool) {
+	for _, a := range All() {
+		if a.KeyName() == name {
+			return a, true
+		}
+	}
+	return 0, false
+}
+
 // Family is the shape of a's state; zero for an unknown algorithm.
 func (a Algorithm) Family() Family {
 	s, _ := a.lookup()
@@ -206,6 +259,46 @@ func (a Algorithm) Bucket() bool {
 func (a Algorithm) Stepped() bool {
 	s, _ := a.lookup()
 	return s.stepped
+}
+
+// Lease is how replicas may lease blocks of a's counters; NoLease for an
+// unknown algorithm. Limit.Leasable also checks the limit itself.
+func (a Algorithm) Lease() LeaseKind {
+	s, _ := a.lookup()
+	return s.lease
+}
+
+// ResetLag is how many periods a window algorithm's Decision.ResetAfter
+// runs past the end of the window an admission was counted in: 0 for
+// fixed_window, 1 for sliding_window (the next window still weighs the
+// current one's hits). A leased block of window hits ends that much before
+// ResetAfter does (pkg/store/lease).
+func (a Algorithm) ResetLag() int64 {
+	s, _ := a.lookup()
+	return s.lag
+}
+
+// ZeroRate is what a limit of zero requests of a does; ZeroRefuses for an
+// unknown algorithm.
+func (a Algorithm) ZeroRate() ZeroRate {
+	s, _ := a.lookup()
+	return s.zero
+}
+
+// UsedMeans says what the counters API's used (Limit.Used) is of a's
+// counters, for its documentation.
+func (a Algorithm) UsedMeans() string {
+	s, _ := a.lookup()
+	return s.used
+}
+
+// Used is what the counters API reports as used of a counter that answers
+// a check with d: Capacity − Remaining, never above the capacity even when
+// usage took the counter past its limit (d then denies); UsedMeans says
+// what that is for each algorithm.
+func (l Limit) Used(d Decision) uint64 {
+	c := l.Capacity()
+	return c - min(d.Remaining, c)
 }
 
 // NamesOf names, in declaration order, the algorithms for which has holds
@@ -241,9 +334,15 @@ func Parse(name string) (Algorithm, error) {
 // RefillInterval or MaxDebt. Windows lease hits of the window they were
 // charged in; continuous buckets lease emission slots reserved ahead.
 // sliding_log does not: each entry's time is its admission time, and a hit
-// admitted after it was logged would leave the log early. A stepped or
+// admitted later from a block would leave the log early. A stepped or
 // indebted token bucket is not the continuous bucket the slots assume.
 func (l Limit) Leasable() bool {
 	s, ok := l.Algorithm.lookup()
 	return ok && s.lease != NoLease && l.Requests > 0 && l.RefillInterval == 0 && l.MaxDebt == 0 && l.Validate() == nil
+}
+
+// recordsAtZero reports whether l records hits past a limit of zero
+// requests (ZeroCounts); every algorithm records past a limit above zero.
+func (l Limit) recordsAtZero() bool {
+	return l.Requests > 0 || l.Algorithm.ZeroRate() == ZeroCounts
 }

@@ -5,6 +5,11 @@ package algorithms
 // Window (fixed_window, sliding_window), Bucket (token_bucket), Meter
 // (leaky_bucket), Arrival (gcra), or Log (sliding_log).
 type State struct {
+	// family is the Family of the algorithm that wrote the state (Take,
+	// Record and Undo mark what they return), zero for a state built from
+	// a view, which any family but Log reads as its own. Another family
+	// reads it as fresh, as a store reads another layout as absent.
+	family Family
 	// regs holds the named fields of the register views, in the order
 	// Redis keeps them (registers.go); unexported so that nothing reads
 	// them by position.
@@ -86,4 +91,32 @@ func (m Meter) State(expiresAt int64) State {
 // State is a as a State that expires at expiresAt (Unix µs).
 func (a Arrival) State(expiresAt int64) State {
 	return State{regs: [3]int64{a.TAT, a.Frac}, ExpiresAt: expiresAt}
+}
+
+// Family is the family of the algorithm that wrote st: Log for a log,
+// else the one Take, Record or Undo marked it with, zero for a state built
+// from a view (read as its own by every family but Log).
+func (st State) Family() Family {
+	if len(st.Log) > 0 {
+		return Log
+	}
+	return st.family
+}
+
+// As is st marked as written by family f, as a store that decodes its
+// layout knows it was (a fresh state, ExpiresAt 0, stays unmarked).
+func (st State) As(f Family) State {
+	if st.ExpiresAt != 0 {
+		st.family = f
+	}
+	return st
+}
+
+// readableAs reports whether an algorithm of family f reads st as its own
+// state rather than a fresh one.
+func (st State) readableAs(f Family) bool {
+	if (f == Log) != (len(st.Log) > 0) {
+		return false
+	}
+	return st.family == 0 || st.family == f
 }

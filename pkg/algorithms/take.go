@@ -13,10 +13,11 @@ const Never = time.Duration(math.MaxInt64)
 // The returned state is the one to persist when the caller commits.
 //
 // A limit that fails Validate denies everything with RetryAfter Never. A
-// state written by the other family (sliding_log's log versus the registers
-// of every other algorithm) reads as a fresh one, so changing a rule's
-// algorithm never misreads old state; so does a state out of its
-// algorithm's range (see valid.go). now is clamped to 0..MaxUnixMicro.
+// state written by another family (State.Family: say sliding_log's log,
+// the registers of sliding_window or fixed_window's counter) reads as a
+// fresh one, so changing a rule's algorithm never misreads old state; so
+// does a state out of its algorithm's range (see valid.go). now is clamped
+// to 0..MaxUnixMicro.
 func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	if st.ExpiresAt != 0 && us >= st.ExpiresAt {
@@ -26,14 +27,15 @@ func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 		return Decision{RetryAfter: Never}, st
 	}
 	alg, _ := lim.Algorithm.lookup() // Validate rejected unknown algorithms
-	if (alg.family == Log) != (len(st.Log) > 0) || (st.ExpiresAt != 0 && !inRange(alg, lim, st, us)) {
+	if !st.readableAs(alg.family) || (st.ExpiresAt != 0 && !inRange(alg, lim, st, us)) {
 		st = State{}
 	}
-	return alg.take(lim, st, hits, us)
+	d, next := alg.take(lim, st, hits, us)
+	return d, next.As(alg.family)
 }
 
-// zeroRate is the decision of every algorithm but fixed_window when Requests
-// is 0: hits are never admitted, a check is.
+// zeroRate is the decision of every algorithm whose ZeroRate is
+// ZeroRefuses when Requests is 0: hits are never admitted, a check is.
 func zeroRate(st State, hits uint64) (Decision, State) {
 	if hits > 0 {
 		return Decision{RetryAfter: Never}, st
@@ -91,8 +93,9 @@ type Op struct {
 // the decision is then a denial: what a check would answer on the state
 // written (Remaining 0, RetryAfter until a check would pass again).
 // hits == 0 records nothing: Record is Take; so does a limit of zero
-// Requests but for fixed_window, whose count envoyproxy keeps at any limit
-// (the other algorithms keep no state at a zero rate).
+// Requests of an algorithm whose ZeroRate is ZeroRefuses (it keeps no state
+// at a zero rate; fixed_window, ZeroCounts, keeps its count at any limit, as
+// envoyproxy does).
 func Record(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	d, next, _ := record(lim, st, hits, now)
 	return d, next
@@ -107,14 +110,14 @@ func record(lim Limit, st State, hits uint64, now time.Time) (Decision, State, b
 
 // recordPast is record after Take decided d and returned next.
 func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (Decision, State, bool) {
-	if d.Allowed || hits == 0 || (lim.Requests == 0 && lim.Algorithm != FixedWindow) || lim.Validate() != nil {
+	if d.Allowed || hits == 0 || !lim.recordsAtZero() || lim.Validate() != nil {
 		return d, next, d.Allowed && hits > 0
 	}
 	// Take returned the state as it read it (expired or out-of-range
 	// states as fresh ones), which force starts from.
 	alg, _ := lim.Algorithm.lookup()
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
-	forced := alg.force(lim, next, min(hits, MaxCount), us)
+	forced := alg.force(lim, next, min(hits, MaxCount), us).As(alg.family)
 	d, _ = alg.take(lim, forced, 0, us)
 	d.Allowed = false
 	return d, forced, true

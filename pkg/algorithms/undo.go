@@ -37,8 +37,8 @@ func Undo(lim Limit, st State, ch Charged, now time.Time) State {
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	alg, ok := lim.Algorithm.lookup()
 	if !ok || lim.Validate() != nil || ch.Hits == 0 || lim.Requests == 0 ||
-		st.ExpiresAt == 0 || us >= st.ExpiresAt || (alg.family == Log) != (len(st.Log) > 0) {
+		st.ExpiresAt == 0 || us >= st.ExpiresAt || !st.readableAs(alg.family) {
 		return st
 	}
-	return alg.undo(lim, st, ch, us)
+	return alg.undo(lim, st, ch, us).As(alg.family)
 }

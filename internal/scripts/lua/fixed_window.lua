@@ -1,5 +1,7 @@
 -- fixed_window.lua: mirror of algorithms/fixed_window.go (read it for the
--- semantics). Registers as Go's window view: a = start (µs), b = count.
+-- semantics). Its state is a Counter (counter.lua keeps it as one integer);
+-- the driver reads and writes it as registers, as Go's window view: a =
+-- start (µs), b = count, c = 0, e = the window's end.
 --
 -- Every register algorithm takes the limit (requests r, period p µs,
 -- capacity, refill interval µs, max debt), the state a, b, c, e, the hits
@@ -37,12 +39,11 @@ local function fixed_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
 end
 
 -- undo only {
--- fixed_window_undo mirrors algorithms.fixedWindowUndo.
-local function fixed_window_undo(lim, st, ch, now)
-  if st.a == ch.a then
-    st.b = math.max(st.b - ch.hits, 0)
-  end
-  return st
+-- fixed_window_undo mirrors algorithms.fixedWindowUndo on the key itself,
+-- as every undo of a family other than registers does (undo.lua):
+-- counter_undo, which the short form of a charge calls directly.
+local function fixed_window_undo(lim, key, ch, now)
+  return counter_undo(key, ch.hits, ch.a, ch.e, now)
 end
 -- } undo only
 

@@ -51,17 +51,6 @@ local function regs_put(key, packed, ttl)
   redis.call('SET', key, packed, 'PX', ttl)
 end
 
--- regs_put_count rewrites only b, the count, of a stored 32-byte state
--- whose a, c and e bytes are the ones the write would store (take_fixed's
--- state already in its window), keeping the key's TTL: the one the SET ...
--- PX that stored that e gave it, so the same end within the ms ttl_ms
--- rounds up (a state written by hand keeps whatever TTL it was given,
--- until a write of a later window), for much less work in Redis than a new
--- value and TTL.
-local function regs_put_count(key, b)
-  redis.call('SETRANGE', key, '8', b)
-end
-
 -- regs_ttl is regs_put's ttl for a state expiring at e: false (delete)
 -- when it no longer matters at now, as algorithms.TakeAll's settle writes it.
 local function regs_ttl(e, now)

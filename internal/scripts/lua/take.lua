@@ -27,33 +27,37 @@
 -- recorded. A spare op (a lease top-up) is taken only when it fits: it is
 -- never recorded past its limit and never denies the batch.
 
--- REGS, LOG, ENFORCE, SHADOW, QUOTA, SPARE and ALGS (algorithm number -> state kind
--- and step function) are generated from the Go registry (scripts/source.go).
--- A register algorithm's take and valid work on numbers (fixed_window.lua
--- says how); a log's on a limit table and a view (sliding_log.lua).
+-- REGS, LOG, COUNT, ENFORCE, SHADOW, QUOTA, SPARE and ALGS (algorithm
+-- number -> storage kind, whether a zero rate records, and step functions)
+-- are generated from the Go registry (scripts/source.go). A register or
+-- counter algorithm's take and valid work on numbers (fixed_window.lua says
+-- how); a log's on a limit table and a view (sliding_log.lua).
 
 local KINDS = {
   [REGS] = { load = regs_load, fresh = regs_fresh, copy = regs_copy, expire = regs_expire, write = regs_write },
   [LOG] = { load = log_load, fresh = log_fresh, copy = log_copy, expire = log_expire, write = log_write },
+  [COUNT] = { load = counter_load, fresh = regs_fresh, copy = regs_copy, expire = regs_expire, write = counter_write },
 }
 
--- original returns the stored state of rec's key as kind, loading it once.
-local function original(rec, kind, now)
+-- original returns the stored state of rec's key as kind, loading it once
+-- (a counter reads its window under lim, the first op's of its kind).
+local function original(rec, kind, now, lim)
   local st = rec.orig[kind]
   if st == nil then
-    st, rec.typeok[kind] = KINDS[kind].load(rec.key, now)
+    st, rec.typeok[kind] = KINDS[kind].load(rec.key, now, lim)
     rec.orig[kind] = st
   end
   return KINDS[kind].copy(st)
 end
 
--- current returns the pending state for an op of kind: the stored one for a
--- key's first op, and a fresh one when the previous op left another kind
--- (algorithms.Take reads another algorithm family's state as absent).
-local function current(rec, kind, now)
+-- current returns the pending state for an op of kind under lim: the
+-- stored one for a key's first op, and a fresh one when the previous op
+-- left another kind (algorithms.Take reads another algorithm family's
+-- state as absent).
+local function current(rec, kind, now, lim)
   if rec.kind == nil then
     rec.kind = kind
-    rec.cur = original(rec, kind, now)
+    rec.cur = original(rec, kind, now, lim)
   elseif rec.kind ~= kind then
     rec.kind = kind
     rec.cur = KINDS[kind].fresh(rec.key)
@@ -66,7 +70,7 @@ end
 -- of either kind: a live state out of the algorithm's range (see
 -- algorithms/valid.go) reads as absent.
 local function decide(alg, lim, key, st, h, now)
-  if alg.kind == REGS then
+  if alg.kind ~= LOG then
     local r, p, cap, refill, debt = lim.req, lim.period, lim.capacity, lim.refill, lim.debt
     local a, b, c, e = st.a, st.b, st.c, st.e
     if r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now) then
@@ -87,7 +91,7 @@ end
 -- check answers on it. Only for h > 0 and a limit of some requests.
 local function record(alg, lim, key, st, h, now)
   local forced
-  if alg.kind == REGS then
+  if alg.kind ~= LOG then
     local a, b, c, e = alg.force(lim.req, lim.period, lim.capacity, lim.refill, lim.debt, st.a, st.b, st.c, st.e, h, now)
     forced = { a = a, b = b, c = c, e = e }
   else
@@ -101,31 +105,39 @@ end
 -- in the first phase: usage always; shadow and quota ops count past their
 -- limits when the batch is admitted, which phase 1 assumes; enforce and
 -- spare ops never (a spare op that does not fit is not taken). A zero rate
--- records nothing but in fixed_window (algorithms.Record).
+-- records only where the algorithm's ZeroRate is ZeroCounts (ALGS' zero;
+-- algorithms.Record).
 local function records(alg, usage, mode, h, r)
-  return h > 0 and (r > 0 or alg.take == fixed_window) and (usage or mode == SHADOW or mode == QUOTA)
+  return h > 0 and (r > 0 or alg.zero) and (usage or mode == SHADOW or mode == QUOTA)
 end
 
 -- decide_stored is decide on the stored state of key, for an op given by
 -- its fields (limit.lua): ok, rem, reset, retry, then the new state: a, b,
--- c, e for registers (no table built), or a view and its typeok for a log;
--- then whether the op was recorded past its limit (record: it may be).
+-- c, e for registers and counters (no table built), or a view and its
+-- typeok for a log; then whether the op was recorded past its limit
+-- (record: it may be); then, for a counter, the stored value a write keeps
+-- the TTL of (counter_of's).
 local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, rec)
-  if alg.kind == REGS then
+  if alg.kind ~= LOG then
     local cap = burst
     if cap == 0 then cap = r end
-    local a, b, c, e = regs_get(key)
+    local a, b, c, e, kept
+    if alg.kind == REGS then
+      a, b, c, e = regs_get(key)
+    else
+      a, b, c, e, kept = counter_get(key, p, now)
+    end
     -- Expired, or out of range: fresh (a fresh state is always in range).
     if (e ~= 0 and now >= e) or (r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now)) then
       a, b, c, e = 0, 0, 0, 0
     end
     local ok, rem, reset, retry, na, nb, nc, ne = alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
     if ok or not rec then
-      return ok, rem, reset, retry, na, nb, nc, ne, false
+      return ok, rem, reset, retry, na, nb, nc, ne, false, kept
     end
     na, nb, nc, ne = alg.force(r, p, cap, refill, debt, a, b, c, e, h, now)
     ok, rem, reset, retry = alg.take(r, p, cap, refill, debt, na, nb, nc, ne, 0, now)
-    return false, rem, reset, retry, na, nb, nc, ne, true
+    return false, rem, reset, retry, na, nb, nc, ne, true, kept
   end
   local view, typeok = log_load(key, now)
   local lim = limit_new(an, r, p, burst, refill, debt)
@@ -138,9 +150,11 @@ local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, re
 end
 
 -- write_state stores what decide_stored returned for an allowed op.
-local function write_state(kind, key, x1, x2, x3, x4, now)
+local function write_state(kind, key, x1, x2, x3, x4, now, kept)
   if kind == REGS then
     regs_set(key, x1, x2, x3, x4, now)
+  elseif kind == COUNT then
+    counter_put(key, x1, x2, x4, now, kept)
   else
     log_write(key, x1, x2, now)
   end
@@ -226,8 +240,9 @@ end
 
 -- PENDING holds take_distinct's writes until the batch is decided, four
 -- slots per op: its kind (false: nothing to write), then the packed state
--- and its TTL argument (regs_ttl) for registers, or the view and its
--- typeok for a log, then whether the op is usage. One table serves every
+-- and its TTL argument (regs_ttl) for registers, the state table and the
+-- stored value whose TTL it keeps (or false) for a counter, or the view
+-- and its typeok for a log, then whether the op is usage. One table serves every
 -- take (a library outlives its calls, and takes run one at a time) instead
 -- of one per op: a take sets every slot it reads.
 local PENDING = {}
@@ -249,16 +264,19 @@ local function take_distinct(now, keys, k0, ops, n, charges, denials)
     PENDING[j], PENDING[j + 3] = false, usage
     if alg ~= nil then
       local key = keys[k0 + i]
-      local x1, x2, x3, x4, forced
-      ok, rem, reset, retry, x1, x2, x3, x4, forced =
+      local x1, x2, x3, x4, forced, kept
+      ok, rem, reset, retry, x1, x2, x3, x4, forced, kept =
         decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, records(alg, usage, mode, h, r))
       if (ok and h > 0) or forced then
         if n == 1 and not charges and (ok or usage or mode == SHADOW) then
           -- One op that the batch's verdict cannot undo: write at once,
           -- there is nothing to keep for the end.
-          write_state(alg.kind, key, x1, x2, x3, x4, now)
+          write_state(alg.kind, key, x1, x2, x3, x4, now, kept)
         elseif alg.kind == REGS then
           PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), regs_ttl(x4, now)
+          pending = true
+        elseif alg.kind == COUNT then
+          PENDING[j], PENDING[j + 1], PENDING[j + 2] = COUNT, { a = x1, b = x2, c = x3, e = x4 }, kept or false
           pending = true
         else
           PENDING[j], PENDING[j + 1], PENDING[j + 2] = LOG, x1, x2
@@ -306,6 +324,9 @@ local function take_distinct(now, keys, k0, ops, n, charges, denials)
     local kind = PENDING[j]
     if kind == REGS then
       regs_put(keys[k0 + i], PENDING[j + 1], PENDING[j + 2])
+    elseif kind == COUNT then
+      local st = PENDING[j + 1]
+      counter_put(keys[k0 + i], st.a, st.b, st.e, now, PENDING[j + 2])
     elseif kind == LOG then
       log_write(keys[k0 + i], PENDING[j + 1], PENDING[j + 2], now)
     end
@@ -325,11 +346,11 @@ end
 -- peek is the state an op of kind sees on rec without changing rec: the
 -- running one, or (on a family switch, or before any op) as current would
 -- make it.
-local function peek(rec, kind, now)
+local function peek(rec, kind, now, lim)
   if rec.kind == kind then
     return KINDS[kind].expire(rec.cur, now)
   elseif rec.kind == nil then
-    return KINDS[kind].expire(original(rec, kind, now), now)
+    return KINDS[kind].expire(original(rec, kind, now, lim), now)
   end
   return KINDS[kind].fresh(rec.key)
 end
@@ -338,7 +359,7 @@ end
 -- rec_past says so, and moves rec's state on.
 local function step(op, rec_past, now)
   local rec, alg, h = op.rec, op.alg, op.h
-  local st = current(rec, alg.kind, now)
+  local st = current(rec, alg.kind, now, op.lim)
   local ok, rem, reset, retry, nst = decide(alg, op.lim, rec.key, st, h, now)
   local charged = ok and h > 0
   if not ok and rec_past then
@@ -415,7 +436,7 @@ local function take_general(now, keys, k0, ops_packed, n, charges, denials)
           step(op, records(op.alg, true, ENFORCE, op.h, op.lim.req), now)
           if not ok then op.ok, op.rem, op.reset, op.retry = ok, rem, reset, retry end
         elseif op.ok then
-          op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, peek(op.rec, op.alg.kind, now), 0, now)
+          op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, peek(op.rec, op.alg.kind, now, op.lim), 0, now)
         elseif op.taken then
           op.rem, op.reset, op.retry = op.taken[1], op.taken[2], op.taken[3]
         end

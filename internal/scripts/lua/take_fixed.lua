@@ -4,13 +4,12 @@
 -- writes and charges as take_distinct (TestFixedWindowFastPath compares
 -- them bit for bit), for less of what a busy service pays most for, Redis
 -- CPU per decision: one MGET reads every key of a batch (a key of another
--- type reads as absent, as regs_get's GET does); fixed_window's take is
--- inlined, and of a stored state only the count it would use is kept; the
--- decoded ops, the window start, the TTL argument and the state strings of
--- the current windows are kept across takes (the takes merged into one call
--- share now, and nearly all repeat their ops and windows); a key whose
--- state is already its window's gets only its count rewritten
--- (regs_put_count); and a merged take (packed) replies one string.
+-- type reads as absent, as counter_get's GET does); fixed_window's take is
+-- inlined on the stored count (counter.lua's layout); the decoded ops, the
+-- window, its tag and the strings written in it are kept across takes (the
+-- takes merged into one call share now, and nearly all repeat their ops
+-- and windows); a key already in its window is moved by INCRBY, keeping
+-- its TTL (counter_put); and a merged take (packed) replies one string.
 --
 -- Spare ops (pkg/store/lease's blocks) are its too. A lease top-up is a
 -- SPARE op right after a plain op (not itself a top-up) on the same key
@@ -33,10 +32,10 @@ local REPLY, PACK_FORMATS, PACK_MAX = {}, {}, 16
 
 -- FW holds each op's outcome until the batch is decided, FW_STRIDE slots per
 -- op, one table for every take (takes run one at a time, and a take sets
--- every slot it reads): whether it writes, whether the stored state is its
--- window's (regs_put_count's), the count it leaves, the remaining a check
--- on the stored state reports (a denied batch's answer for an allowed op),
--- whether it is a top-up, and its window.
+-- every slot it reads): whether it writes, the stored value when it is the
+-- op's window's (counter_of's: the write INCRBYs it) or false, the count it
+-- leaves, the remaining a check on the stored state reports (a denied
+-- batch's answer for an allowed op), whether it is a top-up, and its window.
 local FW, FW_STRIDE = {}, 6
 
 -- OPS[ops] is a take's ops string decoded for take_fixed, or false when
@@ -69,13 +68,11 @@ local function ops_of(ops, n)
 end
 
 -- A window is what take_fixed knows of one period's current window: its
--- start and end, and the state strings of its counts both ways
--- (packed[count], count[string]), for the states this window's writes
--- leave, which are nearly every state read: a lookup instead of
--- struct.unpack. WINDOWS[period] is the last window seen of each period (at
--- most WINDOWS_MAX periods); WIN, of the last (now, period). A window holds
--- at most WINDOW_STATES states.
-local WINDOWS, WINDOWS_N, WINDOWS_MAX, WINDOW_STATES = {}, 0, 32, 512
+-- start, end and tag (counter_tag), and vals[count], the value string a
+-- SET of that count writes in it. WINDOWS[period] is the last window seen
+-- of each period (at most WINDOWS_MAX periods); WIN, of the last (now,
+-- period). A window holds at most WINDOW_VALUES strings.
+local WINDOWS, WINDOWS_N, WINDOWS_MAX, WINDOW_VALUES = {}, 0, 32, 512
 local WIN_NOW, WIN_P, WIN = -1, 0, nil
 
 local function window_of(now, p)
@@ -87,44 +84,49 @@ local function window_of(now, p)
       if WINDOWS_N >= WINDOWS_MAX then WINDOWS, WINDOWS_N = {}, 0 end
       WINDOWS_N = WINDOWS_N + 1
     end
-    w = { start = start, e = start + p, packed = {}, count = {}, n = 0 }
+    w = { start = start, e = start + p, tag = counter_tag(start, p), vals = {}, n = 0 }
     WINDOWS[p] = w
   end
   WIN, WIN_P, WIN_NOW = w, p, now
   return w
 end
 
--- COUNTS[b] is the packed count b, for regs_put_count.
-local COUNTS, COUNTS_N = {}, 0
-local function count_bytes(b)
-  local s = COUNTS[b]
+-- value_of is the value string of count b in window w: SET's argument
+-- (counter_put's int(v), without formatting it again).
+local function value_of(w, b)
+  local s = w.vals[b]
   if s == nil then
-    if COUNTS_N >= CACHE_MAX then COUNTS, COUNTS_N = {}, 0 end
-    s = struct.pack('<d', b)
-    COUNTS[b], COUNTS_N = s, COUNTS_N + 1
+    if w.n >= WINDOW_VALUES then w.vals, w.n = {}, 0 end
+    s = int(b * COUNT_TAGS + w.tag)
+    w.vals[b], w.n = s, w.n + 1
   end
   return s
 end
 
--- count_seen notes that v is the state of count b in window w.
-local function count_seen(w, v, b)
-  if w.n >= WINDOW_STATES then
-    w.packed, w.count, w.n = {}, {}, 0
-  end
-  w.count[v], w.n = b, w.n + 1
-end
-
--- state_of is the packed state of count b in window w.
-local function state_of(w, b)
-  local s = w.packed[b]
+-- INCRS[d] is INCRBY's argument for a count that moved by d.
+local INCRS, INCRS_N = {}, 0
+local function incr_of(d)
+  local s = INCRS[d]
   if s == nil then
-    s = struct.pack(REGS_FORMAT, w.start, b, 0, w.e)
-    if w.n >= WINDOW_STATES then
-      w.packed, w.count, w.n = {}, {}, 0
-    end
-    w.packed[b], w.count[s], w.n = s, b, w.n + 1
+    if INCRS_N >= CACHE_MAX then INCRS, INCRS_N = {}, 0 end
+    s = int(d * COUNT_TAGS)
+    INCRS[d], INCRS_N = s, INCRS_N + 1
   end
   return s
+end
+
+-- stored_count is what fixed_window counts of the stored value v in window
+-- w under r requests (decide_stored's checks: counter_of, then the range
+-- check, fixed_window_valid, and fixed_window's own: a positive count),
+-- and the value a write then INCRBYs (counter_of's kept) or false.
+local function stored_count(v, w, r)
+  local n = counter_value(v)
+  if n == nil then return 0, false end
+  local tag = n % COUNT_TAGS
+  if tag ~= w.tag then return 0, false end
+  local b = (n - tag) / COUNT_TAGS
+  if b > 0 and (r == 0 or b <= MAX_COUNT) then return b, n end
+  return 0, n
 end
 
 -- The TTL argument of the last (now, ExpiresAt).
@@ -143,12 +145,106 @@ local function reply_of(out, m, packed)
   return struct.pack(f, unpack(out, 1, m))
 end
 
+-- out_for is the table a take's decisions go in: REPLY when packed (it is
+-- read before the next take), else one sized for the commonest batches by
+-- its constructor (filling an empty table reallocates at every power of 2).
+local function out_for(n, packed)
+  if packed then
+    return REPLY
+  elseif n == 1 then
+    return { 0, 0, 0, 0 }
+  elseif n == 2 then
+    return { 0, 0, 0, 0, 0, 0, 0, 0 }
+  elseif n == 3 then
+    return { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  end
+  return {}
+end
+
+-- fixed_decide decides op i of take_fixed's batch (t: its decoded ops) on
+-- v, its key's stored value (unread for a top-up), into out and FW. It
+-- returns whether the op denies the batch, or nil when the op is a Spare
+-- op on the key of the op before it that is no top-up (take_fixed then
+-- declines the batch), or a key repeats otherwise (seen: the keys so far).
+local function fixed_decide(t, i, keys, k0, v, now, out, seen)
+  local fw, j, q = FW, FW_STRIDE * (i - 1), 4 * (i - 1)
+  local r, p, h, topup, spare = t[q + 1], t[q + 2], t[q + 3], false, t[q + 4]
+  if spare and i > 1 and keys[k0 + i] == keys[k0 + i - 1] then
+    -- A top-up, or not take_fixed's: right after a plain op on its key
+    -- under its limit.
+    if t[q] or t[q - 3] ~= r or t[q - 2] ~= p then return nil end
+    topup = true
+  end
+  if seen and not topup then
+    -- Every key but a top-up's is another.
+    local key = keys[k0 + i]
+    if seen[key] then return nil end
+    seen[key] = true
+  end
+  local w = WIN
+  if p ~= WIN_P or now ~= WIN_NOW then w = window_of(now, p) end
+  local count, kept
+  if topup then
+    -- The count its op left (the window's: the same limit); out of range,
+    -- a fresh state's.
+    count, kept = fw[j - FW_STRIDE + 3], fw[j - FW_STRIDE + 2]
+    if r > 0 and count > MAX_COUNT then count = 0 end
+    fw[j + 4] = fw[j - FW_STRIDE + 4]
+  else
+    count, kept = stored_count(v, w, r)
+    fw[j + 4] = r - count
+  end
+  local reset, room, denies = w.e - now, r - count, false
+  if room < 0 or h > room then
+    denies = not spare
+    local retry = reset
+    if h > r then retry = NEVER end
+    if room < 0 then room = 0 end
+    out[q + 1], out[q + 2], out[q + 3], out[q + 4] = 0, room, reset, retry
+    fw[j + 1] = false
+  else
+    count = count + h
+    out[q + 1], out[q + 2], out[q + 3], out[q + 4] = 1, r - count, reset, 0
+    fw[j + 1] = h > 0
+  end
+  fw[j + 2], fw[j + 3], fw[j + 5], fw[j + 6] = kept, count, topup, w
+  return denies
+end
+
+-- fixed_write writes the key of op i of an admitted take_fixed batch (t:
+-- its decoded ops; FW: its outcome) and appends its charge at out[m + 1]
+-- if charges; it returns the new m.
+local function fixed_write(t, i, keys, k0, now, out, m, charges)
+  local fw, j = FW, FW_STRIDE * (i - 1)
+  local w, count, kept = fw[j + 6], fw[j + 3], fw[j + 2]
+  local e = w.e
+  if kept then
+    counter_incr(keys[k0 + i], incr_of(count - (kept - w.tag) / COUNT_TAGS))
+  else
+    if e ~= TTL_E or now ~= TTL_NOW then
+      TTL, TTL_E, TTL_NOW = ttl_arg(e, now), e, now
+    end
+    counter_set(keys[k0 + i], value_of(w, count), TTL)
+  end
+  if charges then
+    -- charge_of of a counter; an admitted batch allowed the op before a
+    -- top-up: it charged its hits, if any.
+    local q = 4 * (i - 1)
+    local hits = t[q + 3]
+    if fw[j + 5] then hits = hits + t[q - 1] end
+    out[m + 1], out[m + 2], out[m + 3], out[m + 4] = i, hits, w.start, count
+    out[m + 5], out[m + 6], out[m + 7] = 0, e, 0
+    m = m + 7
+  end
+  return m
+end
+
 local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
   local t = ops_of(ops, n)
   if not t then
     return nil
   end
-  -- One op reads with GET (no reply table), as regs_get does.
+  -- One op reads with GET (no reply table), as counter_get does.
   local vals, v
   if n == 1 then
     v = redis.pcall('GET', keys[k0 + 1])
@@ -156,127 +252,30 @@ local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
     vals = redis.call('MGET', unpack(keys, k0 + 1, k0 + n))
   end
   packed = packed and n <= PACK_MAX
-  local out = REPLY
-  if packed then
-  elseif n == 1 then
-    out = { 0, 0, 0, 0 }
-  elseif n == 2 then
-    out = { 0, 0, 0, 0, 0, 0, 0, 0 }
-  elseif n == 3 then
-    out = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-  else
-    out = {}
-  end
-  local fw, admitted, seen = FW, true, nil
+  local out, admitted, seen = out_for(n, packed), true, nil
   if repeats then seen = {} end
   for i = 1, n do
-    local j, q = FW_STRIDE * (i - 1), 4 * (i - 1)
-    local r, p, h, topup, spare = t[q + 1], t[q + 2], t[q + 3], false, t[q + 4]
-    if spare and i > 1 and keys[k0 + i] == keys[k0 + i - 1] then
-      -- A Spare op on the key of the op before it is a top-up, or not
-      -- take_fixed's: right after a plain op on its key under its limit.
-      if t[q] or t[q - 3] ~= r or t[q - 2] ~= p then
-        return nil
-      end
-      topup = true
-    end
-    if seen and not topup then
-      -- Every key but a top-up's is another.
-      local key = keys[k0 + i]
-      if seen[key] then return nil end
-      seen[key] = true
-    end
-    local w = WIN
-    if p ~= WIN_P or now ~= WIN_NOW then w = window_of(now, p) end
-    local start = w.start
-    -- count is what fixed_window would count of the state the op reads
-    -- (decide_stored's expiry and range checks, fixed_window_valid), which
-    -- is all it uses of it.
-    local count, same = 0, false
-    if topup then
-      -- The count its op left (the window's: the same limit); out of
-      -- range, a fresh state's.
-      count, same = fw[j - FW_STRIDE + 3], fw[j - FW_STRIDE + 2]
-      if r > 0 and count > MAX_COUNT then count = 0 end
-      fw[j + 4] = fw[j - FW_STRIDE + 4]
-    else
-      if vals then v = vals[i] end
-      local b = w.count[v]
-      if b ~= nil then
-        -- The state this window's writes leave: exact and live, and its
-        -- TTL already the one a write of this window sets.
-        same = true
-        if b > 0 and (b <= MAX_COUNT or (r == 0 and b <= TWO53)) then count = b end
-      elseif type(v) == 'string' and #v == REGS_BYTES then
-        local a, c, e
-        a, b, c, e = struct.unpack(REGS_FORMAT, v)
-        if a == start then
-          if c == 0 and e == start + p then
-            -- Not -0, nor a start of 0: bytes a write of the window's
-            -- next count keeps but for that count.
-            same = start > 0 and 1 / c > 0
-            if b > 0 and b % 1 == 0 and (b <= MAX_COUNT or (r == 0 and b <= TWO53)) then
-              count = b
-              if same then count_seen(w, v, b) end
-            end
-          elseif b > 0 and regs_exact(a, b, c, e) and (e == 0 or now < e) and (r == 0 or b <= MAX_COUNT) then
-            count = b
-          end
-        end
-      end
-      fw[j + 4] = r - count
-    end
-    local reset, room = start + p - now, r - count
-    if room < 0 or h > room then
-      if not spare then admitted = false end
-      local retry = reset
-      if h > r then retry = NEVER end
-      if room < 0 then room = 0 end
-      out[q + 1], out[q + 2], out[q + 3], out[q + 4] = 0, room, reset, retry
-      fw[j + 1] = false
-    else
-      count = count + h
-      out[q + 1], out[q + 2], out[q + 3], out[q + 4] = 1, r - count, reset, 0
-      fw[j + 1] = h > 0
-    end
-    fw[j + 2], fw[j + 3], fw[j + 5], fw[j + 6] = same, count, topup, w
+    if vals then v = vals[i] end
+    local denies = fixed_decide(t, i, keys, k0, v, now, out, seen)
+    if denies == nil then return nil end
+    if denies then admitted = false end
   end
   if not admitted then
     -- Nothing is written; an allowed op reports what a check would on its
     -- stored state, a denied one its own denial.
     for i = 1, n do
       local q = 4 * (i - 1)
-      if out[q + 1] == 1 then out[q + 2] = fw[FW_STRIDE * (i - 1) + 4] end
+      if out[q + 1] == 1 then out[q + 2] = FW[FW_STRIDE * (i - 1) + 4] end
     end
     return reply_of(out, 4 * n, packed)
   end
-  local m = 4 * n
+  local m, fw = 4 * n, FW
   for i = 1, n do
     local j = FW_STRIDE * (i - 1)
     -- A key is written once: by its top-up if that charged it (on the
     -- state its op left, charging both ops' hits), else by its op.
     if fw[j + 1] and not (repeats and i < n and fw[j + FW_STRIDE + 5] and fw[j + FW_STRIDE + 1]) then
-      local w = fw[j + 6]
-      local e = w.e
-      if fw[j + 2] then
-        regs_put_count(keys[k0 + i], count_bytes(fw[j + 3]))
-      else
-        local st = state_of(w, fw[j + 3])
-        if e ~= TTL_E or now ~= TTL_NOW then
-          TTL, TTL_E, TTL_NOW = ttl_arg(e, now), e, now
-        end
-        regs_put(keys[k0 + i], st, TTL)
-      end
-      if charges then
-        -- charge_of of a register state; an admitted batch allowed the op
-        -- before a top-up: it charged its hits, if any.
-        local q = 4 * (i - 1)
-        local hits = t[q + 3]
-        if fw[j + 5] then hits = hits + t[q - 1] end
-        out[m + 1], out[m + 2], out[m + 3], out[m + 4] = i, hits, w.start, fw[j + 3]
-        out[m + 5], out[m + 6], out[m + 7] = 0, e, 0
-        m = m + 7
-      end
+      m = fixed_write(t, i, keys, k0, now, out, m, charges)
     end
   end
   return reply_of(out, m, packed)

@@ -6,30 +6,28 @@
 -- ARGV[1]: now in µs, or 0 to use the server's TIME.
 -- ARGV[2..]: per charge, the limit (6 integers, limit.lua), hits, a, b, c,
 --   e, n, then n pairs (seq, hits): the charge take.lua replied; or, for a
---   fixed_window charge (a valid limit, hits > 0), UNDO_FIXED, hits and a
---   (scripts.EncodeUndo).
+--   charge of the Counter family (a valid limit, hits > 0), UNDO_COUNTER,
+--   hits, a and e (scripts.EncodeUndo).
 -- Reply: the number of charges that found state to undo.
 --
 -- An undo never sets a TTL: it only ever shortens how long a state matters.
+-- How it takes a charge back is its family's (ALGS' kind): a register
+-- state is read, given to the algorithm's undo and written back; a log's
+-- and a counter's undo works on the key itself.
 
--- undo_fixed takes hits back from a fixed_window key charged in the window
--- starting at a, and returns 1 if it found the state live. fixed_window's
--- undo changes only the count, and only in the charge's window: it
--- rewrites those 8 bytes in place (the key keeps its TTL), as take_fixed
--- does, instead of the whole state.
-local function undo_fixed(key, hits, a, now)
-  local sa, b, _, e = regs_get(key)
-  if e == 0 or now >= e then
-    return 0
+-- undo_regs undoes a register charge with alg's undo; it reports whether
+-- it found the state live.
+local function undo_regs(alg, lim, key, ch, now)
+  local st = regs_load(key)
+  if st.e == 0 or now >= st.e then
+    return false
   end
-  if sa == a and b > 0 then
-    regs_put_count(key, struct.pack('<d', math.max(b - hits, 0)))
-  end
-  return 1
+  redis.call('SET', key, regs_pack(alg.undo(lim, st, ch, now)), 'KEEPTTL')
+  return true
 end
 
 -- undo_long undoes key's charge in the long form at ARGV[j]; it returns
--- the next charge's j, and 1 if it found the state live.
+-- the next charge's j, and whether it found the state live.
 local function undo_long(key, j, now)
   local lim = limit_of(j)
   local ch = {
@@ -43,32 +41,26 @@ local function undo_long(key, j, now)
   j = j + 12 + 2 * n
   local alg = ALGS[lim.alg]
   if alg == nil or ch.hits <= 0 or lim.req <= 0 then
-    return j, 0
+    return j, false
   end
-  if alg.kind == LOG then
-    if sliding_log_undo(lim, key, ch, now) then return j, 1 end
-    return j, 0
+  if alg.kind == REGS then
+    return j, undo_regs(alg, lim, key, ch, now)
   end
-  local st = regs_load(key)
-  if st.e == 0 or now >= st.e then
-    return j, 0
-  end
-  redis.call('SET', key, regs_pack(alg.undo(lim, st, ch, now)), 'KEEPTTL')
-  return j, 1
+  return j, alg.undo(lim, key, ch, now)
 end
 
 local function undo_main()
   local now = now_of(ARGV[1])
   local j, undone = 2, 0
   for i = 1, #KEYS do
-    local key, n = KEYS[i], 0
-    if ARGV[j] == UNDO_FIXED then
-      n = undo_fixed(key, tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), now)
-      j = j + 3
+    local key, found = KEYS[i], false
+    if ARGV[j] == UNDO_COUNTER then
+      found = counter_undo(key, tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), now)
+      j = j + 4
     else
-      j, n = undo_long(key, j, now)
+      j, found = undo_long(key, j, now)
     end
-    undone = undone + n
+    if found then undone = undone + 1 end
   end
   return undone
 end
