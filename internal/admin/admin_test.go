@@ -156,7 +156,7 @@ func TestGRPCTokenGetResetList(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := got.GetCounters()[0], got.GetCounters()[1]
-	if a.GetStatus() != adminv1.Status_COUNTED || a.GetUsed() != 3 || a.GetRemaining() != 0 || a.GetKey() != "rl:{d:4:user:5:alice}:fixed_window:60s" ||
+	if a.GetStatus() != adminv1.Status_COUNTED || a.GetUsed() != 3 || a.GetRemaining() != 0 || a.GetKey() != "rl:{d:4:user:5:alice}:fixed_window.int:60s" ||
 		a.GetRule().GetAlgorithm() != "fixed_window" || a.GetRule().GetCapacity() != 3 || a.GetRule().GetMode() != "ENFORCE" || a.GetResetAfter().AsDuration() <= 0 {
 		t.Errorf("alice: %v", a)
 	}

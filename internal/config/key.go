@@ -12,7 +12,9 @@ import (
 //
 //	Prefix{domain:len:key:len:value[:len:key:len:value...]}:algorithm:period[:index]
 //
-// e.g. rl:{example:7:user_id:5:alice}:fixed_window:60s. index is a limit's
+// e.g. rl:{example:7:user_id:5:alice}:fixed_window.int:60s, where algorithm
+// is algorithms.Algorithm.KeyName (the name, plus a suffix for a changed
+// stored layout, so that old keys are never misread). index is a limit's
 // position in its descriptor's rate_limits, written from the second limit
 // on, so two limits of one descriptor never share a counter even with the
 // same algorithm and period, and the first keeps the key a rate_limit has
@@ -48,7 +50,7 @@ func newKeyParts(r *Rule) keyParts {
 	domain := sb.String()
 	sb.Reset()
 	sb.WriteString("}:")
-	sb.WriteString(r.Limit.Algorithm.String())
+	sb.WriteString(r.Limit.Algorithm.KeyName())
 	sb.WriteByte(':')
 	writePeriod(&sb, r.Limit.Period)
 	if r.Index > 0 {

@@ -26,14 +26,14 @@ func TestKeyLayout(t *testing.T) {
 		want    string
 	}{
 		{"readable", "rl:", ruleFor("example", algorithms.FixedWindow, time.Minute),
-			[]Entry{{"user_id", "alice"}}, "rl:{example:7:user_id:5:alice}:fixed_window:60s"},
+			[]Entry{{"user_id", "alice"}}, "rl:{example:7:user_id:5:alice}:fixed_window.int:60s"},
 		{"two levels, empty value", "", ruleFor("d", algorithms.GCRA, 24*time.Hour),
 			[]Entry{{"a", ""}, {"b", "c"}}, "{d:1:a:0::1:b:1:c}:gcra:86400s"},
 		{"sub-second period", "", ruleFor("d", algorithms.TokenBucket, 1500*time.Millisecond),
 			[]Entry{{"k", "v"}}, "{d:1:k:1:v}:token_bucket:1500000us"},
-		{"no entries", "", ruleFor("d", algorithms.FixedWindow, time.Second), nil, "{d}:fixed_window:1s"},
+		{"no entries", "", ruleFor("d", algorithms.FixedWindow, time.Second), nil, "{d}:fixed_window.int:1s"},
 		{"braces and percent escaped everywhere, colon in the domain", "p{x}%:", ruleFor("a{b}%:", algorithms.FixedWindow, time.Second),
-			[]Entry{{"k{", "}v%"}}, "p%7Bx%7D%25:{a%7Bb%7D%25%3A:2:k%7B:3:%7Dv%25}:fixed_window:1s"},
+			[]Entry{{"k{", "}v%"}}, "p%7Bx%7D%25:{a%7Bb%7D%25%3A:2:k%7B:3:%7Dv%25}:fixed_window.int:1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,8 +106,8 @@ descriptors:
 		}
 		return b.Key(r, entries)
 	}
-	if k1, k2 := key(Entry{"path", "/files/a.pdf"}), key(Entry{"path", "/files/b.csv"}); k1 != k2 || k1 != "{d:4:path:*8:/files/*}:fixed_window:3600s" {
-		t.Errorf("shared wildcard: %q and %q, want both {d:4:path:*8:/files/*}:fixed_window:3600s", k1, k2)
+	if k1, k2 := key(Entry{"path", "/files/a.pdf"}), key(Entry{"path", "/files/b.csv"}); k1 != k2 || k1 != "{d:4:path:*8:/files/*}:fixed_window.int:3600s" {
+		t.Errorf("shared wildcard: %q and %q, want both {d:4:path:*8:/files/*}:fixed_window.int:3600s", k1, k2)
 	}
 	if k1, k2 := key(Entry{"path", "/own/a"}), key(Entry{"path", "/own/b"}); k1 == k2 {
 		t.Errorf("unshared wildcard shares a counter: %q", k1)

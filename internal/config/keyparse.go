@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
 // DomainPrefix is the text every key of domain's counters starts with
@@ -27,7 +29,9 @@ type ParsedKey struct {
 	Entries []Entry
 	// Shared[i] says Entries[i].Value is a share_threshold wildcard's
 	// pattern, not a request value.
-	Shared    []bool
+	Shared []bool
+	// Algorithm is the algorithm's name (the key's own text where no
+	// algorithm's KeyName is that: a key of another release).
 	Algorithm string
 	Period    time.Duration
 }
@@ -72,6 +76,9 @@ func (b KeyBuilder) ParseKey(key string) (ParsedKey, error) {
 	}
 	if pk.Algorithm, pk.Period, err = parseSuffix(rest); err != nil {
 		return pk, fmt.Errorf("%q: %w", key, err)
+	}
+	if a, ok := algorithms.ParseKeyName(pk.Algorithm); ok {
+		pk.Algorithm = a.String()
 	}
 	return pk, nil
 }

@@ -67,7 +67,7 @@ func TestParseRateLimits(t *testing.T) {
 	if got, want := kb.Key(limits[0], []Entry{{"user", "alice"}}), strings.Replace(kb.Key(plain, []Entry{{"plain", "alice"}}), "5:plain", "4:user", 1); got != want {
 		t.Errorf("first limit key %q, want %q", got, want)
 	}
-	if got := kb.Key(limits[2], []Entry{{"user", "alice"}}); !strings.HasSuffix(got, "}:fixed_window:1s:2") {
+	if got := kb.Key(limits[2], []Entry{{"user", "alice"}}); !strings.HasSuffix(got, "}:fixed_window.int:1s:2") {
 		t.Errorf("third limit key %q, want the index after the period", got)
 	}
 	if n := c.CountRules("d"); n != 4 {

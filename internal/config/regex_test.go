@@ -165,14 +165,14 @@ descriptors:
 		}
 		return b.Key(r, []Entry{e})
 	}
-	if k1, k2 := key(Entry{"p", "a1"}), key(Entry{"p", "a2"}); k1 != k2 || k1 != "{d:1:p:~3:a.*}:fixed_window:1s" {
-		t.Errorf("shared regex: %q and %q, want both {d:1:p:~3:a.*}:fixed_window:1s", k1, k2)
+	if k1, k2 := key(Entry{"p", "a1"}), key(Entry{"p", "a2"}); k1 != k2 || k1 != "{d:1:p:~3:a.*}:fixed_window.int:1s" {
+		t.Errorf("shared regex: %q and %q, want both {d:1:p:~3:a.*}:fixed_window.int:1s", k1, k2)
 	}
 	if k1, k2 := key(Entry{"p", "b1"}), key(Entry{"p", "b2"}); k1 == k2 {
 		t.Errorf("unshared regex shares a counter: %q", k1)
 	}
 	// A wildcard with the same text as a regex keeps its own counter.
-	if k := key(Entry{"q", "a.x"}); k != "{d:1:q:*3:a.*}:fixed_window:1s" {
+	if k := key(Entry{"q", "a.x"}); k != "{d:1:q:*3:a.*}:fixed_window.int:1s" {
 		t.Errorf("shared wildcard key %q", k)
 	}
 }

@@ -56,7 +56,7 @@ func TestInspectReadsWithoutCharging(t *testing.T) {
 		if d := got[0].Decision; !d.Allowed || d.Remaining != 2 || d.ResetAfter != 45*time.Second {
 			t.Errorf("round %d: alice's counter %+v, want 2 left resetting in 45s", round, d)
 		}
-		if got[0].Key != "{d:4:user:5:alice}:fixed_window:60s" || got[0].Rule.StatKey != "d.user" {
+		if got[0].Key != "{d:4:user:5:alice}:fixed_window.int:60s" || got[0].Rule.StatKey != "d.user" {
 			t.Errorf("round %d: key %q rule %q", round, got[0].Key, got[0].Rule.StatKey)
 		}
 		if d := got[3].Decision; !d.Allowed || d.Remaining != 50 {
