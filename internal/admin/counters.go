@@ -31,7 +31,7 @@ func (s *Server) Get(ctx context.Context, r *adminv1.GetRequest) (*adminv1.GetRe
 		if c.Status == ratelimit.Counted {
 			d := c.Decision
 			pc.Remaining = d.Remaining
-			pc.Used = c.Rule.Limit.Capacity() - min(d.Remaining, c.Rule.Limit.Capacity())
+			pc.Used = c.Rule.Limit.Used(d)
 			pc.ResetAfter = durationpb.New(d.ResetAfter)
 			pc.OverLimit = !d.Allowed
 			if !d.Allowed && d.RetryAfter != algorithms.Never {

@@ -78,14 +78,23 @@ func TestScenarios(t *testing.T) {
 	t.Run("a key changes algorithm family", func(t *testing.T) {
 		m := model{}
 		now := base
-		for i, alg := range []algorithms.Algorithm{
-			algorithms.TokenBucket, algorithms.SlidingLog, algorithms.GCRA, algorithms.SlidingLog,
-			algorithms.SlidingLog, algorithms.FixedWindow, algorithms.SlidingWindow, algorithms.LeakyBucket,
-		} {
+		// Every algorithm after every other, so the key goes from each
+		// family to each other one (and stays in one, between two of it).
+		var algs []algorithms.Algorithm
+		for _, a := range algorithms.All() {
+			for _, b := range algorithms.All() {
+				algs = append(algs, a, b)
+			}
+		}
+		for i, alg := range algs {
 			lim := algorithms.Limit{Algorithm: alg, Requests: 5, Period: time.Minute}
-			other := algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 5, Period: time.Minute}
-			if alg == algorithms.SlidingLog {
-				other.Algorithm = algorithms.GCRA
+			// other is of another family than alg: the first one there is.
+			other := lim
+			for _, a := range algorithms.All() {
+				if a.Family() != alg.Family() {
+					other.Algorithm = a
+					break
+				}
 			}
 			now = now.Add(time.Second)
 			agree(t, rdb, m, []algorithms.Op{{Key: "family", Limit: lim, Hits: 2}}, now)

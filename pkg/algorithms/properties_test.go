@@ -20,7 +20,7 @@ func randLimit(rng *rand.Rand, alg Algorithm, debt bool) Limit {
 		if alg.Bucket() && rng.IntN(2) == 0 {
 			lim.Burst = 1 + rng.Uint64N(3*lim.Requests)
 		}
-		if alg == TokenBucket {
+		if alg.Stepped() {
 			if rng.IntN(2) == 0 {
 				lim.RefillInterval = time.Duration(1+rng.Int64N(lim.Period.Microseconds())) * us
 			}
@@ -99,7 +99,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 					t.Errorf("denied with ResetAfter %s < RetryAfter %s", d.ResetAfter, d.RetryAfter)
 				}
 				if d.RetryAfter == Never {
-					if hits <= lim.Capacity()+lim.MaxDebt && (alg == TokenBucket || alg == LeakyBucket || alg == GCRA) {
+					if hits <= lim.Capacity()+lim.MaxDebt && alg.Bucket() {
 						t.Errorf("%d hits fit a bucket of %d but RetryAfter is never", hits, lim.Capacity()+lim.MaxDebt)
 					}
 					return
@@ -166,19 +166,28 @@ func TestRemainingIsAdmissible(t *testing.T) {
 	}
 }
 
-// A continuous token bucket, a leaky bucket of the same capacity and GCRA
-// are three states for one policy: identical decisions.
+// The buckets (a continuous token bucket, a leaky bucket of the same
+// capacity, GCRA) are states for one policy: identical decisions.
 func TestBucketsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
+	var algs []Algorithm
+	for _, a := range All() {
+		if a.Bucket() {
+			algs = append(algs, a)
+		}
+	}
+	if len(algs) < 2 {
+		t.Fatalf("buckets %v: nothing to compare", algs)
+	}
 	for range 300 {
-		lim := randLimit(rng, GCRA, false)
-		var sts [3]State
-		algs := [3]Algorithm{TokenBucket, LeakyBucket, GCRA}
+		lim := randLimit(rng, algs[0], false)
+		lim.RefillInterval = 0 // continuous
+		sts := make([]State, len(algs))
 		now := t0.Add(time.Duration(rng.Int64N(1e9)) * us)
 		for range 60 {
 			now = now.Add(randStep(rng, lim))
 			hits := randHits(rng, lim)
-			var ds [3]Decision
+			ds := make([]Decision, len(algs))
 			for i, alg := range algs {
 				l := lim
 				l.Algorithm = alg
@@ -188,22 +197,25 @@ func TestBucketsAgree(t *testing.T) {
 					sts[i] = next
 				}
 			}
-			if ds[0] != ds[1] || ds[0] != ds[2] {
-				t.Fatalf("limit %+v, %d hits: token %+v, leaky %+v, gcra %+v", lim, hits, ds[0], ds[1], ds[2])
+			for i := range ds {
+				if ds[i] != ds[0] {
+					t.Fatalf("limit %+v, %d hits: %s %+v, %s %+v", lim, hits, algs[0], ds[0], algs[i], ds[i])
+				}
 			}
 		}
 	}
 }
 
 // Safety: over any span L, a bucket admits at most capacity + max_debt plus
-// what refills in L (plus one step); a sliding log at most Requests in any
-// Period, a fixed window at most twice that (the known edge burst).
+// what refills in L (plus one step); a log at most Requests in any Period,
+// a window at most twice that (a fixed window's known edge burst; a sliding
+// window's weighted count stays under it).
 func TestAdmittedWithinRate(t *testing.T) {
 	type admit struct {
 		at   int64
 		hits uint64
 	}
-	for _, alg := range []Algorithm{TokenBucket, LeakyBucket, GCRA, SlidingLog, FixedWindow} {
+	for _, alg := range All() {
 		t.Run(alg.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(alg), 11))
 			for range 100 {
@@ -228,16 +240,12 @@ func TestAdmittedWithinRate(t *testing.T) {
 							sum += a.hits
 						}
 						var bound uint64
-						switch alg {
-						case SlidingLog:
-							if span >= p {
-								continue
-							}
+						switch {
+						case !alg.Bucket() && span >= p:
+							continue
+						case alg.Family() == Log:
 							bound = lim.Requests
-						case FixedWindow:
-							if span >= p {
-								continue
-							}
+						case !alg.Bucket():
 							bound = 2 * lim.Requests
 						default:
 							// Stepped refill may credit one step early relative to span.

@@ -61,7 +61,7 @@ func TestRecord(t *testing.T) {
 				if d.Allowed {
 					t.Fatalf("%d hits Take denies were recorded as allowed", hits)
 				}
-				if hits == 0 || (lim.Requests == 0 && alg != FixedWindow) {
+				if hits == 0 || (lim.Requests == 0 && alg.ZeroRate() != ZeroCounts) {
 					if !sameState(next, st) && st.ExpiresAt != 0 && now.UnixMicro() < st.ExpiresAt {
 						t.Fatalf("a check or a zero rate changed the state")
 					}

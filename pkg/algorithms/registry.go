@@ -171,7 +171,7 @@ var registry = [...]spec{
 		family:  Registers,
 		bucket:  true,
 		lease:   BucketLease,
-		used:    "slots taken: burst − hits admissible now",
+		used:    "slots taken: `burst` − hits admissible now",
 		take:    gcra,
 		force:   gcraForce,
 		undo:    gcraUndo,
