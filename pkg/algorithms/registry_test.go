@@ -46,13 +46,14 @@ func TestUnknownAlgorithmIsNeverDefaulted(t *testing.T) {
 }
 
 // TestDocsHaveASectionPerAlgorithm: docs/algorithms.md has one "## name"
-// section per algorithm, in registry order.
+// section per algorithm, and a row in its Comparison table, in registry
+// order.
 func TestDocsHaveASectionPerAlgorithm(t *testing.T) {
 	raw, err := os.ReadFile("../../docs/algorithms.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sections []string
+	var sections, rows []string
 	for _, m := range regexp.MustCompile(`(?m)^## ([a-z_]+)$`).FindAllStringSubmatch(string(raw), -1) {
 		if _, err := algorithms.Parse(m[1]); err == nil {
 			sections = append(sections, m[1])
@@ -60,5 +61,13 @@ func TestDocsHaveASectionPerAlgorithm(t *testing.T) {
 	}
 	if !slices.Equal(sections, algorithms.Names()) {
 		t.Errorf("docs/algorithms.md sections %v, registry %v", sections, algorithms.Names())
+	}
+	_, comparison, _ := strings.Cut(string(raw), "## Comparison\n")
+	comparison, _, _ = strings.Cut(comparison, "\n\n## ")
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)`").FindAllStringSubmatch(comparison, -1) {
+		rows = append(rows, m[1])
+	}
+	if !slices.Equal(rows, algorithms.Names()) {
+		t.Errorf("docs/algorithms.md's Comparison has rows %v, the registry %v", rows, algorithms.Names())
 	}
 }
