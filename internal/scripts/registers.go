@@ -25,9 +25,11 @@ func PackRegisters(st algorithms.State) string {
 	return string(buf[:])
 }
 
-// UnpackRegisters reads a value PackRegisters wrote. It reports false where
-// the scripts read the key as absent: a length other than 32 bytes, or a
-// number that is not an integer of magnitude at most 2^53.
+// UnpackRegisters reads a value PackRegisters wrote, as a state of the
+// Registers family (fixed_window, a Counter, reads it as absent). It
+// reports false where the scripts read the key as absent: a length other
+// than 32 bytes, or a number that is not an integer of magnitude at most
+// 2^53.
 func UnpackRegisters(v string) (algorithms.State, bool) {
 	if len(v) != registersBytes {
 		return algorithms.State{}, false
@@ -40,5 +42,5 @@ func UnpackRegisters(v string) (algorithms.State, bool) {
 		}
 		regs[i] = int64(f)
 	}
-	return algorithms.FromRegisters(regs[0], regs[1], regs[2], regs[3]), true
+	return algorithms.FromRegisters(regs[0], regs[1], regs[2], regs[3]).As(algorithms.Registers), true
 }

@@ -251,11 +251,24 @@ local PENDING = {}
 -- request (one op, or descriptors that each count their own key): every
 -- op reads its key's stored state, so there is no pending state to track
 -- per key, only what the end writes.
-local function take_distinct(now, keys, k0, ops, n, charges, denials)
-  -- Sized for one op by its constructor: filling an empty table reallocates
-  -- it at every power of two.
-  local out, pending = { 0, 0, 0, 0 }, false
-  local verdict = verdict_new()
+-- pend keeps what decide_stored returned for op i (PENDING's slot j) to
+-- write at the end.
+local function pend(j, kind, x1, x2, x3, x4, now, kept)
+  if kind == REGS then
+    PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), regs_ttl(x4, now)
+  elseif kind == COUNT then
+    PENDING[j], PENDING[j + 1], PENDING[j + 2] = COUNT, { a = x1, b = x2, c = x3, e = x4 }, kept or false
+  else
+    PENDING[j], PENDING[j + 1], PENDING[j + 2] = LOG, x1, x2
+  end
+end
+
+-- distinct_first is take_distinct's first pass: every op decided on its
+-- key's stored state into out, its write kept in PENDING (or, for one op
+-- the verdict cannot undo, made at once). It returns the verdict and
+-- whether anything is pending.
+local function distinct_first(now, keys, k0, ops, n, charges, out)
+  local pending, verdict = false, verdict_new()
   for i = 1, n do
     local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
     local mode, usage, joined = mode_of(packed)
@@ -272,14 +285,8 @@ local function take_distinct(now, keys, k0, ops, n, charges, denials)
           -- One op that the batch's verdict cannot undo: write at once,
           -- there is nothing to keep for the end.
           write_state(alg.kind, key, x1, x2, x3, x4, now, kept)
-        elseif alg.kind == REGS then
-          PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), regs_ttl(x4, now)
-          pending = true
-        elseif alg.kind == COUNT then
-          PENDING[j], PENDING[j + 1], PENDING[j + 2] = COUNT, { a = x1, b = x2, c = x3, e = x4 }, kept or false
-          pending = true
         else
-          PENDING[j], PENDING[j + 1], PENDING[j + 2] = LOG, x1, x2
+          pend(j, alg.kind, x1, x2, x3, x4, now, kept)
           pending = true
         end
       end
@@ -288,37 +295,33 @@ local function take_distinct(now, keys, k0, ops, n, charges, denials)
     local k = 4 * (i - 1)
     out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
   end
-  local admitted = admits(verdict)
-  -- The denials go after the decisions: phase 2 writes them there when the
-  -- batch is admitted (and changes nothing it writes), else it denies the
-  -- batch in place and they copy its decisions.
-  local d0 = 0
-  if denials then
-    d0 = 4 * n
-    for k = 1, d0 do out[d0 + k] = out[k] end
-  end
-  if not admitted or denials then
-    -- Only usage is written. Every other op is uncharged: an allowed one
-    -- reports what a check would, one recorded past its limit its own
-    -- denial. No op wrote yet, so the stored state is still each key's.
-    for i = 1, n do
-      local j, k = 4 * i - 3, 4 * (i - 1)
-      if not PENDING[j + 3] and (out[k + 1] == 1 or PENDING[j]) then
-        local an, r, p, burst, refill, debt, h = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-        if out[k + 1] == 1 then h = 0 end
-        local ok, rem, reset, retry = decide_stored(ALGS[an], an, r, p, burst, refill, debt, keys[k0 + i], h, now, false)
-        k = k + d0
-        out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
-        if not admitted then PENDING[j] = false end
-      end
-    end
-    if not admitted then
-      for k = 1, d0 do out[k] = out[d0 + k] end
+  return verdict, pending
+end
+
+-- distinct_denied answers a denied batch, or the denials at out[d0 + 1 ..]
+-- of an admitted one: only usage is written. Every other op is uncharged:
+-- an allowed one reports what a check would, one recorded past its limit
+-- its own denial. No op wrote yet, so the stored state is still each key's.
+local function distinct_denied(now, keys, k0, ops, n, out, d0, admitted)
+  for i = 1, n do
+    local j, k = 4 * i - 3, 4 * (i - 1)
+    if not PENDING[j + 3] and (out[k + 1] == 1 or PENDING[j]) then
+      local an, r, p, burst, refill, debt, h = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+      if out[k + 1] == 1 then h = 0 end
+      local ok, rem, reset, retry = decide_stored(ALGS[an], an, r, p, burst, refill, debt, keys[k0 + i], h, now, false)
+      k = k + d0
+      out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
+      if not admitted then PENDING[j] = false end
     end
   end
-  if not pending then
-    return out
+  if not admitted then
+    for k = 1, d0 do out[k] = out[d0 + k] end
   end
+end
+
+-- distinct_write makes PENDING's writes, and appends their charges to out
+-- when the batch was admitted and asked for them.
+local function distinct_write(now, keys, k0, ops, n, out, charges)
   for i = 1, n do
     local j = 4 * i - 3
     local kind = PENDING[j]
@@ -330,7 +333,7 @@ local function take_distinct(now, keys, k0, ops, n, charges, denials)
     elseif kind == LOG then
       log_write(keys[k0 + i], PENDING[j + 1], PENDING[j + 2], now)
     end
-    if kind and charges and admitted and not PENDING[j + 3] then
+    if kind and charges and not PENDING[j + 3] then
       local _, _, _, _, _, _, h = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
       local st = PENDING[j + 1]
       if kind == REGS then
@@ -339,6 +342,28 @@ local function take_distinct(now, keys, k0, ops, n, charges, denials)
       end
       charge_of(out, kind, i, h, st, now)
     end
+  end
+end
+
+local function take_distinct(now, keys, k0, ops, n, charges, denials)
+  -- Sized for one op by its constructor: filling an empty table reallocates
+  -- it at every power of two.
+  local out = { 0, 0, 0, 0 }
+  local verdict, pending = distinct_first(now, keys, k0, ops, n, charges, out)
+  local admitted = admits(verdict)
+  -- The denials go after the decisions: phase 2 writes them there when the
+  -- batch is admitted (and changes nothing it writes), else it denies the
+  -- batch in place and they copy its decisions.
+  local d0 = 0
+  if denials then
+    d0 = 4 * n
+    for k = 1, d0 do out[d0 + k] = out[k] end
+  end
+  if not admitted or denials then
+    distinct_denied(now, keys, k0, ops, n, out, d0, admitted)
+  end
+  if pending then
+    distinct_write(now, keys, k0, ops, n, out, charges and admitted)
   end
   return out
 end
@@ -379,11 +404,11 @@ local function step(op, rec_past, now)
   end
 end
 
--- take_general decides a batch whose ops may share keys: a key's later ops
--- see its earlier ops' pending state, as in algorithms.TakeAll.
-local function take_general(now, keys, k0, ops_packed, n, charges, denials)
-  local recs, order, ops = {}, {}, {}
-  local verdict = verdict_new()
+-- general_first is take_general's first pass: each op decided on its key's
+-- running state (recs, by key, in order of first use). It returns the ops
+-- and the verdict.
+local function general_first(now, keys, k0, ops_packed, n, recs, order)
+  local ops, verdict = {}, verdict_new()
   for i = 1, n do
     local lim, h, packed = op_of(ops_packed, i)
     local mode, usage, joined = mode_of(packed)
@@ -406,11 +431,39 @@ local function take_general(now, keys, k0, ops_packed, n, charges, denials)
     end
     verdict_add(verdict, mode, joined, op.ok)
   end
-  local admitted = admits(verdict)
-  -- denials of an admitted batch: phase 2 runs on what phase 1 left, which
-  -- is kept aside and put back after (nothing is written before).
-  local kept
-  if denials and admitted then
+  return ops, verdict
+end
+
+-- general_denied starts again from the stored states and records usage
+-- only, as algorithms.TakeAll does for a denied batch: every other op is
+-- uncharged, an allowed one reporting what a check would on its key's
+-- running state, one recorded past its limit its own denial.
+local function general_denied(now, order, ops)
+  for _, rec in ipairs(order) do
+    rec.kind, rec.cur, rec.hit, rec.hits, rec.usage = nil, nil, false, nil, nil
+  end
+  for _, op in ipairs(ops) do
+    if op.alg ~= nil then
+      if op.usage then
+        -- A usage op denied with the whole request keeps that denial
+        -- (algorithms.TakeAll), whatever its record says now.
+        local ok, rem, reset, retry = op.ok, op.rem, op.reset, op.retry
+        step(op, records(op.alg, true, ENFORCE, op.h, op.lim.req), now)
+        if not ok then op.ok, op.rem, op.reset, op.retry = ok, rem, reset, retry end
+      elseif op.ok then
+        op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, peek(op.rec, op.alg.kind, now, op.lim), 0, now)
+      elseif op.taken then
+        op.rem, op.reset, op.retry = op.taken[1], op.taken[2], op.taken[3]
+      end
+    end
+  end
+end
+
+-- general_kept saves (into nil) or restores (from kept) what the first
+-- pass left on order's keys and ops: an admitted batch's denials are phase
+-- 2 run on it, and put back after (nothing is written before).
+local function general_kept(order, ops, kept)
+  if kept == nil then
     kept = {}
     for x, rec in ipairs(order) do
       kept[x] = { rec.kind, rec.cur, rec.hit, rec.hits, rec.usage }
@@ -418,65 +471,44 @@ local function take_general(now, keys, k0, ops_packed, n, charges, denials)
     for i, op in ipairs(ops) do
       kept[#order + i] = { op.ok, op.rem, op.reset, op.retry }
     end
+    return kept
   end
-  if not admitted or kept then
-    -- Start again from the stored states and record usage only, as
-    -- algorithms.TakeAll does: every other op is uncharged, an allowed one
-    -- reporting what a check would on its key's running state, one
-    -- recorded past its limit its own denial.
-    for _, rec in ipairs(order) do
-      rec.kind, rec.cur, rec.hit, rec.hits, rec.usage = nil, nil, false, nil, nil
-    end
-    for _, op in ipairs(ops) do
-      if op.alg ~= nil then
-        if op.usage then
-          -- A usage op denied with the whole request keeps that denial
-          -- (algorithms.TakeAll), whatever its record says now.
-          local ok, rem, reset, retry = op.ok, op.rem, op.reset, op.retry
-          step(op, records(op.alg, true, ENFORCE, op.h, op.lim.req), now)
-          if not ok then op.ok, op.rem, op.reset, op.retry = ok, rem, reset, retry end
-        elseif op.ok then
-          op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, peek(op.rec, op.alg.kind, now, op.lim), 0, now)
-        elseif op.taken then
-          op.rem, op.reset, op.retry = op.taken[1], op.taken[2], op.taken[3]
-        end
-      end
-    end
+  for x, rec in ipairs(order) do
+    local v = kept[x]
+    rec.kind, rec.cur, rec.hit, rec.hits, rec.usage = v[1], v[2], v[3], v[4], v[5]
   end
-  local denied
-  if denials then
-    denied = {}
-    for i, op in ipairs(ops) do
-      local k = (i - 1) * 4
-      denied[k + 1], denied[k + 2], denied[k + 3], denied[k + 4] = op.ok and 1 or 0, op.rem, op.reset, op.retry
-    end
+  for i, op in ipairs(ops) do
+    local v = kept[#order + i]
+    op.ok, op.rem, op.reset, op.retry = v[1], v[2], v[3], v[4]
   end
-  if kept then
-    for x, rec in ipairs(order) do
-      local v = kept[x]
-      rec.kind, rec.cur, rec.hit, rec.hits, rec.usage = v[1], v[2], v[3], v[4], v[5]
-    end
-    for i, op in ipairs(ops) do
-      local v = kept[#order + i]
-      op.ok, op.rem, op.reset, op.retry = v[1], v[2], v[3], v[4]
-    end
+end
+
+-- decisions_of appends ops' decisions to out from out[at + 1].
+local function decisions_of(out, at, ops)
+  for i, op in ipairs(ops) do
+    local k = at + (i - 1) * 4
+    out[k + 1], out[k + 2], out[k + 3], out[k + 4] = op.ok and 1 or 0, op.rem, op.reset, op.retry
   end
+end
+
+-- take_general decides a batch whose ops may share keys: a key's later ops
+-- see its earlier ops' pending state, as in algorithms.TakeAll.
+local function take_general(now, keys, k0, ops_packed, n, charges, denials)
+  local recs, order = {}, {}
+  local ops, verdict = general_first(now, keys, k0, ops_packed, n, recs, order)
+  local admitted = admits(verdict)
+  local kept
+  if denials and admitted then kept = general_kept(order, ops, nil) end
+  if not admitted or kept then general_denied(now, order, ops) end
+  local out = {}
+  if denials then decisions_of(out, 4 * n, ops) end
+  if kept then general_kept(order, ops, kept) end
   for _, rec in ipairs(order) do
     if rec.hit then
       KINDS[rec.kind].write(rec.key, rec.cur, rec.typeok[rec.kind], now)
     end
   end
-  local out = {}
-  for i, op in ipairs(ops) do
-    local k = (i - 1) * 4
-    out[k + 1] = op.ok and 1 or 0
-    out[k + 2] = op.rem
-    out[k + 3] = op.reset
-    out[k + 4] = op.retry
-  end
-  if denied then
-    for k = 1, 4 * n do out[4 * n + k] = denied[k] end
-  end
+  decisions_of(out, 0, ops)
   if admitted and charges then
     -- A key that usage also charged reports no charge: giving its other
     -- hits back could return what a bucket's floor absorbed of the usage
