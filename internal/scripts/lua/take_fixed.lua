@@ -68,10 +68,13 @@ local function ops_of(ops, n)
 end
 
 -- A window is what take_fixed knows of one period's current window: its
--- start, end and tag (counter_tag), and vals[count], the value string a
--- SET of that count writes in it. WINDOWS[period] is the last window seen
--- of each period (at most WINDOWS_MAX periods); WIN, of the last (now,
--- period). A window holds at most WINDOW_VALUES strings.
+-- start, end and tag (counter_tag), and its value strings both ways:
+-- vals[count], the value a SET of that count writes in it, and
+-- count[value], for the values of its tag read (nearly every value read
+-- in a window is one of a few counts: a lookup instead of counter_value).
+-- WINDOWS[period] is the last window seen of each period (at most
+-- WINDOWS_MAX periods); WIN, of the last (now, period). A window holds at
+-- most WINDOW_VALUES strings each way.
 local WINDOWS, WINDOWS_N, WINDOWS_MAX, WINDOW_VALUES = {}, 0, 32, 512
 local WIN_NOW, WIN_P, WIN = -1, 0, nil
 
@@ -84,7 +87,7 @@ local function window_of(now, p)
       if WINDOWS_N >= WINDOWS_MAX then WINDOWS, WINDOWS_N = {}, 0 end
       WINDOWS_N = WINDOWS_N + 1
     end
-    w = { start = start, e = start + p, tag = counter_tag(start, p), vals = {}, n = 0 }
+    w = { start = start, e = start + p, tag = counter_tag(start, p), vals = {}, n = 0, count = {}, m = 0 }
     WINDOWS[p] = w
   end
   WIN, WIN_P, WIN_NOW = w, p, now
@@ -120,11 +123,17 @@ end
 -- check, fixed_window_valid, and fixed_window's own: a positive count),
 -- and the value a write then INCRBYs (counter_of's kept) or false.
 local function stored_count(v, w, r)
-  local n = counter_value(v)
-  if n == nil then return 0, false end
-  local tag = n % COUNT_TAGS
-  if tag ~= w.tag then return 0, false end
-  local b = (n - tag) / COUNT_TAGS
+  local b = w.count[v]
+  if b == nil then
+    local n = counter_value(v)
+    if n == nil then return 0, false end
+    local tag = n % COUNT_TAGS
+    if tag ~= w.tag then return 0, false end
+    b = (n - tag) / COUNT_TAGS
+    if w.m >= WINDOW_VALUES then w.count, w.m = {}, 0 end
+    w.count[v], w.m = b, w.m + 1
+  end
+  local n = b * COUNT_TAGS + w.tag
   if b > 0 and (r == 0 or b <= MAX_COUNT) then return b, n end
   return 0, n
 end
