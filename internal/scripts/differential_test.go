@@ -248,173 +248,219 @@ func TestDifferentialFunction(t *testing.T) {
 // queueFunc queues one recording take in a pipeline.
 type queueFunc func(ctx context.Context, pipe redis.Pipeliner, keys []string, args []any) *redis.Cmd
 
+// diffRun is one algorithm's differential run: the Go model, the
+// sequences, and what the run has seen.
+type diffRun struct {
+	t       *testing.T
+	rdb     *redis.Client
+	queue   queueFunc
+	rng     *rand.Rand
+	goState model
+	seqs    []*sequence
+	// ttlFor is the ExpiresAt each key's TTL was last set for: a write that
+	// keeps a key's TTL (a counter's INCRBY, in the window its state is in)
+	// must store that same ExpiresAt, so the TTL still ends it, within the
+	// ms ttl_ms rounds up. A corrupted key's is whatever its writer set.
+	ttlFor                map[string]int64
+	allowed, denied, kept int
+}
+
+// diffPending is one sequence's take of a step, queued with its reads.
+type diffPending struct {
+	ops     []algorithms.Op
+	eval    *redis.Cmd
+	reads   [4]*stateRead
+	charges bool // the take replies its charges (scripts.WithCharges)
+	denials bool // and its denials (scripts.WithDenials)
+}
+
 func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorithms.Algorithm) {
-	ctx := context.Background()
-	rng := newRand(t)
-	goState := model{}
-	seqs := make([]*sequence, diffSequences)
-	for i := range seqs {
-		seqs[i] = &sequence{
+	r := &diffRun{t: t, rdb: rdb, queue: queue, rng: newRand(t), goState: model{}, ttlFor: map[string]int64{}}
+	r.seqs = make([]*sequence, diffSequences)
+	for i := range r.seqs {
+		s := &sequence{
 			keys: [4]string{fmt.Sprintf("diff:%s:%d:a", alg, i), fmt.Sprintf("diff:%s:%d:b", alg, i),
 				fmt.Sprintf("diff:%s:%d:c", alg, i), fmt.Sprintf("diff:%s:%d:d", alg, i)},
-			now:           1_700_000_000_000_000 + rng.Int64N(1e12),
-			counterPeriod: periods[rng.IntN(len(periods))],
+			now:           1_700_000_000_000_000 + r.rng.Int64N(1e12),
+			counterPeriod: periods[r.rng.IntN(len(periods))],
 		}
-		seqs[i].lim = seqs[i].pin(randomLimit(rng, alg))
+		s.lim = s.pin(randomLimit(r.rng, alg))
+		r.seqs[i] = s
 	}
-	type pending struct {
-		ops     []algorithms.Op
-		eval    *redis.Cmd
-		reads   [4]*stateRead
-		charges bool // the take replies its charges (scripts.WithCharges)
-		denials bool // and its denials (scripts.WithDenials)
-	}
-	allowed, denied := 0, 0
-	// ttlFor is the ExpiresAt each key's TTL was last set for: a write that
-	// keeps a key's TTL (take_fixed's, in the window its state is in) must
-	// store that same ExpiresAt, so the TTL still ends it, within the ms
-	// ttl_ms rounds up. A corrupted key's is whatever its writer set.
-	ttlFor, kept := map[string]int64{}, 0
 	for step := range diffSteps {
-		pipe := rdb.Pipeline()
-		steps := make([]pending, len(seqs))
-		for i, s := range seqs {
-			s.now += randomStep(rng, s.lim.Period, s.now)
-			ops := s.nextOps(rng)
-			if rng.IntN(40) == 0 {
-				s.note("corrupted %s: %s", s.keys[0], corrupt(ctx, pipe, goState, s.keys[0], s.now, s.counterPeriod, rng))
-				ttlFor[s.keys[0]] = goState[s.keys[0]].ExpiresAt
-			}
-			keys, args, err := scripts.Encode(ops, time.UnixMicro(s.now))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Half the takes reply their charges, which also keeps a
-			// single op off the script's write-at-once path.
-			// Half of those its denials too, as a Cluster slot group's.
-			switch rng.IntN(4) {
-			case 0:
-				args = scripts.WithCharges(args)
-				steps[i].charges = true
-			case 1:
-				args = scripts.WithDenials(args)
-				steps[i].charges, steps[i].denials = true, true
-			}
-			steps[i].ops = ops
-			steps[i].eval = queue(ctx, pipe, keys, args)
-			for k, key := range s.keys {
-				steps[i].reads[k] = queueRead(ctx, pipe, key)
-			}
-		}
-		_, _ = pipe.Exec(ctx) // WRONGTYPE replies of the reads are expected
-		for i, s := range seqs {
-			p := steps[i]
-			reply, err := p.eval.Result()
-			if err != nil {
-				t.Fatalf("step %d seq %d: evalsha: %v", step, i, err)
-			}
-			parts, ok := reply.([]any)
-			if !ok || len(parts) != 2 {
-				t.Fatalf("step %d seq %d: reply %v", step, i, reply)
-			}
-			got, err := scripts.Decode(parts[0], len(p.ops))
-			if err != nil {
-				t.Fatalf("step %d seq %d: %v", step, i, err)
-			}
-			pttl := map[string]int64{}
-			for j, v := range parts[1].([]any) {
-				pttl[p.ops[j].Key] = v.(int64)
-			}
-			before := make(map[string]algorithms.State, len(s.keys))
-			for _, key := range s.keys {
-				st := goState[key]
-				st.Log = slices.Clone(st.Log)
-				before[key] = st
-			}
-			var wantDen []algorithms.Decision
-			if p.denials {
-				// The ops' decisions in a denied batch: TakeAll's with one
-				// more op, on a key of its own, that denies it.
-				deny := algorithms.Op{Key: "diff:deny", Hits: 1} // an invalid limit
-				wantDen, _ = algorithms.TakeAll(append(slices.Clone(p.ops), deny), func(key string) algorithms.State {
-					st := before[key]
-					st.Log = slices.Clone(st.Log)
-					return st
-				}, time.UnixMicro(s.now))
-			}
-			want, writes := goState.take(p.ops, time.UnixMicro(s.now))
-			var b strings.Builder
-			for j, op := range p.ops {
-				fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d mode=%d usage=%t joined=%t go=%s lua=%s", j, op.Key, op.Limit, op.Hits, op.Mode, op.Usage, op.Joined, fmtDecision(want[j]), fmtDecision(got[j]))
-			}
-			s.note("t=%d%s", s.now, b.String())
-			fail := func(format string, args ...any) {
-				t.Helper()
-				t.Fatalf("step %d seq %d: %s\nhistory (newest last):\n%s", step, i, fmt.Sprintf(format, args...), strings.Join(s.history, "\n"))
-			}
-			for j := range p.ops {
-				if got[j] != want[j] {
-					fail("op %d: lua %s, go %s", j, fmtDecision(got[j]), fmtDecision(want[j]))
-				}
-				if want[j].Allowed {
-					allowed++
-				} else {
-					denied++
-				}
-			}
-			if p.charges {
-				var gotCh []scripts.Charge
-				var gotDen []algorithms.Decision
-				if p.denials {
-					gotDen, gotCh, err = scripts.DecodeDenials(parts[0], p.ops)
-				} else {
-					gotCh, err = scripts.DecodeCharges(parts[0], p.ops)
-				}
-				if err != nil {
-					fail("charges: %v", err)
-				}
-				for j := range gotDen {
-					if gotDen[j] != wantDen[j] {
-						fail("op %d denial: lua %s, go %s", j, fmtDecision(gotDen[j]), fmtDecision(wantDen[j]))
-					}
-				}
-				wantCh := algorithms.Charges(p.ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(s.now))
-				if err := sameCharges(gotCh, wantCh); err != nil {
-					fail("charges: %v\n  lua %+v\n  go  %+v", err, gotCh, wantCh)
-				}
-			}
-			for k, key := range s.keys {
-				st := p.reads[k].result()
-				if err := sameState(goState[key], st, s.now); err != nil {
-					fail("key %s: %v", key, err)
-				}
-				if st.kind == "counter" {
-					st.st = goState[key] // the same, sameState says: the window a value only tags
-				}
-				if _, written := writes[key]; written && pttl[key] == scripts.KeptTTL {
-					kept++
-					if st.st.ExpiresAt != ttlFor[key] {
-						fail("key %s kept the TTL set for ExpiresAt %d, holds %d", key, ttlFor[key], st.st.ExpiresAt)
-					}
-				} else if written {
-					ttlFor[key] = st.st.ExpiresAt
-					if err := checkTTL(key, pttl[key], st, s.now); err != nil {
-						fail("%v", err)
-					}
-					if bound := ttlBound(p.ops, key); pttl[key]*1000 > bound {
-						fail("key %s TTL %dms is beyond twice its rules' horizon %dµs", key, pttl[key], bound)
-					}
-				}
-			}
+		steps := r.queueStep()
+		for i, s := range r.seqs {
+			r.judge(step, i, s, steps[i])
 		}
 	}
-	t.Logf("%d steps: %d ops allowed, %d denied; %d writes kept their key's TTL", diffSequences*diffSteps, allowed, denied, kept)
-	if alg.Family() == algorithms.Counter && kept < diffSteps {
-		t.Errorf("only %d writes kept their key's TTL: the test barely judges them", kept)
+	t.Logf("%d steps: %d ops allowed, %d denied; %d writes kept their key's TTL", diffSequences*diffSteps, r.allowed, r.denied, r.kept)
+	if alg.Family() == algorithms.Counter && r.kept < diffSteps {
+		t.Errorf("only %d writes kept their key's TTL: the test barely judges them", r.kept)
 	}
-	if allowed < diffSteps || denied < diffSteps {
-		t.Errorf("the random ops barely explore both outcomes: %d allowed, %d denied", allowed, denied)
+	if r.allowed < diffSteps || r.denied < diffSteps {
+		t.Errorf("the random ops barely explore both outcomes: %d allowed, %d denied", r.allowed, r.denied)
 	}
+}
+
+// queueStep moves every sequence's clock, draws its ops (and now and then
+// corrupts its main key), and runs their takes and the reads after them in
+// one pipeline.
+func (r *diffRun) queueStep() []diffPending {
+	ctx := context.Background()
+	pipe := r.rdb.Pipeline()
+	steps := make([]diffPending, len(r.seqs))
+	for i, s := range r.seqs {
+		s.now += randomStep(r.rng, s.lim.Period, s.now)
+		ops := s.nextOps(r.rng)
+		if r.rng.IntN(40) == 0 {
+			s.note("corrupted %s: %s", s.keys[0], corrupt(ctx, pipe, r.goState, s.keys[0], s.now, s.counterPeriod, r.rng))
+			r.ttlFor[s.keys[0]] = r.goState[s.keys[0]].ExpiresAt
+		}
+		keys, args, err := scripts.Encode(ops, time.UnixMicro(s.now))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		// Half the takes reply their charges, which also keeps a
+		// single op off the script's write-at-once path.
+		// Half of those its denials too, as a Cluster slot group's.
+		switch r.rng.IntN(4) {
+		case 0:
+			args = scripts.WithCharges(args)
+			steps[i].charges = true
+		case 1:
+			args = scripts.WithDenials(args)
+			steps[i].charges, steps[i].denials = true, true
+		}
+		steps[i].ops = ops
+		steps[i].eval = r.queue(ctx, pipe, keys, args)
+		for k, key := range s.keys {
+			steps[i].reads[k] = queueRead(ctx, pipe, key)
+		}
+	}
+	_, _ = pipe.Exec(ctx) // WRONGTYPE replies of the reads are expected
+	return steps
+}
+
+// judge holds sequence i's take of a step to the Go model: decisions,
+// denials, charges, stored states and TTLs.
+func (r *diffRun) judge(step, i int, s *sequence, p diffPending) {
+	t := r.t
+	reply, err := p.eval.Result()
+	if err != nil {
+		t.Fatalf("step %d seq %d: evalsha: %v", step, i, err)
+	}
+	parts, ok := reply.([]any)
+	if !ok || len(parts) != 2 {
+		t.Fatalf("step %d seq %d: reply %v", step, i, reply)
+	}
+	got, err := scripts.Decode(parts[0], len(p.ops))
+	if err != nil {
+		t.Fatalf("step %d seq %d: %v", step, i, err)
+	}
+	pttl := map[string]int64{}
+	for j, v := range parts[1].([]any) {
+		pttl[p.ops[j].Key] = v.(int64)
+	}
+	before := make(map[string]algorithms.State, len(s.keys))
+	for _, key := range s.keys {
+		st := r.goState[key]
+		st.Log = slices.Clone(st.Log)
+		before[key] = st
+	}
+	want, writes := r.goState.take(p.ops, time.UnixMicro(s.now))
+	var b strings.Builder
+	for j, op := range p.ops {
+		fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d mode=%d usage=%t joined=%t go=%s lua=%s", j, op.Key, op.Limit, op.Hits, op.Mode, op.Usage, op.Joined, fmtDecision(want[j]), fmtDecision(got[j]))
+	}
+	s.note("t=%d%s", s.now, b.String())
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("step %d seq %d: %s\nhistory (newest last):\n%s", step, i, fmt.Sprintf(format, args...), strings.Join(s.history, "\n"))
+	}
+	for j := range p.ops {
+		if got[j] != want[j] {
+			fail("op %d: lua %s, go %s", j, fmtDecision(got[j]), fmtDecision(want[j]))
+		}
+		if want[j].Allowed {
+			r.allowed++
+		} else {
+			r.denied++
+		}
+	}
+	if p.charges {
+		if err := judgeCharges(p, parts[0], want, writes, before, s.now); err != nil {
+			fail("%v", err)
+		}
+	}
+	for k, key := range s.keys {
+		if err := r.judgeKey(key, p.reads[k].result(), writes, pttl[key], p.ops, s.now); err != nil {
+			fail("%v", err)
+		}
+	}
+}
+
+// judgeCharges compares the charges (and denials) the take replied with
+// algorithms.Charges' (and TakeAll's for the batch denied).
+func judgeCharges(p diffPending, reply any, want []algorithms.Decision, writes map[string]algorithms.State, before map[string]algorithms.State, now int64) error {
+	var gotCh []scripts.Charge
+	var gotDen []algorithms.Decision
+	var err error
+	if p.denials {
+		gotDen, gotCh, err = scripts.DecodeDenials(reply, p.ops)
+	} else {
+		gotCh, err = scripts.DecodeCharges(reply, p.ops)
+	}
+	if err != nil {
+		return fmt.Errorf("charges: %w", err)
+	}
+	if p.denials {
+		// The ops' decisions in a denied batch: TakeAll's with one more
+		// op, on a key of its own, that denies it.
+		deny := algorithms.Op{Key: "diff:deny", Hits: 1} // an invalid limit
+		wantDen, _ := algorithms.TakeAll(append(slices.Clone(p.ops), deny), func(key string) algorithms.State {
+			st := before[key]
+			st.Log = slices.Clone(st.Log)
+			return st
+		}, time.UnixMicro(now))
+		for j := range gotDen {
+			if gotDen[j] != wantDen[j] {
+				return fmt.Errorf("op %d denial: lua %s, go %s", j, fmtDecision(gotDen[j]), fmtDecision(wantDen[j]))
+			}
+		}
+	}
+	wantCh := algorithms.Charges(p.ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(now))
+	if err := sameCharges(gotCh, wantCh); err != nil {
+		return fmt.Errorf("charges: %w\n  lua %+v\n  go  %+v", err, gotCh, wantCh)
+	}
+	return nil
+}
+
+// judgeKey compares what Redis holds at key after a take with the Go
+// model, and the TTL the take gave it.
+func (r *diffRun) judgeKey(key string, st stored, writes map[string]algorithms.State, pttl int64, ops []algorithms.Op, now int64) error {
+	if err := sameState(r.goState[key], st, now); err != nil {
+		return fmt.Errorf("key %s: %w", key, err)
+	}
+	if st.kind == "counter" {
+		st.st = r.goState[key] // the same, sameState says: the window a value only tags
+	}
+	_, written := writes[key]
+	switch {
+	case written && pttl == scripts.KeptTTL:
+		r.kept++
+		if st.st.ExpiresAt != r.ttlFor[key] {
+			return fmt.Errorf("key %s kept the TTL set for ExpiresAt %d, holds %d", key, r.ttlFor[key], st.st.ExpiresAt)
+		}
+	case written:
+		r.ttlFor[key] = st.st.ExpiresAt
+		if err := checkTTL(key, pttl, st, now); err != nil {
+			return err
+		}
+		if bound := ttlBound(ops, key); pttl*1000 > bound {
+			return fmt.Errorf("key %s TTL %dms is beyond twice its rules' horizon %dµs", key, pttl, bound)
+		}
+	}
+	return nil
 }
 
 // corrupt overwrites key's state alike in the Go model and in Redis with

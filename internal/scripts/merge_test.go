@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -173,143 +174,168 @@ func TestMergedRepliesAsAlone(t *testing.T) {
 	if !ok {
 		t.Fatal("RecordingLibrary no longer matches the library")
 	}
-	merged, alone := newRedis(t), newRedis(t)
-	for _, rdb := range []*redis.Client{merged, alone} {
+	r := &mergeRig{t: t, merged: newRedis(t), alone: newRedis(t), rng: newRand(t), cover: map[algorithms.Algorithm]*mergeSeen{}}
+	for _, rdb := range []*redis.Client{r.merged, r.alone} {
 		if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rng := newRand(t)
-	keys := []string{"r:a", "r:b", "r:c", "r:d"}
+	r.keys = []string{"r:a", "r:b", "r:c", "r:d"}
 	for i := range 12 {
-		keys = append(keys, "r:wide"+strconv.Itoa(i))
+		r.keys = append(r.keys, "r:wide"+strconv.Itoa(i))
 	}
-	// Per algorithm: charged takes that charged something, and charges of
-	// a key on which an admitted Spare op took hits.
-	type seen struct{ charged, spare int }
-	cover := map[algorithms.Algorithm]*seen{}
 	for _, alg := range algorithms.All() {
-		cover[alg] = &seen{}
+		r.cover[alg] = &mergeSeen{}
 	}
 	lims := map[algorithms.Algorithm]algorithms.Limit{}
 	now := int64(1_700_000_000_000_000)
-	packed := 0
 	for group := range 400 {
-		now += rng.Int64N(2_000_000)
+		now += r.rng.Int64N(2_000_000)
 		if group%50 == 0 {
 			for _, alg := range algorithms.All() {
-				lims[alg] = randomLimit(rng, alg)
+				lims[alg] = randomLimit(r.rng, alg)
 			}
 		}
-		takes := make([][]algorithms.Op, 2+rng.IntN(7))
+		takes := make([][]algorithms.Op, 2+r.rng.IntN(7))
 		calls := make([][]any, len(takes))
 		charged := make([]bool, len(takes))
 		for i := range takes {
-			alg := algorithms.All()[rng.IntN(len(algorithms.All()))]
-			if group%2 == 1 && rng.IntN(5) != 0 {
+			alg := algorithms.All()[r.rng.IntN(len(algorithms.All()))]
+			if group%2 == 1 && r.rng.IntN(5) != 0 {
 				// Mostly fixed_window: several takes of its fast path on
-				// the same keys in one call, which take_many reads ahead
-				// for them all (its prefetch), then the others'.
+				// the same keys in one call.
 				alg = algorithms.FixedWindow
 			}
-			lim := lims[alg]
-			var ops []algorithms.Op
-			switch r := rng.IntN(8); {
-			case r < 3:
-				// A request and the lease top-up riding on it: an op,
-				// then a Spare op on the same key.
-				key := keys[rng.IntN(4)]
-				ops = []algorithms.Op{
-					{Key: key, Limit: lim, Hits: 1},
-					{Key: key, Limit: lim, Hits: 1 + rng.Uint64N(max(lim.Capacity(), 1)), Mode: algorithms.Spare},
-				}
-			case r < 4:
-				// Wide: past take.lua's pairwise distinct check, on
-				// distinct keys or repeating the first four.
-				ops = make([]algorithms.Op, 9+rng.IntN(4))
-				perm := rng.Perm(len(keys))
-				for j := range ops {
-					key := keys[perm[j]]
-					if rng.IntN(2) == 0 {
-						key = keys[rng.IntN(4)]
-					}
-					ops[j] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5))}
-				}
-			default:
-				ops = make([]algorithms.Op, 1+rng.IntN(3))
-				for j := range ops {
-					ops[j] = algorithms.Op{Key: keys[rng.IntN(4)], Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(6) == 0}
-				}
-			}
-			charged[i] = rng.IntN(2) == 0
-			takes[i], calls[i] = ops, mergeableCall(t, ops, now, charged[i])
+			charged[i] = r.rng.IntN(2) == 0
+			takes[i] = r.draw(lims[alg])
+			calls[i] = mergeableCall(t, takes[i], now, charged[i])
 		}
-		cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
-		_ = merged.Process(ctx, cmd)
-		replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), len(takes))
-		for i, ops := range takes {
-			one := redis.NewCmd(ctx, calls[i]...)
-			_ = alone.Process(ctx, one)
-			if errs[i] != nil || one.Err() != nil {
-				t.Fatalf("group %d take %d: merged %v, alone %v", group, i, errs[i], one.Err())
-			}
-			parts, ok := one.Val().([]any)
-			if !ok || len(parts) != 2 {
-				t.Fatalf("group %d take %d: recording reply %v", group, i, one.Val())
-			}
-			// A merged take may get its values packed (take_fixed's
-			// reply_of): the same values.
-			if _, ok := replies[i].(string); ok {
-				packed++
-			}
-			mergedVals, err1 := scripts.ReplyValues(replies[i])
-			aloneVals, err2 := scripts.ReplyValues(parts[0])
-			if err1 != nil || err2 != nil || !reflect.DeepEqual(mergedVals, aloneVals) {
-				t.Fatalf("group %d take %d (charges %v) %+v:\n  merged %v (%v)\n  alone  %v (%v)", group, i, charged[i], ops, replies[i], err1, parts[0], err2)
-			}
-			if !charged[i] {
-				continue
-			}
-			ch, err := scripts.DecodeCharges(replies[i], ops)
-			if err != nil {
-				t.Fatalf("group %d take %d: %v", group, i, err)
-			}
-			ds, err := scripts.Decode(replies[i], len(ops))
-			if err != nil {
-				t.Fatalf("group %d take %d: %v", group, i, err)
-			}
-			if len(ch) > 0 {
-				cover[ops[0].Limit.Algorithm].charged++
-			}
-			for _, c := range ch {
-				for j, op := range ops {
-					if op.Key == c.Key && op.Mode == algorithms.Spare && op.Hits > 0 && ds[j].Allowed {
-						cover[ops[0].Limit.Algorithm].spare++
-						break
-					}
-				}
-			}
-		}
-		for _, key := range keys {
-			var got [2]stored
-			for i, rdb := range []*redis.Client{merged, alone} {
-				pipe := rdb.Pipeline()
-				read := queueRead(ctx, pipe, key)
-				_, _ = pipe.Exec(ctx)
-				got[i] = read.result()
-			}
-			if !reflect.DeepEqual(got[0], got[1]) {
-				t.Fatalf("group %d key %s: merged left %+v, alone %+v", group, key, got[0], got[1])
-			}
-		}
+		r.compare(group, takes, calls, charged)
 	}
-	if packed < 50 {
-		t.Errorf("only %d merged replies packed: the fast path barely ran", packed)
+	if r.packed < 50 {
+		t.Errorf("only %d merged replies packed: the fast path barely ran", r.packed)
 	}
-	for alg, c := range cover {
+	for alg, c := range r.cover {
 		t.Logf("%s: %d charged takes charged, %d charges include a Spare op's hits", alg, c.charged, c.spare)
 		if c.charged < 5 || c.spare < 3 {
 			t.Errorf("%s: %d charged takes charged, %d charges include a Spare op's hits: too few to judge", alg, c.charged, c.spare)
+		}
+	}
+}
+
+// mergeSeen is, per algorithm, how many charged takes charged something and
+// how many charges include a key's admitted Spare op.
+type mergeSeen struct{ charged, spare int }
+
+// mergeRig runs takes merged into one call on one server and one by one on
+// another, on the same keys.
+type mergeRig struct {
+	t             *testing.T
+	merged, alone *redis.Client
+	rng           *rand.Rand
+	keys          []string
+	cover         map[algorithms.Algorithm]*mergeSeen
+	packed        int
+}
+
+// draw is one take's ops under lim: a request and its lease top-up, a wide
+// batch past take.lua's pairwise distinct check, or a few ops on the
+// first four keys.
+func (r *mergeRig) draw(lim algorithms.Limit) []algorithms.Op {
+	rng, keys := r.rng, r.keys
+	switch x := rng.IntN(8); {
+	case x < 3:
+		// A request and the lease top-up riding on it: an op, then a
+		// Spare op on the same key.
+		key := keys[rng.IntN(4)]
+		return []algorithms.Op{
+			{Key: key, Limit: lim, Hits: 1},
+			{Key: key, Limit: lim, Hits: 1 + rng.Uint64N(max(lim.Capacity(), 1)), Mode: algorithms.Spare},
+		}
+	case x < 4:
+		// Wide: on distinct keys or repeating the first four.
+		ops := make([]algorithms.Op, 9+rng.IntN(4))
+		perm := rng.Perm(len(keys))
+		for j := range ops {
+			key := keys[perm[j]]
+			if rng.IntN(2) == 0 {
+				key = keys[rng.IntN(4)]
+			}
+			ops[j] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5))}
+		}
+		return ops
+	}
+	ops := make([]algorithms.Op, 1+rng.IntN(3))
+	for j := range ops {
+		ops[j] = algorithms.Op{Key: keys[rng.IntN(4)], Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(6) == 0}
+	}
+	return ops
+}
+
+// compare runs a group's takes merged and alone and requires the same
+// replies and the same states of every key after.
+func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, charged []bool) {
+	ctx, t := context.Background(), r.t
+	cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
+	_ = r.merged.Process(ctx, cmd)
+	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), len(takes))
+	for i, ops := range takes {
+		one := redis.NewCmd(ctx, calls[i]...)
+		_ = r.alone.Process(ctx, one)
+		if errs[i] != nil || one.Err() != nil {
+			t.Fatalf("group %d take %d: merged %v, alone %v", group, i, errs[i], one.Err())
+		}
+		parts, ok := one.Val().([]any)
+		if !ok || len(parts) != 2 {
+			t.Fatalf("group %d take %d: recording reply %v", group, i, one.Val())
+		}
+		// A merged take may get its values packed (take_fixed's reply_of):
+		// the same values.
+		if _, ok := replies[i].(string); ok {
+			r.packed++
+		}
+		mergedVals, err1 := scripts.ReplyValues(replies[i])
+		aloneVals, err2 := scripts.ReplyValues(parts[0])
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(mergedVals, aloneVals) {
+			t.Fatalf("group %d take %d (charges %v) %+v:\n  merged %v (%v)\n  alone  %v (%v)", group, i, charged[i], ops, replies[i], err1, parts[0], err2)
+		}
+		if charged[i] {
+			r.noteCharges(group, i, ops, replies[i])
+		}
+	}
+	for _, key := range r.keys {
+		var got [2]stored
+		for i, rdb := range []*redis.Client{r.merged, r.alone} {
+			pipe := rdb.Pipeline()
+			read := queueRead(ctx, pipe, key)
+			_, _ = pipe.Exec(ctx)
+			got[i] = read.result()
+		}
+		if !reflect.DeepEqual(got[0], got[1]) {
+			t.Fatalf("group %d key %s: merged left %+v, alone %+v", group, key, got[0], got[1])
+		}
+	}
+}
+
+// noteCharges counts a charged take's charges in cover.
+func (r *mergeRig) noteCharges(group, i int, ops []algorithms.Op, reply any) {
+	ch, err := scripts.DecodeCharges(reply, ops)
+	if err != nil {
+		r.t.Fatalf("group %d take %d: %v", group, i, err)
+	}
+	ds, err := scripts.Decode(reply, len(ops))
+	if err != nil {
+		r.t.Fatalf("group %d take %d: %v", group, i, err)
+	}
+	if len(ch) > 0 {
+		r.cover[ops[0].Limit.Algorithm].charged++
+	}
+	for _, c := range ch {
+		for j, op := range ops {
+			if op.Key == c.Key && op.Mode == algorithms.Spare && op.Hits > 0 && ds[j].Allowed {
+				r.cover[ops[0].Limit.Algorithm].spare++
+				break
+			}
 		}
 	}
 }
