@@ -89,15 +89,10 @@ func walkSources(t *testing.T, fn func(path, text string)) {
 // byNameAllowed are the places that may decide by an algorithm's name, and
 // why each stays right for an algorithm added later.
 var byNameAllowed = map[string]string{
-	"internal/ratelimit/respond.go": "envoyproxy's whole-second duration_until_reset of its fixed window; any other algorithm keeps µs",
-	"internal/config/lease.go":      "sliding_log's own reason in the refusal of lease: true; any other algorithm that cannot lease gets the general one",
-	"pkg/store/localcache/entry.go": "a fixed window's denial lasts until its window ends; any other algorithm's lasts its exact RetryAfter",
+	"internal/ratelimit/respond.go":       "envoyproxy's whole-second duration_until_reset of its fixed window; any other algorithm keeps µs",
+	"internal/config/lease.go":            "sliding_log's own reason in the refusal of lease: true; any other algorithm that cannot lease gets the general one",
+	"pkg/store/localcache/entry.go":       "a fixed window's denial lasts until its window ends; any other algorithm's lasts its exact RetryAfter",
 	"internal/scripts/lua/take_fixed.lua": "fixed_window's own fast path; every other op goes to the general paths",
-	// The lease helper (issue 30) derives these from Algorithm.Lease; drop
-	// them once that lands.
-	"pkg/store/lease/lease.go":             "lease kinds, until derived from Algorithm.Lease",
-	"pkg/store/lease/entry.go":             "lease kinds, until derived from Algorithm.Lease",
-	"pkg/store/lease/leasetest/property.go": "lease kinds, until derived from Algorithm.Lease",
 }
 
 // TestNoAlgorithmDecidedByName scans the tree for code that decides by an
