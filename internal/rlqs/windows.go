@@ -24,11 +24,13 @@ type span struct {
 // and answered at got.
 func spanOf(lim algorithms.Limit, d algorithms.Decision, sent, got time.Time) span {
 	rest := d.ResetAfter
-	sliding := lim.Algorithm == algorithms.SlidingWindow
-	if sliding && rest > lim.Period {
-		// ResetAfter runs to the end of the next window while this one has
-		// hits.
-		rest -= lim.Period
+	// A window whose ResetAfter runs past its end (sliding_window's, to
+	// the end of the next window while this one has hits: the registry's
+	// ResetLag) gives room back before it ends.
+	lag := time.Duration(lim.Algorithm.ResetLag()) * lim.Period
+	sliding := lag > 0
+	if sliding && rest > lag {
+		rest -= lag
 	}
 	return span{remaining: d.Remaining, end: sent.Add(rest), late: got.Add(rest), sliding: sliding, decidedOut: !d.Allowed}
 }
