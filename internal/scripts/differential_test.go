@@ -261,7 +261,14 @@ type diffRun struct {
 	// keeps a key's TTL (a counter's INCRBY, in the window its state is in)
 	// must store that same ExpiresAt, so the TTL still ends it, within the
 	// ms ttl_ms rounds up. A corrupted key's is whatever its writer set.
-	ttlFor                map[string]int64
+	ttlFor map[string]int64
+	// deadline is when, on the sequences' clock, Redis drops each key: its
+	// recorded TTL's end. Real TTLs run on Redis's clock, not the test's,
+	// so the recording scripts set none and the test drops a key, in Redis
+	// and in the model (as memstore's sweep does), once its TTL has passed.
+	// A counter's value only tags its window (lua/counter.lua): it relies on
+	// its key not outliving that window.
+	deadline              map[string]int64
 	allowed, denied, kept int
 }
 
@@ -275,7 +282,7 @@ type diffPending struct {
 }
 
 func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorithms.Algorithm) {
-	r := &diffRun{t: t, rdb: rdb, queue: queue, rng: newRand(t), goState: model{}, ttlFor: map[string]int64{}}
+	r := &diffRun{t: t, rdb: rdb, queue: queue, rng: newRand(t), goState: model{}, ttlFor: map[string]int64{}, deadline: map[string]int64{}}
 	r.seqs = make([]*sequence, diffSequences)
 	for i := range r.seqs {
 		s := &sequence{
@@ -311,10 +318,23 @@ func (r *diffRun) queueStep() []diffPending {
 	steps := make([]diffPending, len(r.seqs))
 	for i, s := range r.seqs {
 		s.now += randomStep(r.rng, s.lim.Period, s.now)
+		for _, key := range s.keys {
+			if d := r.deadline[key]; d != 0 && s.now >= d {
+				pipe.Del(ctx, key)
+				delete(r.goState, key)
+				delete(r.deadline, key)
+			}
+		}
 		ops := s.nextOps(r.rng)
 		if r.rng.IntN(40) == 0 {
-			s.note("corrupted %s: %s", s.keys[0], corrupt(ctx, pipe, r.goState, s.keys[0], s.now, s.counterPeriod, r.rng))
-			r.ttlFor[s.keys[0]] = r.goState[s.keys[0]].ExpiresAt
+			key := s.keys[0]
+			s.note("corrupted %s: %s", key, corrupt(ctx, pipe, r.goState, key, s.now, s.counterPeriod, r.rng))
+			r.ttlFor[key] = r.goState[key].ExpiresAt
+			delete(r.deadline, key)
+			if st := r.goState[key]; st.Family() == algorithms.Counter {
+				// A counter as a take leaves it: until its window ends.
+				r.deadline[key] = st.ExpiresAt
+			}
 		}
 		keys, args, err := scripts.Encode(ops, time.UnixMicro(s.now))
 		if err != nil {
@@ -445,6 +465,12 @@ func (r *diffRun) judgeKey(key string, st stored, writes map[string]algorithms.S
 		st.st = r.goState[key] // the same, sameState says: the window a value only tags
 	}
 	_, written := writes[key]
+	switch {
+	case written && pttl > 0:
+		r.deadline[key] = now + pttl*1000
+	case written && pttl == 0:
+		delete(r.deadline, key) // deleted: a state that no longer matters
+	}
 	switch {
 	case written && pttl == scripts.KeptTTL:
 		r.kept++
