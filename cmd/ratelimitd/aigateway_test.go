@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/xdstest"
 )
 
 // The values Envoy AI Gateway's controller serves its QuotaPolicy rules
@@ -93,8 +94,8 @@ func TestAIGatewayDeploymentSettings(t *testing.T) {
 // plaintext gRPC server with a non-ADS snapshot cache keyed by node id.
 func startAIGatewayXDS(t *testing.T, descriptors []*rlsconfv3.RateLimitDescriptor) string {
 	t.Helper()
-	addr, cache := testkit.XDSServer(t)
-	testkit.SetRateLimitConfigs(t, cache, aiGatewayNodeID, "1",
+	addr, cache := xdstest.Server(t)
+	xdstest.SetRateLimitConfigs(t, cache, aiGatewayNodeID, "1",
 		&rlsconfv3.RateLimitConfig{Name: aiGatewayDomain, Domain: aiGatewayDomain, Descriptors: descriptors})
 	return addr
 }

@@ -23,9 +23,9 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/admin"
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs"
 	"github.com/ratelimitd/ratelimitd/internal/tracing"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -43,7 +43,7 @@ type app struct {
 	log     *zap.Logger
 	watcher configWatcher
 	store   store.Store
-	svc     *ratelimit.Service
+	svc     *service.Service
 	health  *health.Server
 	grpc    *grpc.Server
 	http    *http.Server
@@ -99,7 +99,9 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if a.store, tracingOpts, err = a.startTracing(a.store); err != nil {
 		return nil, err
 	}
-	a.svc = newService(set, a.watcher, a.store, m, log)
+	if a.svc, err = newService(set, a.watcher, a.store, m, log); err != nil {
+		return nil, err
+	}
 	if err := a.newServers(m, tracingOpts); err != nil {
 		return nil, err
 	}
@@ -172,19 +174,23 @@ func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
 	return w, nil
 }
 
-func newService(set settings, w configWatcher, st store.Store, m *metrics.Metrics, log *zap.Logger) *ratelimit.Service {
-	return ratelimit.New(w, st,
-		ratelimit.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
-		ratelimit.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
-		ratelimit.WithShadowMode(set.ShadowMode),
-		ratelimit.WithHeaders(set.Headers),
-		ratelimit.WithObserver(m),
-		ratelimit.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
-		ratelimit.WithDynamicMetadata(set.DynamicMetadata),
-		ratelimit.WithQuotaMode(set.QuotaMode),
-		ratelimit.WithLease(set.Lease.Enabled),
-		ratelimit.WithLogger(log),
-		ratelimit.WithDecodeBudget(int64(set.MaxDecodingBytes)),
+// newService is pkg/service's Service with the daemon's settings, config
+// source and metrics: the daemon decides exactly as a Go program embedding
+// that package does.
+func newService(set settings, w configWatcher, st store.Store, m *metrics.Metrics, log *zap.Logger) (*service.Service, error) {
+	return service.New(nil, st,
+		service.WithConfigSource(w),
+		service.WithKeyPrefix(set.CacheKeyPrefix),
+		service.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
+		service.WithShadowMode(set.ShadowMode),
+		service.WithHeaders(set.Headers),
+		service.WithObserver(m),
+		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
+		service.WithDynamicMetadata(set.DynamicMetadata),
+		service.WithQuotaMode(set.QuotaMode),
+		service.WithLease(set.Lease.Enabled),
+		service.WithLogger(log),
+		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),
 	)
 }
 
@@ -228,7 +234,7 @@ func (a *app) newServers(m *metrics.Metrics, tracingOpts []grpc.ServerOption) er
 func (a *app) grpcOptions(tracingOpts []grpc.ServerOption) ([]grpc.ServerOption, error) {
 	set := a.set
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(ratelimit.RecoverUnary(a.log)),
+		grpc.ChainUnaryInterceptor(service.RecoverUnary(a.log)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionAge:      set.GRPCMaxConnectionAge,
 			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,

@@ -98,7 +98,7 @@ func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store
 		return nil, nil, err
 	}
 	breakers := redisstore.NewBreakerSet()
-	if err := watchBreakers(m, "limiter", storeBreakers(breakers)); err != nil {
+	if err := watchBreakers(m, "limiter", breakers.States); err != nil {
 		return nil, nil, fmt.Errorf("redis breaker metrics: %w", err)
 	}
 	opts = append(opts,

@@ -5,7 +5,6 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/internal/redisconn"
-	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
 // breakerCollector exports one Redis client's per-node breakers: which are
@@ -45,18 +44,5 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, open, st.Node)
 		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(st.Refused), st.Node)
-	}
-}
-
-// storeBreakers reports the breakers of the store built with set (the
-// limiter's), which redisstore shows as its own type.
-func storeBreakers(set *redisstore.BreakerSet) func() []redisconn.BreakerState {
-	return func() []redisconn.BreakerState {
-		states := set.States()
-		out := make([]redisconn.BreakerState, len(states))
-		for i, st := range states {
-			out[i] = redisconn.BreakerState(st)
-		}
-		return out
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
@@ -103,7 +103,7 @@ type settings struct {
 	// QUOTA_MODE.
 	DynamicMetadata bool
 	QuotaMode       bool
-	Headers         ratelimit.Headers
+	Headers         service.Headers
 	MaxDescriptors  int
 	MaxEntries      int
 	MaxValueLen     int
@@ -273,17 +273,17 @@ func (s *settings) readResponses(env *envReader) {
 	s.HealthyWithAtLeastOneConfig = env.boolean("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)
 	s.DynamicMetadata = env.boolean("RESPONSE_DYNAMIC_METADATA", false)
 	s.QuotaMode = env.boolean("QUOTA_MODE", false)
-	s.Headers = ratelimit.Headers{
+	s.Headers = service.Headers{
 		Classic:    env.boolean("LIMIT_RESPONSE_HEADERS_ENABLED", false),
-		Limit:      env.str("LIMIT_LIMIT_HEADER", ratelimit.DefaultLimitHeader),
-		Remaining:  env.str("LIMIT_REMAINING_HEADER", ratelimit.DefaultRemainingHeader),
-		Reset:      env.str("LIMIT_RESET_HEADER", ratelimit.DefaultResetHeader),
+		Limit:      env.str("LIMIT_LIMIT_HEADER", service.DefaultLimitHeader),
+		Remaining:  env.str("LIMIT_REMAINING_HEADER", service.DefaultRemainingHeader),
+		Reset:      env.str("LIMIT_RESET_HEADER", service.DefaultResetHeader),
 		Draft:      env.boolean("LIMIT_DRAFT_HEADERS_ENABLED", false),
 		RetryAfter: env.boolean("LIMIT_RETRY_AFTER_HEADER_ENABLED", false),
 	}
-	s.MaxDescriptors = env.integer("MAX_DESCRIPTORS", ratelimit.DefaultMaxDescriptors, 1, 1<<16)
-	s.MaxEntries = env.integer("MAX_DESCRIPTOR_ENTRIES", ratelimit.DefaultMaxEntries, 1, 1<<16)
-	s.MaxValueLen = env.integer("MAX_VALUE_LENGTH", ratelimit.DefaultMaxValueLen, 1, 1<<20)
+	s.MaxDescriptors = env.integer("MAX_DESCRIPTORS", service.DefaultMaxDescriptors, 1, 1<<16)
+	s.MaxEntries = env.integer("MAX_DESCRIPTOR_ENTRIES", service.DefaultMaxEntries, 1, 1<<16)
+	s.MaxValueLen = env.integer("MAX_VALUE_LENGTH", service.DefaultMaxValueLen, 1, 1<<20)
 }
 
 // readWarnings notes the settings accepted for compatibility that do

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
 )
 
 // Defaults of the hardening settings.
@@ -23,7 +23,7 @@ const (
 func (s *settings) readHardening(env *envReader) {
 	s.GRPCMaxRecvBytes = env.integer("GRPC_MAX_RECV_MESSAGE_SIZE", 0, 0, 1<<30)
 	s.GRPCMaxStreams = env.integer("GRPC_MAX_CONCURRENT_STREAMS", defaultGRPCMaxStreams, 1, 1<<20)
-	s.MaxDecodingBytes = env.integer("MAX_DECODING_BYTES", ratelimit.DefaultDecodeBudget, 1<<16, 1<<34)
+	s.MaxDecodingBytes = env.integer("MAX_DECODING_BYTES", service.DefaultDecodeBudget, 1<<16, 1<<34)
 	s.DebugPprof = env.boolean("DEBUG_PPROF", false)
 	if path, ok := env.raw("REDIS_AUTH_FILE"); ok {
 		if s.RedisAuth != "" {

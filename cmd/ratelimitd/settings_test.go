@@ -12,7 +12,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/envoystats"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
@@ -61,20 +61,20 @@ func defaultSettings() settings {
 		RedisBreakerThreshold:     redisstore.DefaultBreakerThreshold,
 		RedisBreakerProbeInterval: redisstore.DefaultBreakerProbeInterval,
 		LogLevel:                  zapcore.WarnLevel,
-		MaxDescriptors:            ratelimit.DefaultMaxDescriptors,
-		MaxEntries:                ratelimit.DefaultMaxEntries,
-		MaxValueLen:               ratelimit.DefaultMaxValueLen,
+		MaxDescriptors:            service.DefaultMaxDescriptors,
+		MaxEntries:                service.DefaultMaxEntries,
+		MaxValueLen:               service.DefaultMaxValueLen,
 		NearLimitRatio:            0.8,
 		MaxDetailedSeries:         metrics.DefaultDetailedSeries,
 		MemoryMaxKeys:             memstore.DefaultMaxKeys,
 		GRPCMaxStreams:            defaultGRPCMaxStreams,
-		MaxDecodingBytes:          ratelimit.DefaultDecodeBudget,
+		MaxDecodingBytes:          service.DefaultDecodeBudget,
 		Queue:                     queueSettings{Enabled: true, MetricQueues: 100, KeyPrefix: "ratelimitd:queue:"},
 		Lease:                     defaultLeaseSettings(),
 		Stats:                     statsSettings{Statsd: true, Host: "localhost", Port: 8125, Protocol: "tcp", FlushInterval: 10 * time.Second},
 		RLQS:                      defaultRLQSSettings(),
-		Headers: ratelimit.Headers{
-			Limit: ratelimit.DefaultLimitHeader, Remaining: ratelimit.DefaultRemainingHeader, Reset: ratelimit.DefaultResetHeader,
+		Headers: service.Headers{
+			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
 		},
 	}
 }

@@ -43,7 +43,7 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *
 func redisConnection(set settings) (redisconn.Config, error) {
 	c := redisconn.Config{
 		Addr:                 set.RedisURL,
-		Type:                 redisconn.Type(set.RedisType),
+		Type:                 set.RedisType,
 		SocketType:           set.RedisSocketType,
 		Auth:                 set.RedisAuth,
 		PoolSize:             set.RedisPoolSize,
@@ -69,7 +69,7 @@ func redisStoreConnection(set settings) ([]redisstore.Option, error) {
 	}
 	opts := []redisstore.Option{
 		redisstore.WithAddr(c.Addr),
-		redisstore.WithType(redisstore.Type(c.Type)),
+		redisstore.WithType(c.Type),
 		redisstore.WithSocketType(c.SocketType),
 		redisstore.WithAuth(c.Auth),
 		redisstore.WithPoolSize(c.PoolSize),

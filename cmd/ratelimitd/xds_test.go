@@ -20,12 +20,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/xdstest"
 )
 
 // startXDS runs go-control-plane's ADS server over a snapshot cache.
 func startXDS(t *testing.T) (string, cachev3.SnapshotCache) {
 	t.Helper()
-	return testkit.XDSServer(t)
+	return xdstest.Server(t)
 }
 
 // setXDS serves rpu an hour for k (an hour, as appConfig: the calls that

@@ -10,8 +10,7 @@ import (
 )
 
 // BreakerSet gathers the breakers of the clients built from a Config whose
-// Breakers it is, for metrics. Its zero value is not usable; use
-// NewBreakerSet.
+// Breakers it is, for metrics.
 type BreakerSet struct {
 	mu       sync.Mutex
 	breakers []*breaker
@@ -32,6 +31,9 @@ func NewBreakerSet() *BreakerSet { return &BreakerSet{} }
 // A node whose client go-redis replaced (a Cluster node that left and came
 // back) has its breakers merged: open if any is, refusals summed.
 func (s *BreakerSet) States() []BreakerState {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []BreakerState

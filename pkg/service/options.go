@@ -7,6 +7,22 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 )
 
+// The daemon's defaults, which the options below keep for a value of zero.
+const (
+	DefaultMaxDescriptors = ratelimit.DefaultMaxDescriptors
+	DefaultMaxEntries     = ratelimit.DefaultMaxEntries
+	DefaultMaxValueLen    = ratelimit.DefaultMaxValueLen
+	DefaultDecodeBudget   = ratelimit.DefaultDecodeBudget
+)
+
+// Header names Headers.Classic uses where its own are empty, as envoyproxy
+// names them.
+const (
+	DefaultLimitHeader     = ratelimit.DefaultLimitHeader
+	DefaultRemainingHeader = ratelimit.DefaultRemainingHeader
+	DefaultResetHeader     = ratelimit.DefaultResetHeader
+)
+
 // Option configures a Service. Each is one of the daemon's settings; the
 // setting's name (README.md, "Settings") is given where there is one.
 type Option func(*options)
@@ -16,6 +32,9 @@ type options struct {
 	headers    Headers
 	log        *zap.Logger
 	registerer prometheus.Registerer
+	// observer and source are the daemon's (daemon.go).
+	observer ratelimit.Observer
+	source   ConfigSource
 	// core are the options passed through as they are.
 	core []ratelimit.Option
 }
@@ -59,7 +78,7 @@ func WithLogger(l *zap.Logger) Option {
 // its own; New fails if they are registered there already. Metrics that
 // only the daemon's stores and servers feed stay at zero.
 func WithMetrics(reg prometheus.Registerer) Option {
-	return func(o *options) { o.registerer = reg }
+	return func(o *options) { o.registerer, o.observer = reg, nil }
 }
 
 // WithLimits caps descriptors per request (MAX_DESCRIPTORS), entries per

@@ -7,8 +7,8 @@
 // LoadRules), builds a Service on a store, and either calls ShouldRateLimit
 // itself or serves it to Envoy over gRPC (GRPCServerOptions, RegisterGRPC)
 // and HTTP (RegisterHTTP). It decides exactly as the ratelimitd daemon does:
-// the daemon runs the same service, with its settings (environment
-// variables) turned into the options here.
+// the daemon is built on this package, its settings (environment variables)
+// turned into the options here.
 package service
 
 import (
@@ -65,9 +65,16 @@ func New(rules *Rules, st store.Store, opts ...Option) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("service: metrics: %w", err)
 		}
-		coreOpts = append(coreOpts, ratelimit.WithObserver(m))
+		o.observer = m
 	}
-	return &Service{core: ratelimit.New(src, st, coreOpts...), rules: src}, nil
+	if o.observer != nil {
+		coreOpts = append(coreOpts, ratelimit.WithObserver(o.observer))
+	}
+	var cfg ConfigSource = src
+	if o.source != nil {
+		cfg = o.source
+	}
+	return &Service{core: ratelimit.New(cfg, st, coreOpts...), rules: src}, nil
 }
 
 // SetRules replaces the rules in force, as the daemon does when its config

@@ -14,7 +14,7 @@ import (
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/xdstest"
 )
 
 // Issue 17: usage reports (descriptor hits_addend > 0, as Envoy Gateway's
@@ -71,8 +71,8 @@ descriptors:
 // loads it as its initial config (no force start needed).
 func startUsageXDS(t *testing.T) string {
 	t.Helper()
-	addr, cache := testkit.XDSServer(t)
-	testkit.SetRateLimitConfigs(t, cache, "envoy-ratelimit", "1", llmXDS())
+	addr, cache := xdstest.Server(t)
+	xdstest.SetRateLimitConfigs(t, cache, "envoy-ratelimit", "1", llmXDS())
 	return addr
 }
 

@@ -6,11 +6,10 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 )
 
-// Defaults of REDIS_BREAKER_THRESHOLD and REDIS_BREAKER_PROBE_INTERVAL (as
-// internal/redisconn's, which builds the breakers).
+// Defaults of REDIS_BREAKER_THRESHOLD and REDIS_BREAKER_PROBE_INTERVAL.
 const (
-	DefaultBreakerThreshold     = 3
-	DefaultBreakerProbeInterval = 100 * time.Millisecond
+	DefaultBreakerThreshold     = redisconn.DefaultBreakerThreshold
+	DefaultBreakerProbeInterval = redisconn.DefaultBreakerProbeInterval
 )
 
 // ErrBreakerOpen is what a call gets, at once, while its node's breaker is
@@ -28,46 +27,18 @@ func WithBreaker(threshold int, probeInterval time.Duration) Option {
 }
 
 // BreakerSet gathers the breakers of the clients built with
-// WithBreakerSet, for metrics. Its zero value is not usable; use
-// NewBreakerSet.
-type BreakerSet struct{ set *redisconn.BreakerSet }
+// WithBreakerSet, for metrics; its States report them, one per node
+// address, sorted by it.
+type BreakerSet = redisconn.BreakerSet
 
 // BreakerState is one node's breaker as metrics show it.
-type BreakerState struct {
-	Node string
-	Open bool
-	// Refused counts the calls answered at once while the breaker was open.
-	Refused uint64
-}
+type BreakerState = redisconn.BreakerState
 
 // NewBreakerSet returns an empty set.
-func NewBreakerSet() *BreakerSet { return &BreakerSet{set: redisconn.NewBreakerSet()} }
+func NewBreakerSet() *BreakerSet { return redisconn.NewBreakerSet() }
 
 // WithBreakerSet registers the breakers of the client New builds in set,
 // whose States then report them.
 func WithBreakerSet(set *BreakerSet) Option {
-	return func(s *settings) {
-		s.conn.Breakers = nil
-		if set != nil {
-			s.conn.Breakers = set.set
-		}
-	}
-}
-
-// States reports every node's breaker, one per node address, sorted by it.
-// A node whose client go-redis replaced (a Cluster node that left and came
-// back) has its breakers merged: open if any is, refusals summed.
-func (s *BreakerSet) States() []BreakerState {
-	if s == nil || s.set == nil {
-		return nil
-	}
-	states := s.set.States()
-	if states == nil {
-		return nil
-	}
-	out := make([]BreakerState, len(states))
-	for i, st := range states {
-		out[i] = BreakerState(st)
-	}
-	return out
+	return func(s *settings) { s.conn.Breakers = set }
 }

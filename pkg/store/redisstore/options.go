@@ -9,34 +9,27 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 )
 
-// Type is the Redis deployment REDIS_TYPE names. WithType hands it to
-// internal/redisconn, which builds the client, by value: TestTypeIsRedisconns
-// holds the two types' values and names equal.
-type Type uint8
+// Type is the Redis deployment REDIS_TYPE names; the client New builds
+// (internal/redisconn) takes it as it is.
+type Type = redisconn.Type
 
 const (
 	// Single is one Redis server (REDIS_TYPE=SINGLE, the default).
-	Single Type = iota + 1
+	Single = redisconn.Single
 	// Sentinel is a master found through Sentinel (REDIS_TYPE=SENTINEL).
-	Sentinel
+	Sentinel = redisconn.Sentinel
 	// Cluster is Redis Cluster (REDIS_TYPE=CLUSTER).
-	Cluster
+	Cluster = redisconn.Cluster
 )
 
-func (t Type) String() string { return redisconn.Type(t).String() }
-
 // ParseType maps a REDIS_TYPE value (case-insensitive) to a Type.
-func ParseType(s string) (Type, error) {
-	t, err := redisconn.ParseType(s)
-	return Type(t), err
-}
+func ParseType(s string) (Type, error) { return redisconn.ParseType(s) }
 
-// DefaultTimeout is REDIS_TIMEOUT's default in envoyproxy/ratelimit (as
-// internal/redisconn's, which the store's settings start from).
-const DefaultTimeout = 10 * time.Second
+// DefaultTimeout is REDIS_TIMEOUT's default in envoyproxy/ratelimit.
+const DefaultTimeout = redisconn.DefaultTimeout
 
 // DefaultPoolSize is REDIS_POOL_SIZE's default in envoyproxy/ratelimit.
-const DefaultPoolSize = 10
+const DefaultPoolSize = redisconn.DefaultPoolSize
 
 // Option configures New.
 type Option func(*settings)
@@ -102,7 +95,7 @@ func WithAddr(url string) Option {
 
 // WithType is REDIS_TYPE.
 func WithType(t Type) Option {
-	return func(s *settings) { s.conn.Type = redisconn.Type(t) }
+	return func(s *settings) { s.conn.Type = t }
 }
 
 // WithSocketType is REDIS_SOCKET_TYPE: "tcp" (default) or "unix".

@@ -1,4 +1,7 @@
-package testkit
+// Package xdstest runs go-control-plane's own ADS server for tests of the
+// xDS config source. It is apart from internal/testkit so that test suites
+// without xDS (pkg/queue/queuetest) do not import go-control-plane's server.
+package xdstest
 
 import (
 	"context"
@@ -14,10 +17,10 @@ import (
 	"google.golang.org/grpc"
 )
 
-// XDSServer runs go-control-plane's ADS server over a snapshot cache on a
+// Server runs go-control-plane's ADS server over a snapshot cache on a
 // port of 127.0.0.1 the kernel picks, as Envoy Gateway and Envoy AI
 // Gateway serve rate limit configs; it stops with the test.
-func XDSServer(t testing.TB) (string, cachev3.SnapshotCache) {
+func Server(t testing.TB) (string, cachev3.SnapshotCache) {
 	t.Helper()
 	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
