@@ -27,7 +27,7 @@ type backend interface {
 	// (store.go) adds what every backend gets on top.
 	newStore(m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error)
 	// newQueueStore builds the delay queue's store.
-	newQueueStore(m *metrics.Metrics) (queue.Store, error)
+	newQueueStore(m *metrics.Metrics, log *zap.Logger) (queue.Store, error)
 	// warnings are the settings this backend ignores, logged at start.
 	warnings() []string
 	// gcPercent is the GOGC to apply unless GOGC is set; 0 keeps Go's.
@@ -61,7 +61,7 @@ func (b memoryBackend) newStore(m *metrics.Metrics, _ *zap.Logger) (store.Store,
 	return st, nil, nil
 }
 
-func (memoryBackend) newQueueStore(*metrics.Metrics) (queue.Store, error) {
+func (memoryBackend) newQueueStore(*metrics.Metrics, *zap.Logger) (queue.Store, error) {
 	return memqueue.New(), nil
 }
 
@@ -103,19 +103,18 @@ func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store
 	}
 	opts = append(opts,
 		redisstore.WithBreakerSet(breakers),
+		redisstore.WithBreakerChange(logBreakerChange(log, "limiter")),
 		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
 		redisstore.WithRoundTripObserver(m.RoundTrip),
 		redisstore.WithUndoFailure(func(charges int, err error) {
 			m.UndoFailed()
 			log.Warn("cross-slot undo failed; the denied request's hits stay charged until their window passes",
-				zap.Int("counters", charges), zap.String("error", redactSecrets(err.Error(), set)))
+				zap.Int("counters", charges), zap.Error(err))
 		}),
 	)
 	st, err := redisstore.New(opts...)
 	if err != nil {
-		// Not wrapped: the message may quote credentials, so only a redacted
-		// copy leaves this function.
-		return nil, nil, fmt.Errorf("redis store (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))
+		return nil, nil, fmt.Errorf("redis store: %w", err)
 	}
 	gate := newLeaseGate(st, set.Lease, log)
 	if err := m.AddLeases(gate); err != nil {
@@ -124,20 +123,19 @@ func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store
 	return gate, gate, nil
 }
 
-func (b redisBackend) newQueueStore(m *metrics.Metrics) (queue.Store, error) {
+func (b redisBackend) newQueueStore(m *metrics.Metrics, log *zap.Logger) (queue.Store, error) {
 	set := b.set
 	conn, err := redisConnection(set)
 	if err != nil {
 		return nil, err
 	}
-	conn.Breakers = redisconn.NewBreakerSet()
+	conn.Breakers, conn.OnBreakerChange = redisconn.NewBreakerSet(), logBreakerChange(log, "queue")
 	if err := watchBreakers(m, "queue", conn.Breakers.States); err != nil {
 		return nil, fmt.Errorf("queue redis breaker metrics: %w", err)
 	}
 	c, err := conn.NewClient()
 	if err != nil {
-		// Not wrapped: the message may quote credentials.
-		return nil, fmt.Errorf("queue redis client (REDIS_URL=%s): %s", redactURL(set.RedisURL), redactSecrets(err.Error(), set))
+		return nil, fmt.Errorf("queue redis client: %w", err)
 	}
 	rq, err := redisqueue.New(c, redisqueue.WithOwnedClient(), redisqueue.WithTimeout(set.RedisTimeout), redisqueue.WithPrefix(set.Queue.KeyPrefix))
 	if err != nil {
@@ -152,7 +150,7 @@ func (redisBackend) warnings() []string { return nil }
 func (redisBackend) gcPercent() int { return redisGCPercent }
 
 func (b redisBackend) logFields() []zap.Field {
-	return []zap.Field{zap.String("redis", b.set.RedisType.String()+" "+b.set.RedisSocketType+" "+redactURL(b.set.RedisURL))}
+	return []zap.Field{zap.String("redis", b.set.RedisType.String()+" "+b.set.RedisSocketType+" "+b.set.RedisURL)}
 }
 
 func (redisBackend) routeLogs(log *zap.Logger) { routeRedisLogs(log) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/internal/redisconn"
@@ -44,5 +45,18 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, open, st.Node)
 		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(st.Refused), st.Node)
+	}
+}
+
+// logBreakerChange logs each change of a node's breaker once, at WARN both
+// ways, so that an operator at the default level sees it close too.
+func logBreakerChange(log *zap.Logger, client string) func(node string, open bool) {
+	log = log.With(zap.String("client", client))
+	return func(node string, open bool) {
+		if open {
+			log.Warn("redis node down: circuit breaker open, calls to it fail at once until it answers a PING", zap.String("node", node))
+			return
+		}
+		log.Warn("redis node answers again: circuit breaker closed", zap.String("node", node))
 	}
 }

@@ -72,7 +72,7 @@ func (a *app) returnLeases(deadline time.Time) {
 	fields := []zap.Field{zap.Duration("took", time.Since(start)), zap.Uint64("returned_hits", st.Returned), zap.Uint64("lapsed_hits", st.Lapsed)}
 	if err != nil {
 		a.log.Warn("leases: returning unused hits on shutdown failed; they stay charged until their windows end",
-			append(fields, zap.String("error", redactSecrets(err.Error(), a.set)))...)
+			append(fields, zap.Error(err))...)
 		return
 	}
 	a.log.Info("leases returned", fields...)
@@ -85,6 +85,6 @@ func (a *app) observeLeases(cfg *config.Config) {
 	}
 	if err := a.leases.observe(cfg, a.set.Lease.Enabled, a.set.RedisTimeout); err != nil && !errors.Is(err, context.Canceled) {
 		a.log.Warn("leases: returning unused hits after a config change failed; they stay charged until their windows end",
-			zap.String("error", redactSecrets(err.Error(), a.set)))
+			zap.Error(err))
 	}
 }

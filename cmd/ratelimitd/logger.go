@@ -9,6 +9,8 @@ import (
 
 // newLoggers returns the logger at LOG_LEVEL and one that also logs at info,
 // for the few startup lines an operator needs even at the default WARN.
+// Both encode through the settings' redactor, so no line shows a secret,
+// whoever logs it.
 func newLoggers(set settings, w io.Writer) (log, announce *zap.Logger) {
 	ec := zap.NewProductionEncoderConfig()
 	ec.EncodeTime = zapcore.ISO8601TimeEncoder
@@ -20,6 +22,7 @@ func newLoggers(set settings, w io.Writer) (log, announce *zap.Logger) {
 		ec.EncodeLevel = zapcore.CapitalLevelEncoder
 		enc = zapcore.NewConsoleEncoder(ec)
 	}
+	enc = set.redactor().Encoder(enc)
 	ws := zapcore.Lock(zapcore.AddSync(w))
 	log = zap.New(zapcore.NewCore(enc, ws, set.LogLevel))
 	announce = zap.New(zapcore.NewCore(enc, ws, min(set.LogLevel, zapcore.InfoLevel)))

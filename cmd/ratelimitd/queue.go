@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	queuev1 "github.com/ratelimitd/ratelimitd/api/queue/v1"
@@ -40,11 +41,11 @@ type delayQueue struct {
 // newDelayQueue builds the queue on the same backend as the limiter
 // (backend.newQueueStore): the embedded store, or its own client from the
 // same Redis settings.
-func newDelayQueue(set settings, m *metrics.Metrics, srv *grpc.Server) (*delayQueue, error) {
+func newDelayQueue(set settings, m *metrics.Metrics, log *zap.Logger, srv *grpc.Server) (*delayQueue, error) {
 	if !set.Queue.Enabled {
 		return nil, nil
 	}
-	st, err := set.backend().newQueueStore(m)
+	st, err := set.backend().newQueueStore(m, log)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,9 @@ import (
 )
 
 // run starts ratelimitd and blocks until SIGINT/SIGTERM (or ctx) stops it;
-// `ratelimitd check` validates a config directory instead.
-func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) error {
+// `ratelimitd check` validates a config directory instead. Its error is
+// masked like the logs (settings.redactor): main prints it.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) (err error) {
 	if len(args) > 0 && args[0] == "check" {
 		return runCheck(args[1:], lookup, stderr)
 	}
@@ -23,6 +24,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		return err
 	}
+	defer func() { err = set.redactor().Error(err) }()
 	log, announce := newLoggers(set, stderr)
 	defer func() { _ = log.Sync() }()
 	for _, w := range set.Warnings {

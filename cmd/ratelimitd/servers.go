@@ -56,7 +56,7 @@ func (a *app) registerGRPC(m *metrics.Metrics) error {
 	if err = a.startAdmin(m); err != nil {
 		return err
 	}
-	if a.queue, err = newDelayQueue(a.set, m, a.grpc); err != nil {
+	if a.queue, err = newDelayQueue(a.set, m, a.log, a.grpc); err != nil {
 		return err
 	}
 	a.health = health.NewServer()

@@ -50,7 +50,9 @@ type breaker struct {
 	// gone is told when the node's client was closed (Cluster drops nodes
 	// that leave the slot map), so its state stops being reported.
 	gone func(*breaker)
-	done chan struct{}
+	// changed is Config.OnBreakerChange; nil tells no one.
+	changed func(node string, open bool)
+	done    chan struct{}
 
 	failures atomic.Int32
 	open     atomic.Bool
@@ -110,6 +112,7 @@ func (b *breaker) record(err error) {
 		}
 	case nodeDown(err):
 		if b.failures.Add(1) >= b.threshold && b.open.CompareAndSwap(false, true) {
+			b.tell(true)
 			go b.probe()
 		}
 	}
@@ -133,11 +136,19 @@ func (b *breaker) probe() {
 		case err == nil:
 			b.failures.Store(0)
 			b.open.Store(false)
+			b.tell(false)
 			return
 		case errors.Is(err, redis.ErrClosed):
 			b.gone(b)
 			return
 		}
+	}
+}
+
+// tell reports a change of state: the caller made it, so once per change.
+func (b *breaker) tell(open bool) {
+	if b.changed != nil {
+		b.changed(b.node, open)
 	}
 }
 

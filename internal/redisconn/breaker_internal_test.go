@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,8 +43,10 @@ func TestBreakerCountsConsecutiveNodeDownErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var told atomic.Int32
 			b := &breaker{node: "n", threshold: 3, interval: time.Hour, done: make(chan struct{}),
-				ping: func(context.Context) error { return errors.New("down") }}
+				ping:    func(context.Context) error { return errors.New("down") },
+				changed: func(string, bool) { told.Add(1) }}
 			defer b.stop()
 			for _, err := range tt.errs {
 				b.record(err)
@@ -50,47 +54,65 @@ func TestBreakerCountsConsecutiveNodeDownErrors(t *testing.T) {
 			if got := b.open.Load(); got != tt.open {
 				t.Errorf("open = %v after %v, want %v", got, tt.errs, tt.open)
 			}
+			for range 3 {
+				b.record(refused)
+			}
+			if told.Load() != 1 {
+				t.Errorf("told %d changes, want 1: it opens once however many errors follow", told.Load())
+			}
 		})
 	}
 }
 
 // An open breaker answers at once with ErrBreakerOpen, counted, without
 // calling the node; its probe closes it once the node answers a PING (here:
-// the second probe).
+// the second probe, one interval after the first). Each change is told
+// once. The bubble's clock steps the probe's ticker: no real time passes.
 func TestBreakerRefusesUntilProbeAnswers(t *testing.T) {
-	pings := make(chan struct{}, 100)
-	b := &breaker{node: "n", threshold: 1, interval: 50 * time.Millisecond, timeout: time.Second, done: make(chan struct{}),
-		ping: func(context.Context) error {
-			pings <- struct{}{}
-			if len(pings) == 1 {
-				return errors.New("still down")
+	synctest.Test(t, func(t *testing.T) {
+		var pings, opened, closed atomic.Int32
+		b := &breaker{node: "n", threshold: 1, interval: 50 * time.Millisecond, timeout: time.Second, done: make(chan struct{}),
+			changed: func(node string, open bool) {
+				if open {
+					opened.Add(1)
+				} else {
+					closed.Add(1)
+				}
+			},
+			ping: func(context.Context) error {
+				if pings.Add(1) == 1 {
+					return errors.New("still down")
+				}
+				return nil
+			}}
+		defer b.stop()
+		calls := 0
+		process := b.ProcessHook(func(context.Context, redis.Cmder) error {
+			calls++
+			return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		})
+		if err := process(t.Context(), redis.NewCmd(t.Context(), "fcall")); errors.Is(err, ErrBreakerOpen) {
+			t.Fatalf("first call: %v, want the dial error", err)
+		}
+		err := process(t.Context(), redis.NewCmd(t.Context(), "fcall"))
+		// That redisstore does not retry it (classifies it shed) is
+		// redisstore's TestBreakerRefusalIsShed.
+		if !errors.Is(err, ErrBreakerOpen) || calls != 1 || b.refused.Load() != 1 {
+			t.Errorf("call while open: %v (%d calls reached the node, %d refused), want ErrBreakerOpen, refused without reaching the node",
+				err, calls, b.refused.Load())
+		}
+		for probe, wantOpen := range []bool{true, false} {
+			time.Sleep(b.interval)
+			synctest.Wait()
+			if b.open.Load() != wantOpen || pings.Load() != int32(probe+1) {
+				t.Fatalf("after probe %d: open = %v after %d pings, want %v", probe+1, b.open.Load(), pings.Load(), wantOpen)
 			}
-			return nil
-		}}
-	defer b.stop()
-	calls := 0
-	process := b.ProcessHook(func(context.Context, redis.Cmder) error {
-		calls++
-		return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		}
+		if opened.Load() != 1 || closed.Load() != 1 {
+			t.Errorf("told %d openings and %d closings, want one of each", opened.Load(), closed.Load())
+		}
+		if err := process(t.Context(), redis.NewCmd(t.Context(), "fcall")); errors.Is(err, ErrBreakerOpen) || calls != 2 {
+			t.Errorf("call after the probe answered: %v, %d calls reached the node; want it to reach the node", err, calls)
+		}
 	})
-	if err := process(t.Context(), redis.NewCmd(t.Context(), "fcall")); errors.Is(err, ErrBreakerOpen) {
-		t.Fatalf("first call: %v, want the dial error", err)
-	}
-	err := process(t.Context(), redis.NewCmd(t.Context(), "fcall"))
-	// That redisstore does not retry it (classifies it shed) is
-	// redisstore's TestBreakerRefusalIsShed.
-	if !errors.Is(err, ErrBreakerOpen) || calls != 1 || b.refused.Load() != 1 {
-		t.Errorf("call while open: %v (%d calls reached the node, %d refused), want ErrBreakerOpen, refused without reaching the node",
-			err, calls, b.refused.Load())
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.open.Load() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if b.open.Load() || len(pings) != 2 {
-		t.Fatalf("open = %v after %d probes, want closed by the second", b.open.Load(), len(pings))
-	}
-	if err := process(t.Context(), redis.NewCmd(t.Context(), "fcall")); errors.Is(err, ErrBreakerOpen) || calls != 2 {
-		t.Errorf("call after the probe answered: %v, %d calls reached the node; want it to reach the node", err, calls)
-	}
 }

@@ -126,6 +126,7 @@ func newBreaker(node *redis.Client, name string, s Config) *breaker {
 		interval:  interval,
 		timeout:   min(s.Timeout, maxProbeTimeout),
 		ping:      func(ctx context.Context) error { return node.Ping(ctx).Err() },
+		changed:   s.OnBreakerChange,
 		done:      make(chan struct{}),
 	}
 }

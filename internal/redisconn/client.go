@@ -7,9 +7,6 @@
 // one Config, so the two reach the same Redis the same way and fail fast the
 // same way while a node is down; what each adds on top (scripts,
 // pipelining) stays with it.
-//
-// Errors keep the "redisstore:" prefix they had before this package was
-// split out of redisstore, so that the daemon's messages stay the same.
 package redisconn
 
 import (
@@ -49,13 +46,13 @@ func (s Config) Open() (c redis.UniversalClient, stop func(), err error) {
 // client builds the go-redis client without breakers.
 func (s Config) client() (redis.UniversalClient, error) {
 	if s.Timeout <= 0 {
-		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.Timeout)
+		return nil, fmt.Errorf("redisconn: timeout must be positive, got %s", s.Timeout)
 	}
 	if s.PoolSize <= 0 {
-		return nil, fmt.Errorf("redisstore: pool size must be positive, got %d", s.PoolSize)
+		return nil, fmt.Errorf("redisconn: pool size must be positive, got %d", s.PoolSize)
 	}
 	if strings.TrimSpace(s.Addr) == "" {
-		return nil, errors.New("redisstore: no redis address (REDIS_URL)")
+		return nil, errors.New("redisconn: no redis address (REDIS_URL)")
 	}
 	u := universal(s)
 	switch s.Type {
@@ -75,12 +72,12 @@ func (s Config) client() (redis.UniversalClient, error) {
 	case Cluster:
 		nodes, err := splitHosts(s.Addr)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: cluster address: %w", err)
+			return nil, fmt.Errorf("redisconn: cluster address: %w", err)
 		}
 		u.Addrs = nodes
 		return redis.NewClusterClient(u.Cluster()), nil
 	default:
-		return nil, fmt.Errorf("redisstore: unknown redis type %s", s.Type)
+		return nil, fmt.Errorf("redisconn: unknown redis type %s", s.Type)
 	}
 }
 
@@ -121,7 +118,7 @@ func single(s Config, u *redis.UniversalOptions) (*redis.Options, error) {
 	if strings.Contains(addr, "://") {
 		parsed, err := redis.ParseURL(addr)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: redis url: %w", err)
+			return nil, fmt.Errorf("redisconn: redis url: %w", err)
 		}
 		u.Addrs = []string{parsed.Addr}
 		u.DB = parsed.DB
@@ -138,11 +135,11 @@ func single(s Config, u *redis.UniversalOptions) (*redis.Options, error) {
 	switch s.SocketType {
 	case "", "tcp":
 		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return nil, fmt.Errorf("redisstore: redis address %q: %w", addr, err)
+			return nil, fmt.Errorf("redisconn: redis address %q: %w", addr, err)
 		}
 	case "unix":
 	default:
-		return nil, fmt.Errorf("redisstore: socket type %q is neither tcp nor unix", s.SocketType)
+		return nil, fmt.Errorf("redisconn: socket type %q is neither tcp nor unix", s.SocketType)
 	}
 	u.Addrs = []string{addr}
 	opt := u.Simple()
@@ -157,11 +154,11 @@ func splitSentinel(addr string) (master string, sentinels []string, err error) {
 	master, rest, ok := strings.Cut(addr, ",")
 	master = strings.TrimSpace(master)
 	if !ok || master == "" {
-		return "", nil, fmt.Errorf("redisstore: sentinel address %q: want mastername,host:port[,host:port...]", addr)
+		return "", nil, fmt.Errorf("redisconn: sentinel address %q: want mastername,host:port[,host:port...]", addr)
 	}
 	sentinels, err = splitHosts(rest)
 	if err != nil {
-		return "", nil, fmt.Errorf("redisstore: sentinel address: %w", err)
+		return "", nil, fmt.Errorf("redisconn: sentinel address: %w", err)
 	}
 	return master, sentinels, nil
 }

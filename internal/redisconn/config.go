@@ -39,7 +39,7 @@ func ParseType(s string) (Type, error) {
 			return t, nil
 		}
 	}
-	return 0, fmt.Errorf("redisstore: unknown redis type %q (want SINGLE, SENTINEL or CLUSTER)", s)
+	return 0, fmt.Errorf("redisconn: unknown redis type %q (want SINGLE, SENTINEL or CLUSTER)", s)
 }
 
 // DefaultTimeout is REDIS_TIMEOUT's default in envoyproxy/ratelimit.
@@ -80,6 +80,9 @@ type Config struct {
 	BreakerProbeInterval time.Duration
 	// Breakers, when not nil, gathers the client's breakers for metrics.
 	Breakers *BreakerSet
+	// OnBreakerChange, when not nil, is told once each time a node's
+	// breaker opens (open true) or a probe closes it, for a log line.
+	OnBreakerChange func(node string, open bool)
 }
 
 // Defaults is a single server over TCP with envoyproxy's pool size and

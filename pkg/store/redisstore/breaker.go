@@ -26,6 +26,12 @@ func WithBreaker(threshold int, probeInterval time.Duration) Option {
 	return func(s *settings) { s.conn.BreakerThreshold, s.conn.BreakerProbeInterval = threshold, probeInterval }
 }
 
+// WithBreakerChange is told once each time a node's breaker opens (open
+// true) or its probe closes it: for a log line per change.
+func WithBreakerChange(fn func(node string, open bool)) Option {
+	return func(s *settings) { s.conn.OnBreakerChange = fn }
+}
+
 // BreakerSet gathers the breakers of the clients built with
 // WithBreakerSet, for metrics; its States report them, one per node
 // address, sorted by it.
