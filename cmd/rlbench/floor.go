@@ -34,6 +34,12 @@ func serveFloor(addr string) error {
 	}
 	srv := grpc.NewServer()
 	rlsv3.RegisterRateLimitServiceServer(srv, floorServer{})
+	return serveUntilSignal(srv, ln)
+}
+
+// serveUntilSignal prints the address (the parent reads it: startSelf) and
+// serves until SIGTERM or an interrupt.
+func serveUntilSignal(srv *grpc.Server, ln net.Listener) error {
 	fmt.Println(ln.Addr().String())
 	go func() {
 		sig := make(chan os.Signal, 1)

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -98,12 +95,5 @@ func serveModel(addr, redisAddr string, unit time.Duration, limit uint64) error 
 	defer client.Close()
 	srv := grpc.NewServer()
 	rlsv3.RegisterRateLimitServiceServer(srv, &modelServer{client: client, unit: int64(unit / time.Second), limit: uint32(limit)})
-	fmt.Println(ln.Addr().String())
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-		<-sig
-		srv.Stop()
-	}()
-	return srv.Serve(ln)
+	return serveUntilSignal(srv, ln)
 }

@@ -3,19 +3,18 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisproc"
 )
 
 // child is a process rlbench started and stops at the end.
@@ -48,89 +47,16 @@ func (c *child) stop() {
 	}
 }
 
-// startRedis runs redis-server on a port below the kernel's ephemeral
-// range (redis-server cannot bind port 0 and say which port it got; a port
-// from that range can be taken by any outgoing connection), trying another
-// when the chosen one is taken.
+// startRedis runs redis-server on a port internal/redisproc chooses (one
+// below the kernel's ephemeral range, another if it is taken).
 func startRedis(bin, dir string) (*child, string, error) {
-	var lastErr error
-	for range 20 {
-		port := redisPort()
-		c, addr, err := startRedisOn(bin, dir, port)
-		if err == nil {
-			return c, addr, nil
-		}
-		lastErr = err
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
+	proc, port, err := redisproc.Launch(bin, 0, func(port int) []string {
+		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}
+	})
+	if err != nil {
+		return nil, "", err
 	}
-	return nil, "", lastErr
-}
-
-var errPortTaken = errors.New("port taken")
-
-func startRedisOn(bin, dir string, port int) (*child, string, error) {
-	var out strings.Builder
-	var mu sync.Mutex
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir)
-	cmd.Stdout = writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(p) })
-	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start %s: %w", bin, err)
-	}
-	c := newChild("redis-server", cmd)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		select {
-		case <-c.exited:
-			mu.Lock()
-			defer mu.Unlock()
-			if strings.Contains(out.String(), "Address already in use") {
-				return nil, "", fmt.Errorf("redis-server on %s: %w", addr, errPortTaken)
-			}
-			return nil, "", fmt.Errorf("redis-server on %s exited: %s", addr, out.String())
-		default:
-		}
-		// Once it has bound its port (it logs "Running mode=" then), the
-		// PING reaches this process, not one that held the port before.
-		mu.Lock()
-		bound := strings.Contains(out.String(), "Running mode=")
-		mu.Unlock()
-		if bound {
-			if r, err := dialRedis(addr); err == nil {
-				_, err = r.do("PING")
-				r.close()
-				if err == nil {
-					return c, addr, nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			c.stop()
-			return nil, "", fmt.Errorf("redis-server on %s not ready", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// redisPort picks a port in [10000, min(20000, ephemeral low - 10000)),
-// clear of the ephemeral range and of the bus ports (+10000) of the Redis
-// Cluster nodes the tests start in the same range (internal/redistest).
-func redisPort() int {
-	lo, hi := 10000, 20000
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		var eLo, eHi int
-		if _, err := fmt.Sscan(string(b), &eLo, &eHi); err == nil && eLo-10000 > lo+100 {
-			hi = min(20000, eLo-10000)
-		}
-	}
-	return lo + rand.IntN(hi-lo)
+	return &child{name: "redis-server", cmd: proc.Cmd, exited: proc.Exited}, "127.0.0.1:" + strconv.Itoa(port), nil
 }
 
 // serviceAddrs are what ratelimitd's --ready-file says it listens on.

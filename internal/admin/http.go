@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
+	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 )
 
 // maxBody bounds an HTTP request body: MAX_DESCRIPTORS x MAX_DESCRIPTOR_ENTRIES
@@ -89,21 +90,8 @@ func (s *Server) handle(method string, newReq func() proto.Message, call func(co
 // HTTP status closest to the gRPC code.
 func writeError(w http.ResponseWriter, err error) {
 	st, _ := status.FromError(err)
-	code := http.StatusInternalServerError
-	switch st.Code() {
-	case codes.Unauthenticated:
-		code = http.StatusUnauthorized
-	case codes.InvalidArgument:
-		code = http.StatusBadRequest
-	case codes.Unavailable:
-		code = http.StatusServiceUnavailable
-	case codes.DeadlineExceeded:
-		code = http.StatusGatewayTimeout
-	case codes.Canceled:
-		code = 499
-	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
+	w.WriteHeader(ratelimit.HTTPStatus(st.Code()))
 	out, _ := protojson.Marshal(st.Proto())
 	_, _ = w.Write(out)
 }

@@ -68,7 +68,7 @@ func (s *Service) JSONHandler() http.Handler {
 		resp, err := s.safeShouldRateLimit(r.Context(), req)
 		if err != nil {
 			st := status.Convert(err)
-			http.Error(w, st.Message(), httpStatus(st.Code()))
+			http.Error(w, st.Message(), HTTPStatus(st.Code()))
 			return
 		}
 		out, err := protojson.Marshal(resp)
@@ -96,10 +96,14 @@ func (s *Service) safeShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitR
 	return s.ShouldRateLimit(ctx, req)
 }
 
-func httpStatus(c codes.Code) int {
+// HTTPStatus is the HTTP status closest to a gRPC code, for the JSON
+// endpoints that answer what the gRPC ones would (/json, the counters API).
+func HTTPStatus(c codes.Code) int {
 	switch c {
 	case codes.InvalidArgument:
 		return http.StatusBadRequest
+	case codes.Unauthenticated:
+		return http.StatusUnauthorized
 	case codes.Unavailable:
 		return http.StatusServiceUnavailable
 	case codes.DeadlineExceeded:

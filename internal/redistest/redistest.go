@@ -18,6 +18,8 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisproc"
 )
 
 // Server is one running Redis.
@@ -30,7 +32,7 @@ type Server struct {
 	// tlsOnly: the port is --tls-port and the plain port is off.
 	tlsOnly bool
 	dir     string
-	proc    *process
+	proc    *redisproc.Process
 	stop    func()
 	// dial opens a connection for the readiness probe; nil is plain TCP.
 	dial func() (net.Conn, error)
@@ -71,7 +73,7 @@ func Missing(t testing.TB, why string) {
 // spawn starts redis-server on s.port, or on a free port it sets s.port
 // and s.Addr to when s.port is 0, and waits until it answers.
 func (s *Server) spawn(bin string) error {
-	proc, port, err := launch(bin, s.port, func(port int) []string {
+	proc, port, err := redisproc.Launch(bin, s.port, func(port int) []string {
 		listen := []string{"--port", strconv.Itoa(port)}
 		if s.tlsOnly {
 			listen = []string{"--port", "0", "--tls-port", strconv.Itoa(port)}
@@ -100,14 +102,14 @@ func (s *Server) Stop() {
 		s.stop = nil
 	}
 	if s.proc != nil {
-		s.proc.kill()
+		s.proc.Kill()
 		s.proc = nil
 	}
 }
 
 // Restart starts a stopped process-mode server again on the same port (which
 // another test could take meanwhile, a risk the port choice keeps small: see
-// nextPort).
+// internal/redisproc).
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()

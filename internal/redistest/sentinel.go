@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/redisproc"
 )
 
 // StartSentinel runs one Sentinel process (quorum 1) watching the master at
@@ -30,7 +32,7 @@ func StartSentinel(t testing.TB, name, masterAddr string) string {
 	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
-	proc, own, err := launch(bin, 0, func(own int) []string {
+	proc, own, err := redisproc.Launch(bin, 0, func(own int) []string {
 		// Sentinel rewrites its file, so each attempt writes it afresh.
 		body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\n"+
 			"sentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 5000\n",
@@ -43,7 +45,7 @@ func StartSentinel(t testing.TB, name, masterAddr string) string {
 	if err != nil {
 		t.Fatalf("redistest: start sentinel: %v", err)
 	}
-	t.Cleanup(proc.kill)
+	t.Cleanup(proc.Kill)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(own))
 	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
 	defer sc.Close()

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
-	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/internal/tlsreload"
 )
 
 // newClock is stepped by the tests; the files' own mtimes are real.
-func newClock() *testkit.Clock { return testkit.NewClock(time.Unix(1_800_000_000, 0)) }
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Unix(1_800_000_000, 0)) }
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()

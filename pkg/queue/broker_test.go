@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
 )
@@ -56,7 +56,7 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 
 // TestMetrics: per-queue gauges and redeliveries, and the label cap.
 func TestMetrics(t *testing.T) {
-	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := memqueue.New(memqueue.WithClock(clock.Now))
 	m := queue.NewMetrics(st, 2, time.Second)
 	reg := prometheus.NewPedanticRegistry()

@@ -117,7 +117,7 @@ func testLongPollExpires(t *testing.T, f Factory) {
 // testLongPollDue: on the real clock, a waiting Claim returns a message
 // when it becomes due, woken by the queue's timer.
 func testLongPollDue(t *testing.T, f Factory) {
-	c := &Clock{real: true}
+	c := &Clock{} // the real clock
 	q := f(t, c)
 	res := enqueue(t, q, queue.EnqueueRequest{Queue: "q", ID: "x", Delay: 300 * time.Millisecond})
 	r := <-claimAsync(q, queue.ClaimRequest{Queue: "q", Max: 1, Wait: 10 * time.Second})

@@ -10,34 +10,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 )
 
 // Clock is the time stores under test read: a fake clock the suite steps,
 // or the real clock for the cases about waking at a due time.
 type Clock struct {
+	// fake is nil on the real clock.
+	fake    *fakeclock.Clock
 	mu      sync.Mutex
-	now     time.Time
-	real    bool
 	watched *WatchedStore
 }
 
 // Now is the clock's time; pass the method value to a store's clock option.
 func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.real {
+	if c.fake == nil {
 		return time.Now()
 	}
-	return c.now
+	return c.fake.Now()
 }
 
 // Advance steps a fake clock.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func (c *Clock) Advance(d time.Duration) { c.fake.Advance(d) }
 
 // Watch wraps the store behind the queue under test (see the package
 // function Watch), so that the long-poll cases wait until a claim is
@@ -72,7 +67,7 @@ var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func fresh(t *testing.T, f Factory) (queue.Queue, *Clock) {
 	t.Helper()
-	c := &Clock{now: start}
+	c := &Clock{fake: fakeclock.New(start)}
 	return f(t, c), c
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -23,7 +23,7 @@ func TestSweeperFreesMemoryOnceIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var frees atomic.Int32
 		countFrees := func(s *Store) { s.freeHook = func() { frees.Add(1); freeOSMemory() } }
-		clock := testkit.NewClock(time.Unix(1_800_000_000, 0).Truncate(time.Minute))
+		clock := fakeclock.New(time.Unix(1_800_000_000, 0).Truncate(time.Minute))
 		s := New(WithClock(clock.Now), WithSweep(time.Millisecond, time.Millisecond), countFrees)
 		defer s.Close()
 

@@ -47,17 +47,12 @@ func returnGroups(charges []store.Charge, spread bool) [][]scripts.Charge {
 	if !spread {
 		return [][]scripts.Charge{charges}
 	}
-	var groups [][]scripts.Charge
-	bySlot := make(map[int]int, 4)
-	for _, c := range charges {
-		slot := Slot(c.Key)
-		g, ok := bySlot[slot]
-		if !ok {
-			g = len(groups)
-			bySlot[slot] = g
-			groups = append(groups, nil)
+	idx := groupBySlot(len(charges), func(i int) string { return charges[i].Key })
+	groups := make([][]scripts.Charge, len(idx))
+	for g, members := range idx {
+		for _, i := range members {
+			groups[g] = append(groups[g], charges[i])
 		}
-		groups[g] = append(groups[g], c)
 	}
 	return groups
 }

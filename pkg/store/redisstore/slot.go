@@ -17,6 +17,25 @@ func Slot(key string) int {
 	return int(crc16(key)) % slotCount
 }
 
+// groupBySlot splits items 0..n-1 by the Cluster slot of key(i): each group
+// in item order, the groups in the order their slot first appears (a take's
+// slot groups, a return's).
+func groupBySlot(n int, key func(i int) string) [][]int {
+	var groups [][]int
+	bySlot := make(map[int]int, 4)
+	for i := range n {
+		slot := Slot(key(i))
+		g, ok := bySlot[slot]
+		if !ok {
+			g = len(groups)
+			bySlot[slot] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
 // crc16 is CRC16-CCITT (XMODEM: polynomial 0x1021, initial value 0), the
 // checksum Redis Cluster hashes keys with.
 func crc16(s string) uint16 {

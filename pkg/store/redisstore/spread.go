@@ -27,19 +27,7 @@ func (s *Store) slotGroups(reqs []store.Request) [][]int {
 	if i == len(reqs) {
 		return nil
 	}
-	var groups [][]int
-	bySlot := make(map[int]int, 4)
-	for j, r := range reqs {
-		slot := Slot(r.Key)
-		g, ok := bySlot[slot]
-		if !ok {
-			g = len(groups)
-			bySlot[slot] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], j)
-	}
-	return groups
+	return groupBySlot(len(reqs), func(j int) string { return reqs[j].Key })
 }
 
 // groupRun is one slot group's take.

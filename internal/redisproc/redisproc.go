@@ -1,4 +1,8 @@
-package redistest
+// Package redisproc starts redis-server (or Sentinel) processes on ports of
+// 127.0.0.1 it chooses: the tests' private servers (internal/redistest) and
+// the benchmark's (cmd/rlbench). It imports nothing of the test machinery,
+// so a command can use it.
+package redisproc
 
 import (
 	"bytes"
@@ -72,16 +76,17 @@ func nextPort() int {
 // errPortTaken: redis-server could not bind its port.
 var errPortTaken = errors.New("port taken")
 
-// process is one redis-server (or Sentinel) process.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
+// Process is one redis-server (or Sentinel) process.
+type Process struct {
+	Cmd *exec.Cmd
+	// Exited is closed once the process has ended.
+	Exited chan struct{}
 	out    *logBuffer
 }
 
-// launch starts bin with argv(port) on port, or on candidate ports until
-// one binds when port is 0, and returns once it listens.
-func launch(bin string, port int, argv func(port int) []string) (*process, int, error) {
+// Launch starts bin with argv(port) on port, or on candidate ports until
+// one binds when port is 0, and returns once it listens, with its port.
+func Launch(bin string, port int, argv func(port int) []string) (*Process, int, error) {
 	for range maxLaunches {
 		p := port
 		if p == 0 {
@@ -98,36 +103,36 @@ func launch(bin string, port int, argv func(port int) []string) (*process, int, 
 
 // startProcess waits for redis-server to say it runs (it logs its mode and
 // port once its sockets are bound) or to exit.
-func startProcess(bin string, argv []string) (*process, error) {
-	proc := &process{cmd: exec.Command(bin, argv...), exited: make(chan struct{}), out: &logBuffer{}}
-	proc.cmd.Stdout, proc.cmd.Stderr = proc.out, proc.out
-	if err := proc.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start redis-server: %w", err)
+func startProcess(bin string, argv []string) (*Process, error) {
+	proc := &Process{Cmd: exec.Command(bin, argv...), Exited: make(chan struct{}), out: &logBuffer{}}
+	proc.Cmd.Stdout, proc.Cmd.Stderr = proc.out, proc.out
+	if err := proc.Cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	go func() { _ = proc.cmd.Wait(); close(proc.exited) }()
+	go func() { _ = proc.Cmd.Wait(); close(proc.Exited) }()
 	deadline := time.After(10 * time.Second)
 	for {
 		if strings.Contains(proc.out.String(), "Running mode=") {
 			return proc, nil
 		}
 		select {
-		case <-proc.exited:
+		case <-proc.Exited:
 			if strings.Contains(proc.out.String(), "Address already in use") {
 				return nil, errPortTaken
 			}
 			return nil, fmt.Errorf("redis-server exited: %s", proc.out.String())
 		case <-deadline:
-			proc.kill()
+			proc.Kill()
 			return nil, fmt.Errorf("redis-server did not start within 10 s: %s", proc.out.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
 
-// kill ends the process and waits for it.
-func (p *process) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+// Kill ends the process and waits for it.
+func (p *Process) Kill() {
+	_ = p.Cmd.Process.Kill()
+	<-p.Exited
 }
 
 // logBuffer collects a process's output while it runs.
