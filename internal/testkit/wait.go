@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// Slack is the least a test allows past a time bound it checks, such as a
+// deadline that must end a call: on a shared, loaded box a goroutine can
+// stall for hundreds of milliseconds. A test that must tell two bounds
+// apart (the caller's deadline from REDIS_TIMEOUT) sets them more than
+// Slack apart; speed itself is for benchmarks.
+const Slack = time.Second
+
 // WaitFor polls cond until it holds and fails t if within passes first. It
 // is for state another process or goroutine reaches in its own time (a port
 // answering, a file reloaded, a Redis back); time a test controls is better

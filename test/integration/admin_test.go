@@ -93,7 +93,7 @@ func TestCountersAPI(t *testing.T) {
 func testCounters(t *testing.T, svc *service) {
 	// adminConfig's windows are hours of the wall clock: the counts below
 	// must all fall in one.
-	awayFromBoundary(t, time.Hour, 10*time.Second)
+	roomInWindow(t, time.Hour, 10*time.Second)
 	c := adminv1.NewCountersClient(svc.conn)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

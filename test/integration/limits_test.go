@@ -32,14 +32,6 @@ func startLimits(t *testing.T, be backend, env ...string) (*service, []*redistes
 	return startOn(t, be, limitsConfig, env...)
 }
 
-// startOfSecond waits for the next wall-clock second (Redis TIME and the
-// embedded store read the same clock), so the calls after it share one
-// fixed one-second window.
-func startOfSecond() {
-	now := time.Now()
-	time.Sleep(now.Truncate(time.Second).Add(time.Second + 20*time.Millisecond).Sub(now))
-}
-
 // decided checks one response: overall code, and the descriptor's code,
 // the limit that decided it and what that limit has left.
 func decided(t *testing.T, step string, resp *rlsv3.RateLimitResponse, err error, code rlsv3.RateLimitResponse_Code, name string, remaining uint32) {
@@ -73,14 +65,14 @@ func TestSeveralLimitsPerDescriptor(t *testing.T) {
 					t.Fatal("11 calls never fit in one second")
 				}
 			}
-			startOfSecond()
+			roomInWindow(t, time.Second, 500*time.Millisecond)
 			// 989 hits of usage: the day holds 10 + 989 = 999 (the denied
 			// 11th hit charged nothing), per_second is over for this second.
 			usage := request("limits", withHits(desc("user", user.GetDescriptors()[0].GetEntries()[0].GetValue()), 989))
 			resp, err := svc.call(usage)
 			decided(t, "usage of 989", resp, err, over, "per_second", 0)
 
-			startOfSecond()
+			roomInWindow(t, time.Second, time.Second) // a new second: per_second starts again
 			resp, err = svc.call(user)
 			decided(t, "hit 1000 of the day", resp, err, ok, "per_day", 0)
 			resp, err = svc.call(user)
@@ -97,7 +89,7 @@ func TestSeveralLimitsPerDescriptor(t *testing.T) {
 // when the calls did not fit in the second.
 func secondOfHits(t *testing.T, svc *service, user *rlsv3.RateLimitRequest) bool {
 	t.Helper()
-	startOfSecond()
+	roomInWindow(t, time.Second, 500*time.Millisecond)
 	start := time.Now().Truncate(time.Second)
 	resps := make([]*rlsv3.RateLimitResponse, 11)
 	for i := range resps {
@@ -194,7 +186,7 @@ func TestSeveralLimitsClusterOneSlotPerDescriptor(t *testing.T) {
 	before := clusterScriptCalls(t, masters)
 	// per_second's key expires with its second: the calls and the key count
 	// below must share one, or the count finds only per_day's key.
-	startOfSecond()
+	roomInWindow(t, time.Second, 500*time.Millisecond)
 	const n = 10
 	for range n {
 		if _, err := svc.call(request("limits", desc("user", "solo"))); err != nil {
@@ -231,7 +223,7 @@ func TestSeveralLimitsClusterAcrossSlots(t *testing.T) {
 	svc, nodes := startLimits(t, clusterBackend)
 	masters := redistest.Clients(t, nodes)
 	a, b := userOn(t, masters, 0), userOn(t, masters, 1)
-	startOfSecond()
+	roomInWindow(t, time.Second, 500*time.Millisecond)
 	// b's per_second is spent by usage.
 	if _, err := svc.call(request("limits", withHits(desc("user", b), 10))); err != nil {
 		t.Fatal(err)

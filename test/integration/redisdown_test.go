@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,89 +13,101 @@ import (
 	"google.golang.org/grpc/status"
 
 	queuev1 "github.com/ratelimitd/ratelimitd/api/queue/v1"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // answer is one call made while Redis was down.
 type answer struct {
-	at, took time.Duration // since Redis stopped; how long the call took
-	code     codes.Code
+	at   time.Duration // since Redis stopped
+	code codes.Code
 }
 
 // With Redis stopped, Envoy's 20 ms deadline is not spent waiting for it:
-// once the breaker has opened (well within the first 100 ms), 20 concurrent
-// callers get UNAVAILABLE at once, not DEADLINE_EXCEEDED; the delay queue's
-// calls too. Redis restarted, decisions are back within 500 ms.
+// once the breaker has opened, the calls of 20 concurrent callers are
+// refused by it, at once, without reaching for Redis, and answered
+// UNAVAILABLE; only the calls in flight when it opened (and those that
+// opened it) can reach their deadline. The delay queue's calls too. Each
+// breaker logs its opening once and, Redis restarted, its closing once;
+// then every call is answered again.
 //
-// Latency is asserted where the service measures it (its own histogram and
-// its count of answers that met the deadline), generously: on a shared
-// 2-core box the test's own goroutines can be starved for longer than the
-// deadline. Without the breaker the median answer took 16 ms.
+// The test counts calls (the breaker's refusals in its metric, the codes
+// callers got, the lines logged); how fast an answer was is for
+// benchmarks (docs/redis.md has the measured figures): on a shared 2-core
+// box a latency bound fails on the host's load, not the service's.
 func TestRedisDownFailsFast(t *testing.T) {
+	const callers = 20
 	svc, rds := startWithRedis(t, itConfig, "REDIS_TIMEOUT=10s", "QUEUE_ENABLED=true")
 	if _, err := svc.call(request("it", desc("global", "before"))); err != nil {
 		t.Fatalf("before the stop: %v", err)
 	}
 	rds.Stop()
-	warm := make(chan string, 1)
-	time.AfterFunc(100*time.Millisecond, func() { warm <- scrape(t, svc) })
-	answers := callWhileDown(svc, 20, 20*time.Millisecond, time.Second)
-	before, after := <-warm, scrape(t, svc)
+	before := scrape(t, svc)
+	answers := callWhileDown(svc, callers, 20*time.Millisecond, time.Second)
+	after := scrape(t, svc)
 
-	var unavailable []time.Duration
-	var others []answer
+	codesSeen := map[codes.Code]int{}
 	for _, a := range answers {
-		switch {
-		case a.code == codes.OK:
+		if a.code == codes.OK {
 			t.Fatalf("a call %s after Redis stopped was answered OK", a.at)
-		case a.at < 100*time.Millisecond:
-		case a.code == codes.Unavailable:
-			unavailable = append(unavailable, a.took)
-		default:
-			others = append(others, a)
 		}
+		codesSeen[a.code]++
 	}
-	slices.Sort(unavailable)
-	if len(unavailable) == 0 {
-		t.Fatal("no UNAVAILABLE answer after the first 100 ms")
-	}
-	p50, p99 := unavailable[len(unavailable)/2], unavailable[len(unavailable)*99/100]
-	served := seriesDelta(t, before, after, `ratelimitd_should_rate_limit_duration_seconds_count{code="Unavailable"}`)
-	fast := seriesDelta(t, before, after, `ratelimitd_should_rate_limit_duration_seconds_bucket{code="Unavailable",le="0.0048828125"}`)
-	within2ms := seriesDelta(t, before, after, `ratelimitd_should_rate_limit_duration_seconds_bucket{code="Unavailable",le="0.001953125"}`)
+	refused := seriesDelta(t, before, after, `ratelimitd_redis_breaker_refused_total{client="limiter",node="`+rds.Addr+`"}`)
 	late := seriesDelta(t, before, after, `ratelimitd_backend_errors_total{kind="deadline"}`)
-	if served == 0 {
-		// seriesDelta reads a missing series as 0, which would pass every
-		// bound below: a renamed histogram must fail here instead.
-		t.Fatal("no Unavailable answers in ratelimitd_should_rate_limit_duration_seconds")
+	t.Logf("Redis down, %d callers with 20 ms deadlines for 1 s: %d calls, codes %v; the breaker refused %.0f, the service answered %.0f at the deadline",
+		callers, len(answers), codesSeen, refused, late)
+	// A call the breaker refused never waited for Redis. The service's
+	// other UNAVAILABLE answers are the calls in flight when it opened and
+	// those that opened it. A caller's own DEADLINE_EXCEEDED can come from
+	// a starved client as well as from the service, so only the service's
+	// count of answers at the deadline is bounded.
+	if notRefused := float64(codesSeen[codes.Unavailable]) - refused; notRefused > callers+3 || refused == 0 {
+		t.Errorf("the breaker refused %.0f calls; %.0f more were answered UNAVAILABLE, want at most the %d in flight when it opened and the 3 that opened it",
+			refused, notRefused, callers)
 	}
-	t.Logf("Redis down, 20 callers with 20 ms deadlines, after the first 100 ms: caller saw %d UNAVAILABLE (p50 %s, p99 %s) and %d other codes %v; "+
-		"the service answered %.0f UNAVAILABLE, %.0f within 2 ms, %.0f within 4.9 ms, and %.0f DEADLINE_EXCEEDED",
-		len(unavailable), p50, p99, len(others), others[:min(len(others), 3)], served, within2ms, fast, late)
-	if p50 > 5*time.Millisecond || fast < 0.99*served || late > 0.005*served || len(others) > len(answers)/100 {
-		t.Errorf("with Redis down the answers wait: want caller p50 under 5 ms (got %s), 99%% of the service's answers within 4.9 ms (%.0f of %.0f), "+
-			"at most 0.5%% answered DEADLINE_EXCEEDED by the service (%.0f) and 1%% not UNAVAILABLE at the caller (%d)", p50, fast, served, late, len(others))
+	if late > callers {
+		t.Errorf("the service answered %.0f calls at their deadline, want at most the %d in flight when the breaker opened", late, callers)
 	}
-	checkDownElsewhere(t, svc)
+	checkDownElsewhere(t, svc, rds.Addr)
 
 	rds.Restart(t)
 	restarted := time.Now()
-	for {
+	testkit.WaitFor(t, 5*time.Second, "an OK answer after Redis restarted", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
 		resp, err := svc.client.ShouldRateLimit(ctx, request("it", desc("global", "after")))
-		cancel()
-		if err == nil && resp.GetOverallCode() == ok {
-			break
+		return err == nil && resp.GetOverallCode() == ok
+	})
+	t.Logf("OK again %s after Redis was back", time.Since(restarted))
+	q := queuev1.NewDelayQueueClient(svc.conn)
+	testkit.WaitForNil(t, 5*time.Second, "the queue to answer after Redis restarted", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := q.Enqueue(ctx, &queuev1.EnqueueRequest{Queue: "back"})
+		return err
+	})
+	for _, client := range []string{"limiter", "queue"} {
+		testkit.WaitFor(t, 5*time.Second, "the "+client+" breaker to log its closing", func() bool {
+			return breakerLines(svc.logs.String(), client, "closed") > 0
+		})
+		for _, change := range []string{"open", "closed"} {
+			if n := breakerLines(svc.logs.String(), client, change); n != 1 {
+				t.Errorf("%d log lines of the %s breaker %s, want one per change", n, client, change)
+			}
 		}
-		if time.Since(restarted) > 5*time.Second {
-			t.Fatalf("not answering 5 s after Redis restarted: %v %v", resp, err)
+	}
+}
+
+// breakerLines counts the log lines (LOG_FORMAT=json) telling that the
+// client's breaker opened or closed.
+func breakerLines(logs, client, change string) int {
+	n := 0
+	for line := range strings.SplitSeq(logs, "\n") {
+		if strings.Contains(line, `"client":"`+client+`"`) && strings.Contains(line, "circuit breaker "+change) {
+			n++
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	recovered := time.Since(restarted)
-	t.Logf("OK again %s after Redis was back", recovered)
-	if recovered > 500*time.Millisecond {
-		t.Errorf("OK again %s after Redis was back, want within 500 ms", recovered)
-	}
+	return n
 }
 
 // seriesDelta is how much one series (name with its labels) of the
@@ -133,7 +144,7 @@ func callWhileDown(svc *service, callers int, deadline, span time.Duration) []an
 				ctx, cancel := context.WithTimeout(context.Background(), deadline)
 				t0 := time.Now()
 				_, err := svc.client.ShouldRateLimit(ctx, request("it", desc("global", "during")))
-				a := answer{at: t0.Sub(start), took: time.Since(t0), code: status.Code(err)}
+				a := answer{at: t0.Sub(start), code: status.Code(err)}
 				cancel()
 				mu.Lock()
 				answers = append(answers, a)
@@ -146,10 +157,11 @@ func callWhileDown(svc *service, callers int, deadline, span time.Duration) []an
 	return answers
 }
 
-// checkDownElsewhere: with the breaker open, /json answers 503 at once
-// (it waited REDIS_TIMEOUT before), the queue's calls fail fast too, and
-// the metrics show both clients' breakers open.
-func checkDownElsewhere(t *testing.T, svc *service) {
+// checkDownElsewhere: with the breaker open, /json answers 503 (not after
+// REDIS_TIMEOUT, 10 s), and the queue's client has a breaker of its own:
+// after the calls that open it, it refuses every Enqueue, answered
+// UNAVAILABLE. The metrics show both clients' breakers open.
+func checkDownElsewhere(t *testing.T, svc *service, redisAddr string) {
 	t.Helper()
 	start := time.Now()
 	resp, err := http.Post("http://"+svc.httpAddr+"/json", "application/json",
@@ -158,30 +170,33 @@ func checkDownElsewhere(t *testing.T, svc *service) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if took := time.Since(start); resp.StatusCode != http.StatusServiceUnavailable || took > time.Second {
-		t.Errorf("POST /json with Redis down: %d after %s, want 503 at once", resp.StatusCode, took)
+	if took := time.Since(start); resp.StatusCode != http.StatusServiceUnavailable || took > 5*time.Second {
+		t.Errorf("POST /json with Redis down: %d after %s, want 503 before REDIS_TIMEOUT", resp.StatusCode, took)
 	}
 	q := queuev1.NewDelayQueueClient(svc.conn)
-	var code codes.Code
-	var took time.Duration
-	for range 10 { // the first calls open the queue client's breaker
+	const enqueues = 10
+	before := scrape(t, svc)
+	unavailable := 0
+	for range enqueues {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		t0 := time.Now()
 		_, err := q.Enqueue(ctx, &queuev1.EnqueueRequest{Queue: "down"})
-		code, took = status.Code(err), time.Since(t0)
 		cancel()
-	}
-	if code != codes.Unavailable || took > 10*time.Millisecond {
-		t.Errorf("queue Enqueue with Redis down: %v after %s, want UNAVAILABLE at once", code, took)
+		if status.Code(err) == codes.Unavailable {
+			unavailable++
+		}
 	}
 	body := scrape(t, svc)
+	refused := seriesDelta(t, before, body, `ratelimitd_redis_breaker_refused_total{client="queue",node="`+redisAddr+`"}`)
+	// The first calls open the breaker (3 failures, the default
+	// REDIS_BREAKER_THRESHOLD); every later one is refused.
+	if unavailable < enqueues-3 || refused < enqueues-3 {
+		t.Errorf("queue Enqueue with Redis down: %d of %d UNAVAILABLE, %.0f refused by the queue client's breaker; want all but the 3 that open it",
+			unavailable, enqueues, refused)
+	}
 	for _, want := range []string{`ratelimitd_redis_breaker_open{client="limiter",node="127.0.0.1:`, `ratelimitd_redis_breaker_open{client="queue",node="127.0.0.1:`} {
 		i := strings.Index(body, want)
 		if i < 0 || !strings.HasPrefix(body[i+strings.IndexByte(body[i:], '}'):], "} 1\n") {
 			t.Errorf("/metrics lacks %s...} 1", want)
 		}
-	}
-	if !strings.Contains(body, `ratelimitd_redis_breaker_refused_total{client="limiter"`) {
-		t.Error("/metrics lacks ratelimitd_redis_breaker_refused_total")
 	}
 }

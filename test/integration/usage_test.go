@@ -76,18 +76,6 @@ func startUsageXDS(t *testing.T) string {
 	return addr
 }
 
-// awayFromBoundary waits out the end of the current epoch-aligned window
-// when fewer than margin remain, so a sequence of steps never straddles a
-// window reset (which would zero the counters mid-sequence).
-func awayFromBoundary(t *testing.T, window, margin time.Duration) {
-	t.Helper()
-	now := time.Now()
-	if left := now.Truncate(window).Add(window).Sub(now); left < margin {
-		t.Logf("waiting %s for the next %s window", left, window)
-		time.Sleep(left + 100*time.Millisecond)
-	}
-}
-
 type descWant struct {
 	code      rlsv3.RateLimitResponse_Code
 	remaining uint32
@@ -123,7 +111,7 @@ var usageTable = []usageStep{
 // one team.
 func runUsageTable(t *testing.T, svc *service, user, team string) {
 	t.Helper()
-	awayFromBoundary(t, time.Hour, 30*time.Second)
+	roomInWindow(t, time.Hour, 10*time.Second)
 	for _, st := range usageTable {
 		var descs []*rlcommon.RateLimitDescriptor
 		var want []descWant
@@ -336,7 +324,7 @@ func TestUsageSemantics(t *testing.T) {
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
-					awayFromBoundary(t, tc.window, 3*time.Second)
+					roomInWindow(t, tc.window, 3*time.Second)
 					for i, c := range tc.calls {
 						resp, err := svc.call(c.req)
 						if err != nil {
