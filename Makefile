@@ -20,14 +20,23 @@ run:
 # ratelimitd's go.mod does not require them; each replaces ratelimitd with
 # this tree.
 TEST_MODULES := api/schema deploy/examples deploy/monitoring
+# The binary every test that runs ratelimitd uses (test/integration,
+# test/image, deploy/monitoring), built once.
+TEST_BIN := $(CURDIR)/bin/test/ratelimitd
 
+# Every package compiles twice, no more: once with CGO_ENABLED=0 (the
+# image's build, which go vet, the test binary, the load drivers the
+# integration tests build and the test modules share) and once with the race
+# detector (which needs cgo). The test modules only decode files, so they
+# run without it.
 test:
-	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	CGO_ENABLED=0 $(GO) vet ./...
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(TEST_BIN) ./cmd/ratelimitd
+	RATELIMITD_BIN=$(TEST_BIN) $(GO) test -race -count=1 ./...
 	@set -e; for m in $(TEST_MODULES); do \
 		echo "== $$m (own go.mod)"; \
-		$(GO) -C $$m vet ./...; \
-		$(GO) -C $$m test -race -count=1 ./...; \
+		CGO_ENABLED=0 $(GO) -C $$m vet ./...; \
+		CGO_ENABLED=0 RATELIMITD_BIN=$(TEST_BIN) $(GO) -C $$m test -count=1 ./...; \
 	done
 
 # The integration tests N times in a row (default 10), so that a flaky test

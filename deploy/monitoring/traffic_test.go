@@ -142,13 +142,17 @@ func (d *daemon) scrape(t *testing.T, addr string) map[string]bool {
 	return names
 }
 
-// start builds the binary from this tree and runs it on loopback, every
-// port chosen by the kernel and read back from --ready-file.
+// start runs the binary on loopback, every port chosen by the kernel and
+// read back from --ready-file: the one make test built ($RATELIMITD_BIN),
+// else one built from this tree.
 func start(t *testing.T, dir, configDir string, env ...string) *daemon {
 	t.Helper()
-	bin := filepath.Join(dir, "ratelimitd")
-	if out, err := exec.Command("go", "-C", "../..", "build", "-o", bin, "./cmd/ratelimitd").CombinedOutput(); err != nil {
-		t.Fatalf("build ratelimitd: %v\n%s", err, out)
+	bin := os.Getenv("RATELIMITD_BIN")
+	if bin == "" {
+		bin = filepath.Join(dir, "ratelimitd")
+		if out, err := exec.Command("go", "-C", "../..", "build", "-o", bin, "./cmd/ratelimitd").CombinedOutput(); err != nil {
+			t.Fatalf("build ratelimitd: %v\n%s", err, out)
+		}
 	}
 	ready := filepath.Join(dir, "ready.json")
 	cmd := exec.Command(bin, "--config", configDir, "--ready-file", ready)

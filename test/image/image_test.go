@@ -1,15 +1,18 @@
 // Package image checks what can be checked of the container image without
-// a container engine: the Dockerfile's final stage, and that the binary it
-// builds (CGO_ENABLED=0, version stamped) is static and runs as uid 65534
+// a container engine: the Dockerfile's final stage, and that the binary
+// built as it builds it (CGO_ENABLED=0, version stamped; make test's, built
+// once for every test that runs the binary) is static and runs as uid 65534
 // from a read-only directory, as Envoy Gateway runs it.
 package image
 
 import (
 	"bufio"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -116,17 +119,43 @@ func TestDockerfile(t *testing.T) {
 	}
 }
 
-// buildStatic builds the binary as the Dockerfile does into a directory
-// nobody can write, and returns its path.
-func buildStatic(t *testing.T, version string) string {
+// staticBinary is the binary under test in a directory nobody can write:
+// the one make test built (testkit.Ratelimitd, $RATELIMITD_BIN), copied
+// there, or one built now as the Dockerfile builds it (CGO_ENABLED=0,
+// version stamped). It returns the path and the version stamped in it.
+func staticBinary(t *testing.T) (bin, version string) {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "ratelimitd")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, "-o", bin, "./cmd/ratelimitd")
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin = filepath.Join(dir, "ratelimitd")
+	src := os.Getenv(testkit.BinEnv)
+	if src == "" {
+		src = filepath.Join(t.TempDir(), "ratelimitd")
+		cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v0.0.0-imagetest", "-o", src, "./cmd/ratelimitd")
+		cmd.Dir = repoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	if err := copyFile(src, bin); err != nil {
+		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "CGO_ENABLED" && s.Value != "0":
+			t.Errorf("built with CGO_ENABLED=%s, want 0 as the Dockerfile", s.Value)
+		case s.Key == "-ldflags":
+			if _, v, ok := strings.Cut(s.Value, "-X main.version="); ok {
+				version, _, _ = strings.Cut(v, " ")
+			}
+		}
+	}
+	if version == "" {
+		t.Fatalf("no -X main.version in the binary's build settings %v", info.Settings)
 	}
 	// nobody must reach the directory but not write to it.
 	for _, d := range []string{filepath.Dir(dir), dir} {
@@ -138,7 +167,24 @@ func buildStatic(t *testing.T, version string) string {
 		_ = os.Chmod(filepath.Dir(dir), 0o755)
 		_ = os.Chmod(dir, 0o755)
 	})
-	return bin
+	return bin, version
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // asNobody runs cmd as 65534 when the test can switch users (root);
@@ -154,8 +200,7 @@ func TestStaticBinaryRunsAsNobody(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the image is linux")
 	}
-	const version = "v0.0.0-imagetest"
-	bin := buildStatic(t, version)
+	bin, version := staticBinary(t)
 
 	f, err := elf.Open(bin)
 	if err != nil {

@@ -19,11 +19,13 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
-// The binary and grpcurl are built once per test run by TestMain.
+// The binaries are built once per test run by TestMain (ratelimitd only
+// when make test has not built it: testkit.Ratelimitd).
 var (
-	binPath     string
-	loadPath    string
-	grpcurlPath string
+	binPath       string
+	loadPath      string
+	queueLoadPath string
+	grpcurlPath   string
 )
 
 func TestMain(m *testing.M) {
@@ -40,16 +42,17 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binPath = filepath.Join(dir, "ratelimitd")
-	if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/ratelimitd").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build ratelimitd: %v\n%s", err, out)
+	if binPath, err = testkit.Ratelimitd(dir, "../.."); err != nil {
+		fmt.Fprintf(os.Stderr, "ratelimitd: %v\n", err)
 		return 1
 	}
-	loadPath = filepath.Join(dir, "rlload")
-	if out, err := exec.Command("go", "build", "-o", loadPath, "../../cmd/rlload").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build rlload: %v\n%s", err, out)
+	// The load drivers run without the race detector: an instrumented
+	// client would measure itself, not the service.
+	if err := testkit.Build(dir, "../../cmd/rlload", "../../internal/queueload/cmd/queueload"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	loadPath, queueLoadPath = filepath.Join(dir, "rlload"), filepath.Join(dir, "queueload")
 	grpcurlPath = buildGrpcurl(dir)
 	return m.Run()
 }
@@ -58,12 +61,11 @@ func runMain(m *testing.M) int {
 // one `go tool grpcurl` runs); an empty result makes the grpcurl tests fail
 // under CI=true and skip elsewhere.
 func buildGrpcurl(dir string) string {
-	p := filepath.Join(dir, "grpcurl")
-	if out, err := exec.Command("go", "build", "-o", p, "github.com/fullstorydev/grpcurl/cmd/grpcurl").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build grpcurl (go.mod's tool directive): %v\n%s", err, out)
+	if err := testkit.Build(dir, "github.com/fullstorydev/grpcurl/cmd/grpcurl"); err != nil {
+		fmt.Fprintf(os.Stderr, "build grpcurl (go.mod's tool directive): %v\n", err)
 		return ""
 	}
-	return p
+	return filepath.Join(dir, "grpcurl")
 }
 
 // service is one running ratelimitd process.

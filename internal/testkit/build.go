@@ -1,0 +1,44 @@
+package testkit
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// BinEnv names the ratelimitd binary make test builds once, for every test
+// that runs the binary (test/integration, test/image) to use instead of
+// building its own.
+const BinEnv = "RATELIMITD_BIN"
+
+// Build builds the main packages pkgs into dir with CGO_ENABLED=0, in one
+// go command: the configuration of the container image, and the one make
+// test vets in, so that every package compiles once for both (and once
+// more for the race detector). pkgs are import paths or paths relative to
+// the calling test's directory.
+func Build(dir string, pkgs ...string) error {
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %v: %w\n%s", pkgs, err, out)
+	}
+	return nil
+}
+
+// Ratelimitd is the binary the tests run: $RATELIMITD_BIN when make test
+// has built it, else ratelimitd built now into dir from root (the module's
+// directory, relative to the calling test's).
+func Ratelimitd(dir, root string) (string, error) {
+	if bin := os.Getenv(BinEnv); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("%s: %w", BinEnv, err)
+		}
+		return bin, nil
+	}
+	if err := Build(dir, root+"/cmd/ratelimitd"); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "ratelimitd"), nil
+}
