@@ -153,30 +153,7 @@ func TestAppServesEverything(t *testing.T) {
 		}
 	}
 
-	// What `grpcurl -plaintext ... list` asks.
-	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Send(&reflectionpb.ServerReflectionRequest{
-		MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	refl, err := stream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, s := range refl.GetListServicesResponse().GetService() {
-		names = append(names, s.GetName())
-	}
-	for _, want := range []string{"envoy.service.ratelimit.v3.RateLimitService", "grpc.health.v1.Health"} {
-		if !slices.Contains(names, want) {
-			t.Errorf("reflection lists %v, missing %s", names, want)
-		}
-	}
-	_ = stream.CloseSend()
+	checkReflectionLists(t, ctx, conn, "envoy.service.ratelimit.v3.RateLimitService", "grpc.health.v1.Health")
 
 	httpBase := "http://" + a.httpLn.Addr().String()
 	if code, body := httpGet(t, httpBase+"/healthcheck"); code != http.StatusOK || body != "OK" {
@@ -221,6 +198,35 @@ func TestAppServesEverything(t *testing.T) {
 	if _, err := http.Get(httpBase + "/healthcheck"); err == nil {
 		t.Error("HTTP still listening after shutdown")
 	}
+}
+
+// checkReflectionLists: reflection lists services, as `grpcurl -plaintext
+// ... list` asks.
+func checkReflectionLists(t *testing.T, ctx context.Context, conn *grpc.ClientConn, services ...string) {
+	t.Helper()
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{
+		MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	refl, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range refl.GetListServicesResponse().GetService() {
+		names = append(names, s.GetName())
+	}
+	for _, want := range services {
+		if !slices.Contains(names, want) {
+			t.Errorf("reflection lists %v, missing %s", names, want)
+		}
+	}
+	_ = stream.CloseSend()
 }
 
 func TestRunFailsClearly(t *testing.T) {

@@ -79,202 +79,203 @@ func defaultSettings() settings {
 	}
 }
 
+var parseSettingsTests = []struct {
+	name string
+	env  map[string]string
+	args []string
+	want func(*settings)
+}{
+	{name: "defaults", want: func(*settings) {}},
+	{
+		name: "runtime directories",
+		env:  map[string]string{"RUNTIME_ROOT": "/data", "RUNTIME_SUBDIRECTORY": "ratelimit", "RUNTIME_APPDIRECTORY": "cfg", "RUNTIME_IGNOREDOTFILES": "true"},
+		want: func(s *settings) {
+			s.ConfigDir, s.WatchPath, s.IgnoreDotfiles = "/data/ratelimit/cfg", "/data", true
+		},
+	},
+	{
+		name: "RUNTIME_WATCH_ROOT=false watches the config directory",
+		env:  map[string]string{"RUNTIME_ROOT": "/data", "RUNTIME_WATCH_ROOT": "false"},
+		want: func(s *settings) { s.ConfigDir, s.WatchPath = "/data/config", "/data/config" },
+	},
+	{
+		name: "addresses",
+		env:  map[string]string{"HOST": "127.0.0.1", "PORT": "9080", "GRPC_HOST": "::1", "GRPC_PORT": "9081", "DEBUG_PORT": "0"},
+		want: func(s *settings) { s.HTTPAddr, s.GRPCAddr, s.DebugAddr = "127.0.0.1:9080", "[::1]:9081", "0.0.0.0:0" },
+	},
+	{
+		name: "REDIS_URL selects redis",
+		env: map[string]string{"REDIS_URL": "redis:6379", "REDIS_TYPE": "cluster", "REDIS_AUTH": "u:p", "REDIS_TLS": "true",
+			"REDIS_POOL_SIZE": "32", "REDIS_TIMEOUT": "250ms", "CACHE_KEY_PREFIX": "rl_"},
+		want: func(s *settings) {
+			s.Backend, s.RedisURL, s.RedisType, s.RedisAuth, s.RedisTLS = backendRedis, "redis:6379", redisstore.Cluster, "u:p", true
+			s.RedisPoolSize, s.RedisTimeout, s.CacheKeyPrefix = 32, 250*time.Millisecond, "rl_"
+		},
+	},
+	{
+		name: "pipeline settings",
+		env:  map[string]string{"REDIS_PIPELINE_WINDOW": "0", "REDIS_PIPELINE_LIMIT": "8"},
+		want: func(s *settings) { s.RedisPipelineWindow, s.RedisPipelineLimit = 0, 8 },
+	},
+	{
+		name: "breaker settings",
+		env:  map[string]string{"REDIS_BREAKER_THRESHOLD": "0", "REDIS_BREAKER_PROBE_INTERVAL": "250ms"},
+		want: func(s *settings) { s.RedisBreakerThreshold, s.RedisBreakerProbeInterval = 0, 250*time.Millisecond },
+	},
+	{
+		name: "port 0 everywhere and a ready file",
+		env:  map[string]string{"PORT": "0", "GRPC_PORT": "0", "DEBUG_PORT": "0"},
+		args: []string{"--ready-file", "/run/ready.json"},
+		want: func(s *settings) {
+			s.HTTPAddr, s.GRPCAddr, s.DebugAddr, s.ReadyFile = "0.0.0.0:0", "0.0.0.0:0", "0.0.0.0:0", "/run/ready.json"
+		},
+	},
+	{
+		name: "TLS files, as envoyproxy names them",
+		env: map[string]string{"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/t/s.pem", "GRPC_SERVER_TLS_KEY": "/t/s.key",
+			"GRPC_CLIENT_TLS_CACERT": "/t/ca.pem", "GRPC_CLIENT_TLS_SAN": "envoy.local",
+			"REDIS_TLS_CACERT": "/t/rca.pem", "REDIS_TLS_CLIENT_CERT": "/t/c.pem", "REDIS_TLS_CLIENT_KEY": "/t/c.key",
+			"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION": "true"},
+		want: func(s *settings) {
+			s.GRPCTLS, s.GRPCTLSCert, s.GRPCTLSKey = true, "/t/s.pem", "/t/s.key"
+			s.GRPCClientCACert, s.GRPCClientSAN = "/t/ca.pem", "envoy.local"
+			s.RedisTLSCACert, s.RedisTLSClientCert, s.RedisTLSClientKey = "/t/rca.pem", "/t/c.pem", "/t/c.key"
+			s.RedisTLSSkipVerifyHost = true
+		},
+	},
+	{
+		name: "a socket path means a unix socket",
+		env:  map[string]string{"REDIS_URL": "/var/run/redis.sock"},
+		want: func(s *settings) {
+			s.Backend, s.RedisURL, s.RedisSocketType = backendRedis, "/var/run/redis.sock", "unix"
+		},
+	},
+	{
+		name: "REDIS_SOCKET_TYPE is explicit",
+		env:  map[string]string{"REDIS_URL": "localhost:6379", "REDIS_SOCKET_TYPE": "TCP"},
+		want: func(s *settings) { s.Backend, s.RedisURL = backendRedis, "localhost:6379" },
+	},
+	{
+		name: "BACKEND_TYPE=memory wins over REDIS_URL",
+		env:  map[string]string{"BACKEND_TYPE": "memory", "REDIS_URL": "redis:6379", "MEMORY_MAX_KEYS": "1000"},
+		want: func(s *settings) { s.RedisURL, s.MemoryMaxKeys = "redis:6379", 1000 },
+	},
+	{
+		name: "flags override the environment",
+		env:  map[string]string{"RUNTIME_ROOT": "/data", "GRPC_PORT": "1", "PORT": "2", "BACKEND_TYPE": "redis", "REDIS_URL": "a:1"},
+		args: []string{"--config", "api/examples/", "--grpc-addr", "127.0.0.1:0", "--http-addr=:0", "--debug-addr", "localhost:0", "--backend", "memory", "--redis-url", "b:2"},
+		want: func(s *settings) {
+			s.ConfigDir, s.WatchPath = "api/examples", "api/examples"
+			s.GRPCAddr, s.HTTPAddr, s.DebugAddr = "127.0.0.1:0", ":0", "localhost:0"
+			s.RedisURL = "b:2"
+		},
+	},
+	{
+		name: "logging and service limits",
+		env: map[string]string{"LOG_LEVEL": "Debug", "LOG_FORMAT": "JSON", "SHADOW_MODE": "1", "MERGE_DOMAIN_CONFIG": "true",
+			"MAX_DESCRIPTORS": "8", "MAX_DESCRIPTOR_ENTRIES": "4", "MAX_VALUE_LENGTH": "64", "SHUTDOWN_TIMEOUT": "3s"},
+		want: func(s *settings) {
+			s.LogLevel, s.LogJSON, s.ShadowMode, s.MergeDomains = zapcore.DebugLevel, true, true, true
+			s.MaxDescriptors, s.MaxEntries, s.MaxValueLen, s.ShutdownTimeout = 8, 4, 64, 3*time.Second
+		},
+	},
+	{
+		name: "logrus level names",
+		env:  map[string]string{"LOG_LEVEL": "trace"},
+		want: func(s *settings) { s.LogLevel = zapcore.DebugLevel },
+	},
+	{
+		name: "unsupported settings are warned about",
+		env:  map[string]string{"GRPC_UDS": "/tmp/x.sock", "LOCAL_CACHE_SIZE_IN_BYTES": "1000"},
+		want: func(s *settings) {
+			s.LocalCacheBytes = 1000
+			s.Warnings = []string{"GRPC_UDS=/tmp/x.sock is not supported and has no effect"}
+		},
+	},
+	{
+		name: "envoyproxy's stats settings",
+		env: map[string]string{"STATSD_HOST": "statsd", "STATSD_PORT": "9125", "STATSD_PROTOCOL": "UDP",
+			"STATS_FLUSH_INTERVAL": "1s", "EXTRA_TAGS": "env:prod, team : rl", "DISABLE_STATS": "false"},
+		want: func(s *settings) {
+			s.Stats = statsSettings{Statsd: true, Host: "statsd", Port: 9125, Protocol: "udp", FlushInterval: time.Second,
+				ExtraTags: map[string]string{"env": "prod", "team": "rl"}}
+		},
+	},
+	{
+		name: "USE_PROMETHEUS turns statsd off unless USE_STATSD says otherwise",
+		env:  map[string]string{"USE_PROMETHEUS": "true"},
+		want: func(s *settings) {
+			s.Prometheus = promSettings{Enabled: true, Addr: ":9090", Path: "/metrics"}
+			s.Stats.Statsd = false
+		},
+	},
+	{
+		name: "USE_DOG_STATSD replaces statsd",
+		env: map[string]string{"USE_DOG_STATSD": "true", "USE_STATSD": "true", "USE_DOG_STATSD_MOGRIFIERS": "hits",
+			"DOG_STATSD_MOGRIFIER_HITS_PATTERN": `^ratelimit\.service\.rate_limit\.(.*)\.total_hits$`,
+			"DOG_STATSD_MOGRIFIER_HITS_NAME":    "ratelimit.total_hits", "DOG_STATSD_MOGRIFIER_HITS_TAGS": "key:$1"},
+		want: func(s *settings) {
+			s.Stats.Statsd, s.Stats.DogStatsd = false, true
+			s.Stats.Mogrifiers = []envoystats.Mogrifier{{Pattern: regexp.MustCompile(`^ratelimit\.service\.rate_limit\.(.*)\.total_hits$`),
+				Name: "ratelimit.total_hits", Tags: map[string]string{"key": "$1"}}}
+			s.Warnings = []string{"USE_STATSD=true has no effect with USE_DOG_STATSD=true: the stats go to DogStatsD only"}
+		},
+	},
+	{
+		name: "startup and health",
+		env: map[string]string{"FORCE_START_WITHOUT_INITIAL_CONFIG": "true", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED": "true",
+			"RESPONSE_DYNAMIC_METADATA": "true", "QUOTA_MODE": "true"},
+		want: func(s *settings) {
+			s.ForceStartWithoutConfig, s.HealthyWithAtLeastOneConfig, s.DynamicMetadata, s.QuotaMode = true, true, true, true
+		},
+	},
+	{
+		name: "metrics",
+		env:  map[string]string{"NEAR_LIMIT_RATIO": "0.9", "MAX_DETAILED_METRIC_SERIES": "50"},
+		want: func(s *settings) { s.NearLimitRatio, s.MaxDetailedSeries = 0.9, 50 },
+	},
+	{
+		name: "response headers",
+		env: map[string]string{"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "LIMIT_REMAINING_HEADER": "X-Left",
+			"LIMIT_DRAFT_HEADERS_ENABLED": "true", "LIMIT_RETRY_AFTER_HEADER_ENABLED": "true"},
+		want: func(s *settings) {
+			s.Headers.Classic, s.Headers.Remaining, s.Headers.Draft, s.Headers.RetryAfter = true, "X-Left", true, true
+		},
+	},
+	{
+		name: "lease settings",
+		env: map[string]string{"REDIS_URL": "redis:6379", "LEASE_ENABLED": "true", "LEASE_TARGET": "500ms", "LEASE_MAX_BLOCK": "2",
+			"LEASE_FRACTION": "1", "LEASE_IDLE": "1s", "LEASE_MAX_AGE": "1m", "LEASE_MAX_KEYS": "10"},
+		want: func(s *settings) {
+			s.Backend, s.RedisURL = backendRedis, "redis:6379"
+			s.Lease = leaseSettings{Enabled: true, Target: 500 * time.Millisecond, MaxBlock: 2, Fraction: 1, Idle: time.Second, MaxAge: time.Minute, MaxKeys: 10}
+		},
+	},
+	{
+		name: "rlqs settings",
+		env: map[string]string{"RLQS_ENABLED": "false", "RLQS_REPORTING_INTERVAL": "1s", "RLQS_FRACTION": "0.5",
+			"RLQS_MAX_BLOCK": "100", "RLQS_EXPIRY_MARGIN": "50ms"},
+		want: func(s *settings) {
+			s.RLQS = rlqsSettings{Interval: time.Second, Fraction: 0.5, MaxBlock: 100, Margin: 50 * time.Millisecond}
+		},
+	},
+	{
+		name: "LEASE_ENABLED on the embedded store is warned about",
+		env:  map[string]string{"LEASE_ENABLED": "true"},
+		want: func(s *settings) {
+			s.Lease.Enabled = true
+			s.Warnings = []string{"LEASE_ENABLED=true has no effect with the embedded store (BACKEND_TYPE=memory): it is one process and never leases"}
+		},
+	},
+	{
+		name: "empty values mean unset",
+		env:  map[string]string{"PORT": "", "LOG_LEVEL": " "},
+		want: func(*settings) {},
+	},
+}
+
 func TestParseSettings(t *testing.T) {
-	tests := []struct {
-		name string
-		env  map[string]string
-		args []string
-		want func(*settings)
-	}{
-		{name: "defaults", want: func(*settings) {}},
-		{
-			name: "runtime directories",
-			env:  map[string]string{"RUNTIME_ROOT": "/data", "RUNTIME_SUBDIRECTORY": "ratelimit", "RUNTIME_APPDIRECTORY": "cfg", "RUNTIME_IGNOREDOTFILES": "true"},
-			want: func(s *settings) {
-				s.ConfigDir, s.WatchPath, s.IgnoreDotfiles = "/data/ratelimit/cfg", "/data", true
-			},
-		},
-		{
-			name: "RUNTIME_WATCH_ROOT=false watches the config directory",
-			env:  map[string]string{"RUNTIME_ROOT": "/data", "RUNTIME_WATCH_ROOT": "false"},
-			want: func(s *settings) { s.ConfigDir, s.WatchPath = "/data/config", "/data/config" },
-		},
-		{
-			name: "addresses",
-			env:  map[string]string{"HOST": "127.0.0.1", "PORT": "9080", "GRPC_HOST": "::1", "GRPC_PORT": "9081", "DEBUG_PORT": "0"},
-			want: func(s *settings) { s.HTTPAddr, s.GRPCAddr, s.DebugAddr = "127.0.0.1:9080", "[::1]:9081", "0.0.0.0:0" },
-		},
-		{
-			name: "REDIS_URL selects redis",
-			env: map[string]string{"REDIS_URL": "redis:6379", "REDIS_TYPE": "cluster", "REDIS_AUTH": "u:p", "REDIS_TLS": "true",
-				"REDIS_POOL_SIZE": "32", "REDIS_TIMEOUT": "250ms", "CACHE_KEY_PREFIX": "rl_"},
-			want: func(s *settings) {
-				s.Backend, s.RedisURL, s.RedisType, s.RedisAuth, s.RedisTLS = backendRedis, "redis:6379", redisstore.Cluster, "u:p", true
-				s.RedisPoolSize, s.RedisTimeout, s.CacheKeyPrefix = 32, 250*time.Millisecond, "rl_"
-			},
-		},
-		{
-			name: "pipeline settings",
-			env:  map[string]string{"REDIS_PIPELINE_WINDOW": "0", "REDIS_PIPELINE_LIMIT": "8"},
-			want: func(s *settings) { s.RedisPipelineWindow, s.RedisPipelineLimit = 0, 8 },
-		},
-		{
-			name: "breaker settings",
-			env:  map[string]string{"REDIS_BREAKER_THRESHOLD": "0", "REDIS_BREAKER_PROBE_INTERVAL": "250ms"},
-			want: func(s *settings) { s.RedisBreakerThreshold, s.RedisBreakerProbeInterval = 0, 250*time.Millisecond },
-		},
-		{
-			name: "port 0 everywhere and a ready file",
-			env:  map[string]string{"PORT": "0", "GRPC_PORT": "0", "DEBUG_PORT": "0"},
-			args: []string{"--ready-file", "/run/ready.json"},
-			want: func(s *settings) {
-				s.HTTPAddr, s.GRPCAddr, s.DebugAddr, s.ReadyFile = "0.0.0.0:0", "0.0.0.0:0", "0.0.0.0:0", "/run/ready.json"
-			},
-		},
-		{
-			name: "TLS files, as envoyproxy names them",
-			env: map[string]string{"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/t/s.pem", "GRPC_SERVER_TLS_KEY": "/t/s.key",
-				"GRPC_CLIENT_TLS_CACERT": "/t/ca.pem", "GRPC_CLIENT_TLS_SAN": "envoy.local",
-				"REDIS_TLS_CACERT": "/t/rca.pem", "REDIS_TLS_CLIENT_CERT": "/t/c.pem", "REDIS_TLS_CLIENT_KEY": "/t/c.key",
-				"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION": "true"},
-			want: func(s *settings) {
-				s.GRPCTLS, s.GRPCTLSCert, s.GRPCTLSKey = true, "/t/s.pem", "/t/s.key"
-				s.GRPCClientCACert, s.GRPCClientSAN = "/t/ca.pem", "envoy.local"
-				s.RedisTLSCACert, s.RedisTLSClientCert, s.RedisTLSClientKey = "/t/rca.pem", "/t/c.pem", "/t/c.key"
-				s.RedisTLSSkipVerifyHost = true
-			},
-		},
-		{
-			name: "a socket path means a unix socket",
-			env:  map[string]string{"REDIS_URL": "/var/run/redis.sock"},
-			want: func(s *settings) {
-				s.Backend, s.RedisURL, s.RedisSocketType = backendRedis, "/var/run/redis.sock", "unix"
-			},
-		},
-		{
-			name: "REDIS_SOCKET_TYPE is explicit",
-			env:  map[string]string{"REDIS_URL": "localhost:6379", "REDIS_SOCKET_TYPE": "TCP"},
-			want: func(s *settings) { s.Backend, s.RedisURL = backendRedis, "localhost:6379" },
-		},
-		{
-			name: "BACKEND_TYPE=memory wins over REDIS_URL",
-			env:  map[string]string{"BACKEND_TYPE": "memory", "REDIS_URL": "redis:6379", "MEMORY_MAX_KEYS": "1000"},
-			want: func(s *settings) { s.RedisURL, s.MemoryMaxKeys = "redis:6379", 1000 },
-		},
-		{
-			name: "flags override the environment",
-			env:  map[string]string{"RUNTIME_ROOT": "/data", "GRPC_PORT": "1", "PORT": "2", "BACKEND_TYPE": "redis", "REDIS_URL": "a:1"},
-			args: []string{"--config", "api/examples/", "--grpc-addr", "127.0.0.1:0", "--http-addr=:0", "--debug-addr", "localhost:0", "--backend", "memory", "--redis-url", "b:2"},
-			want: func(s *settings) {
-				s.ConfigDir, s.WatchPath = "api/examples", "api/examples"
-				s.GRPCAddr, s.HTTPAddr, s.DebugAddr = "127.0.0.1:0", ":0", "localhost:0"
-				s.RedisURL = "b:2"
-			},
-		},
-		{
-			name: "logging and service limits",
-			env: map[string]string{"LOG_LEVEL": "Debug", "LOG_FORMAT": "JSON", "SHADOW_MODE": "1", "MERGE_DOMAIN_CONFIG": "true",
-				"MAX_DESCRIPTORS": "8", "MAX_DESCRIPTOR_ENTRIES": "4", "MAX_VALUE_LENGTH": "64", "SHUTDOWN_TIMEOUT": "3s"},
-			want: func(s *settings) {
-				s.LogLevel, s.LogJSON, s.ShadowMode, s.MergeDomains = zapcore.DebugLevel, true, true, true
-				s.MaxDescriptors, s.MaxEntries, s.MaxValueLen, s.ShutdownTimeout = 8, 4, 64, 3*time.Second
-			},
-		},
-		{
-			name: "logrus level names",
-			env:  map[string]string{"LOG_LEVEL": "trace"},
-			want: func(s *settings) { s.LogLevel = zapcore.DebugLevel },
-		},
-		{
-			name: "unsupported settings are warned about",
-			env:  map[string]string{"GRPC_UDS": "/tmp/x.sock", "LOCAL_CACHE_SIZE_IN_BYTES": "1000"},
-			want: func(s *settings) {
-				s.LocalCacheBytes = 1000
-				s.Warnings = []string{"GRPC_UDS=/tmp/x.sock is not supported and has no effect"}
-			},
-		},
-		{
-			name: "envoyproxy's stats settings",
-			env: map[string]string{"STATSD_HOST": "statsd", "STATSD_PORT": "9125", "STATSD_PROTOCOL": "UDP",
-				"STATS_FLUSH_INTERVAL": "1s", "EXTRA_TAGS": "env:prod, team : rl", "DISABLE_STATS": "false"},
-			want: func(s *settings) {
-				s.Stats = statsSettings{Statsd: true, Host: "statsd", Port: 9125, Protocol: "udp", FlushInterval: time.Second,
-					ExtraTags: map[string]string{"env": "prod", "team": "rl"}}
-			},
-		},
-		{
-			name: "USE_PROMETHEUS turns statsd off unless USE_STATSD says otherwise",
-			env:  map[string]string{"USE_PROMETHEUS": "true"},
-			want: func(s *settings) {
-				s.Prometheus = promSettings{Enabled: true, Addr: ":9090", Path: "/metrics"}
-				s.Stats.Statsd = false
-			},
-		},
-		{
-			name: "USE_DOG_STATSD replaces statsd",
-			env: map[string]string{"USE_DOG_STATSD": "true", "USE_STATSD": "true", "USE_DOG_STATSD_MOGRIFIERS": "hits",
-				"DOG_STATSD_MOGRIFIER_HITS_PATTERN": `^ratelimit\.service\.rate_limit\.(.*)\.total_hits$`,
-				"DOG_STATSD_MOGRIFIER_HITS_NAME":    "ratelimit.total_hits", "DOG_STATSD_MOGRIFIER_HITS_TAGS": "key:$1"},
-			want: func(s *settings) {
-				s.Stats.Statsd, s.Stats.DogStatsd = false, true
-				s.Stats.Mogrifiers = []envoystats.Mogrifier{{Pattern: regexp.MustCompile(`^ratelimit\.service\.rate_limit\.(.*)\.total_hits$`),
-					Name: "ratelimit.total_hits", Tags: map[string]string{"key": "$1"}}}
-				s.Warnings = []string{"USE_STATSD=true has no effect with USE_DOG_STATSD=true: the stats go to DogStatsD only"}
-			},
-		},
-		{
-			name: "startup and health",
-			env: map[string]string{"FORCE_START_WITHOUT_INITIAL_CONFIG": "true", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED": "true",
-				"RESPONSE_DYNAMIC_METADATA": "true", "QUOTA_MODE": "true"},
-			want: func(s *settings) {
-				s.ForceStartWithoutConfig, s.HealthyWithAtLeastOneConfig, s.DynamicMetadata, s.QuotaMode = true, true, true, true
-			},
-		},
-		{
-			name: "metrics",
-			env:  map[string]string{"NEAR_LIMIT_RATIO": "0.9", "MAX_DETAILED_METRIC_SERIES": "50"},
-			want: func(s *settings) { s.NearLimitRatio, s.MaxDetailedSeries = 0.9, 50 },
-		},
-		{
-			name: "response headers",
-			env: map[string]string{"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "LIMIT_REMAINING_HEADER": "X-Left",
-				"LIMIT_DRAFT_HEADERS_ENABLED": "true", "LIMIT_RETRY_AFTER_HEADER_ENABLED": "true"},
-			want: func(s *settings) {
-				s.Headers.Classic, s.Headers.Remaining, s.Headers.Draft, s.Headers.RetryAfter = true, "X-Left", true, true
-			},
-		},
-		{
-			name: "lease settings",
-			env: map[string]string{"REDIS_URL": "redis:6379", "LEASE_ENABLED": "true", "LEASE_TARGET": "500ms", "LEASE_MAX_BLOCK": "2",
-				"LEASE_FRACTION": "1", "LEASE_IDLE": "1s", "LEASE_MAX_AGE": "1m", "LEASE_MAX_KEYS": "10"},
-			want: func(s *settings) {
-				s.Backend, s.RedisURL = backendRedis, "redis:6379"
-				s.Lease = leaseSettings{Enabled: true, Target: 500 * time.Millisecond, MaxBlock: 2, Fraction: 1, Idle: time.Second, MaxAge: time.Minute, MaxKeys: 10}
-			},
-		},
-		{
-			name: "rlqs settings",
-			env: map[string]string{"RLQS_ENABLED": "false", "RLQS_REPORTING_INTERVAL": "1s", "RLQS_FRACTION": "0.5",
-				"RLQS_MAX_BLOCK": "100", "RLQS_EXPIRY_MARGIN": "50ms"},
-			want: func(s *settings) {
-				s.RLQS = rlqsSettings{Interval: time.Second, Fraction: 0.5, MaxBlock: 100, Margin: 50 * time.Millisecond}
-			},
-		},
-		{
-			name: "LEASE_ENABLED on the embedded store is warned about",
-			env:  map[string]string{"LEASE_ENABLED": "true"},
-			want: func(s *settings) {
-				s.Lease.Enabled = true
-				s.Warnings = []string{"LEASE_ENABLED=true has no effect with the embedded store (BACKEND_TYPE=memory): it is one process and never leases"}
-			},
-		},
-		{
-			name: "empty values mean unset",
-			env:  map[string]string{"PORT": "", "LOG_LEVEL": " "},
-			want: func(*settings) {},
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range parseSettingsTests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseSettings(tt.args, envOf(tt.env))
 			if err != nil {

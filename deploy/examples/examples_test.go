@@ -305,37 +305,11 @@ func TestPlainEnvoy(t *testing.T) {
 	})
 }
 
-func TestIstio(t *testing.T) {
-	objs := kubeObjects(t, "istio/ratelimitd.yaml")
-	var (
-		cm       *corev1.ConfigMap
-		svc      *corev1.Service
-		deploy   *appsv1.Deployment
-		hasRedis bool
-	)
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.ConfigMap:
-			cm = o
-		case *corev1.Service:
-			if o.Name == "ratelimit" {
-				svc = o
-			}
-		case *appsv1.Deployment:
-			if o.Name == "ratelimit" {
-				deploy = o
-			} else if o.Name == "redis" {
-				hasRedis = true
-			}
-		}
-	}
-	if cm == nil || svc == nil || deploy == nil || !hasRedis {
-		t.Fatal("istio/ratelimitd.yaml lacks the ConfigMap, the ratelimit Service and Deployment or redis")
-	}
-	checkDeployment(t, deploy, cm)
-
-	var filter, vhost *networkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch
-	for i, doc := range docs(read(t, "istio/envoyfilter.yaml")) {
+// istioPatches finds the HTTP_FILTER and the VIRTUAL_HOST patch among the
+// EnvoyFilters of path, each decoded strictly.
+func istioPatches(t *testing.T, path string) (filter, vhost *networkingv1alpha3.EnvoyFilter_EnvoyConfigObjectPatch) {
+	t.Helper()
+	for i, doc := range docs(read(t, path)) {
 		var head struct {
 			typeMeta
 			Metadata json.RawMessage `json:"metadata"`
@@ -370,6 +344,39 @@ func TestIstio(t *testing.T) {
 	if filter == nil || vhost == nil {
 		t.Fatal("want an HTTP_FILTER patch and a VIRTUAL_HOST patch")
 	}
+	return filter, vhost
+}
+
+func TestIstio(t *testing.T) {
+	objs := kubeObjects(t, "istio/ratelimitd.yaml")
+	var (
+		cm       *corev1.ConfigMap
+		svc      *corev1.Service
+		deploy   *appsv1.Deployment
+		hasRedis bool
+	)
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.ConfigMap:
+			cm = o
+		case *corev1.Service:
+			if o.Name == "ratelimit" {
+				svc = o
+			}
+		case *appsv1.Deployment:
+			if o.Name == "ratelimit" {
+				deploy = o
+			} else if o.Name == "redis" {
+				hasRedis = true
+			}
+		}
+	}
+	if cm == nil || svc == nil || deploy == nil || !hasRedis {
+		t.Fatal("istio/ratelimitd.yaml lacks the ConfigMap, the ratelimit Service and Deployment or redis")
+	}
+	checkDeployment(t, deploy, cm)
+
+	filter, vhost := istioPatches(t, "istio/envoyfilter.yaml")
 
 	var hf hcmv3.HttpFilter
 	patchInto(t, "HTTP_FILTER patch", filter.GetPatch().GetValue(), &hf)

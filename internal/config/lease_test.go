@@ -8,8 +8,8 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
-func TestParseLease(t *testing.T) {
-	c := parseOne(t, `
+// leaseYAML says lease, or not, in every way a rule can.
+const leaseYAML = `
 domain: d
 descriptors:
   - key: unset
@@ -44,27 +44,31 @@ descriptors:
     descriptors:
       - key: child
         rate_limit: {unit: second, requests_per_unit: 10}
-`)
-	tests := []struct {
-		key        string
-		want       Lease
-		leasesOff  bool // Leases(false): LEASE_ENABLED off
-		leasesOn   bool // Leases(true)
-		dumpSuffix string
-	}{
-		{"unset", LeaseUnset, false, true, ""},
-		{"on", LeaseOn, true, true, ", lease: true"},
-		{"off", LeaseOff, false, false, ", lease: false"},
-		{"yes", LeaseOn, true, true, ", lease: true"},
-		{"nulled", LeaseUnset, false, true, ""},
-		// LEASE_ENABLED leases only what can lease.
-		{"log", LeaseUnset, false, false, ""},
-		{"logoff", LeaseOff, false, false, ", lease: false"},
-		{"unlimited", LeaseOff, false, false, ", lease: false"},
-		{"several", LeaseOn, true, true, ", lease: true"},
-	}
+`
+
+var parseLeaseTests = []struct {
+	key        string
+	want       Lease
+	leasesOff  bool // Leases(false): LEASE_ENABLED off
+	leasesOn   bool // Leases(true)
+	dumpSuffix string
+}{
+	{"unset", LeaseUnset, false, true, ""},
+	{"on", LeaseOn, true, true, ", lease: true"},
+	{"off", LeaseOff, false, false, ", lease: false"},
+	{"yes", LeaseOn, true, true, ", lease: true"},
+	{"nulled", LeaseUnset, false, true, ""},
+	// LEASE_ENABLED leases only what can lease.
+	{"log", LeaseUnset, false, false, ""},
+	{"logoff", LeaseOff, false, false, ", lease: false"},
+	{"unlimited", LeaseOff, false, false, ", lease: false"},
+	{"several", LeaseOn, true, true, ", lease: true"},
+}
+
+func TestParseLease(t *testing.T) {
+	c := parseOne(t, leaseYAML)
 	dump := c.Dump()
-	for _, tt := range tests {
+	for _, tt := range parseLeaseTests {
 		t.Run(tt.key, func(t *testing.T) {
 			r := c.Match("d", []Entry{{tt.key, "x"}})
 			if r == nil {

@@ -43,16 +43,15 @@ const (
 	hour   = rlsv3.RateLimitResponse_RateLimit_HOUR
 )
 
-func TestParseGood(t *testing.T) {
-	tests := []struct {
-		name    string
-		yaml    string
-		entries []Entry
-		want    Rule
-	}{
-		{
-			name: "fixed window by default",
-			yaml: `
+var parseGoodTests = []struct {
+	name    string
+	yaml    string
+	entries []Entry
+	want    Rule
+}{
+	{
+		name: "fixed window by default",
+		yaml: `
 domain: d
 descriptors:
   - key: k
@@ -61,48 +60,48 @@ descriptors:
       unit: minute
       requests_per_unit: 10
 `,
-			entries: []Entry{{"k", "v"}},
-			want: Rule{Domain: "d", StatKey: "d.k_v", Unit: minute, RequestsPerUnit: 10,
-				Limit: fixed(10, time.Minute)},
-		},
-		{
-			name: "unit is case-insensitive",
-			yaml: `
+		entries: []Entry{{"k", "v"}},
+		want: Rule{Domain: "d", StatKey: "d.k_v", Unit: minute, RequestsPerUnit: 10,
+			Limit: fixed(10, time.Minute)},
+	},
+	{
+		name: "unit is case-insensitive",
+		yaml: `
 domain: d
 descriptors:
   - key: k
     rate_limit: {unit: HoUr, requests_per_unit: 3}
 `,
-			entries: []Entry{{"k", "anything"}},
-			want:    Rule{Domain: "d", StatKey: "d.k", Unit: hour, RequestsPerUnit: 3, Limit: fixed(3, time.Hour)},
-		},
-		{
-			name: "zero requests denies everything but loads",
-			yaml: `
+		entries: []Entry{{"k", "anything"}},
+		want:    Rule{Domain: "d", StatKey: "d.k", Unit: hour, RequestsPerUnit: 3, Limit: fixed(3, time.Hour)},
+	},
+	{
+		name: "zero requests denies everything but loads",
+		yaml: `
 domain: d
 descriptors:
   - key: ip
     value: 50.0.0.5
     rate_limit: {unit: second, requests_per_unit: 0}
 `,
-			entries: []Entry{{"ip", "50.0.0.5"}},
-			want:    Rule{Domain: "d", StatKey: "d.ip_50.0.0.5", Unit: second, Limit: fixed(0, time.Second)},
-		},
-		{
-			name: "unlimited has no unit and no store limit",
-			yaml: `
+		entries: []Entry{{"ip", "50.0.0.5"}},
+		want:    Rule{Domain: "d", StatKey: "d.ip_50.0.0.5", Unit: second, Limit: fixed(0, time.Second)},
+	},
+	{
+		name: "unlimited has no unit and no store limit",
+		yaml: `
 domain: d
 descriptors:
   - key: k
     rate_limit:
       unlimited: true
 `,
-			entries: []Entry{{"k", "v"}},
-			want:    Rule{Domain: "d", StatKey: "d.k", Unlimited: true},
-		},
-		{
-			name: "descriptor flags and metadata",
-			yaml: `
+		entries: []Entry{{"k", "v"}},
+		want:    Rule{Domain: "d", StatKey: "d.k", Unlimited: true},
+	},
+	{
+		name: "descriptor flags and metadata",
+		yaml: `
 domain: d
 descriptors:
   - key: k
@@ -119,15 +118,15 @@ descriptors:
       nested: {on: true, none: null}
     rate_limit: {unit: second, requests_per_unit: 1}
 `,
-			entries: []Entry{{"k", "v1"}},
-			want: Rule{Domain: "d", StatKey: "d.k_v*", Unit: second, RequestsPerUnit: 1, Limit: fixed(1, time.Second),
-				ShadowMode: true, DetailedMetric: true, ValueToMetric: true, ShareThreshold: true, QuotaMode: true,
-				Metadata: map[string]any{"backend": "gpt-5", "weight": float64(3), "tags": []any{"a", "b"},
-					"nested": map[string]any{"on": true, "none": nil}}},
-		},
-		{
-			name: "name and replaces",
-			yaml: `
+		entries: []Entry{{"k", "v1"}},
+		want: Rule{Domain: "d", StatKey: "d.k_v*", Unit: second, RequestsPerUnit: 1, Limit: fixed(1, time.Second),
+			ShadowMode: true, DetailedMetric: true, ValueToMetric: true, ShareThreshold: true, QuotaMode: true,
+			Metadata: map[string]any{"backend": "gpt-5", "weight": float64(3), "tags": []any{"a", "b"},
+				"nested": map[string]any{"on": true, "none": nil}}},
+	},
+	{
+		name: "name and replaces",
+		yaml: `
 domain: d
 descriptors:
   - key: k
@@ -137,13 +136,13 @@ descriptors:
       unit: second
       requests_per_unit: 5
 `,
-			entries: []Entry{{"k", "v"}},
-			want: Rule{Domain: "d", StatKey: "d.k", Name: "specific", Replaces: []string{"general", "other"},
-				Unit: second, RequestsPerUnit: 5, Limit: fixed(5, time.Second)},
-		},
-		{
-			name: "token bucket extensions",
-			yaml: `
+		entries: []Entry{{"k", "v"}},
+		want: Rule{Domain: "d", StatKey: "d.k", Name: "specific", Replaces: []string{"general", "other"},
+			Unit: second, RequestsPerUnit: 5, Limit: fixed(5, time.Second)},
+	},
+	{
+		name: "token bucket extensions",
+		yaml: `
 domain: d
 descriptors:
   - key: k
@@ -155,26 +154,26 @@ descriptors:
       refill_interval: 100ms
       max_debt: 5
 `,
-			entries: []Entry{{"k", "v"}},
-			want: Rule{Domain: "d", StatKey: "d.k", Unit: second, RequestsPerUnit: 10,
-				Limit: algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 10, Period: time.Second,
-					Burst: 50, RefillInterval: 100 * time.Millisecond, MaxDebt: 5}},
-		},
-		{
-			name: "unit_multiplier makes custom windows",
-			yaml: `
+		entries: []Entry{{"k", "v"}},
+		want: Rule{Domain: "d", StatKey: "d.k", Unit: second, RequestsPerUnit: 10,
+			Limit: algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 10, Period: time.Second,
+				Burst: 50, RefillInterval: 100 * time.Millisecond, MaxDebt: 5}},
+	},
+	{
+		name: "unit_multiplier makes custom windows",
+		yaml: `
 domain: d
 descriptors:
   - key: k
     rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 7, algorithm: sliding_log}
 `,
-			entries: []Entry{{"k", "v"}},
-			want: Rule{Domain: "d", StatKey: "d.k", Unit: minute, RequestsPerUnit: 7,
-				Limit: algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 7, Period: 5 * time.Minute}},
-		},
-		{
-			name: "numbers and YAML 1.1 booleans as yaml.v2 reads them",
-			yaml: `
+		entries: []Entry{{"k", "v"}},
+		want: Rule{Domain: "d", StatKey: "d.k", Unit: minute, RequestsPerUnit: 7,
+			Limit: algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 7, Period: 5 * time.Minute}},
+	},
+	{
+		name: "numbers and YAML 1.1 booleans as yaml.v2 reads them",
+		yaml: `
 domain: 42
 descriptors:
   - key: port
@@ -182,13 +181,13 @@ descriptors:
     shadow_mode: yes
     rate_limit: {unit: second, requests_per_unit: 0x10}
 `,
-			entries: []Entry{{"port", "8080"}},
-			want: Rule{Domain: "42", StatKey: "42.port_8080", Unit: second, RequestsPerUnit: 16,
-				Limit: fixed(16, time.Second), ShadowMode: true},
-		},
-		{
-			name: "nested stat key",
-			yaml: `
+		entries: []Entry{{"port", "8080"}},
+		want: Rule{Domain: "42", StatKey: "42.port_8080", Unit: second, RequestsPerUnit: 16,
+			Limit: fixed(16, time.Second), ShadowMode: true},
+	},
+	{
+		name: "nested stat key",
+		yaml: `
 domain: messaging
 descriptors:
   - key: message_type
@@ -197,13 +196,13 @@ descriptors:
       - key: to_number
         rate_limit: {unit: day, requests_per_unit: 5}
 `,
-			entries: []Entry{{"message_type", "marketing"}, {"to_number", "2061111111"}},
-			want: Rule{Domain: "messaging", StatKey: "messaging.message_type_marketing.to_number",
-				Unit: rlsv3.RateLimitResponse_RateLimit_DAY, RequestsPerUnit: 5, Limit: fixed(5, 24*time.Hour)},
-		},
-		{
-			name: "anchors and merge keys",
-			yaml: `
+		entries: []Entry{{"message_type", "marketing"}, {"to_number", "2061111111"}},
+		want: Rule{Domain: "messaging", StatKey: "messaging.message_type_marketing.to_number",
+			Unit: rlsv3.RateLimitResponse_RateLimit_DAY, RequestsPerUnit: 5, Limit: fixed(5, 24*time.Hour)},
+	},
+	{
+		name: "anchors and merge keys",
+		yaml: `
 domain: d
 descriptors:
   - key: base
@@ -215,11 +214,13 @@ descriptors:
       <<: *base
       requests_per_unit: 4
 `,
-			entries: []Entry{{"k", "v"}},
-			want:    Rule{Domain: "d", StatKey: "d.k", Unit: minute, RequestsPerUnit: 4, Limit: fixed(4, time.Minute)},
-		},
-	}
-	for _, tt := range tests {
+		entries: []Entry{{"k", "v"}},
+		want:    Rule{Domain: "d", StatKey: "d.k", Unit: minute, RequestsPerUnit: 4, Limit: fixed(4, time.Minute)},
+	},
+}
+
+func TestParseGood(t *testing.T) {
+	for _, tt := range parseGoodTests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := parseOne(t, tt.yaml)
 			got := c.Match(tt.want.Domain, tt.entries)
@@ -272,102 +273,103 @@ func TestParseSource(t *testing.T) {
 	}
 }
 
+var parseBadTests = []struct {
+	name string
+	yaml string
+	want []string // each must appear in the error text
+}{
+	{"invalid YAML names its line", "domain: d\ndescriptors:\n  - key: a\n    value: b: c\n",
+		[]string{"f.yaml:4: invalid YAML: mapping values are not allowed"}},
+	{"tab indentation", "domain: d\n\tdescriptors: []\n", []string{"f.yaml:2: invalid YAML"}},
+	{"empty file", "", []string{"f.yaml:1: domain: missing"}},
+	{"comment-only file", "# nothing\n", []string{"f.yaml:1: domain: missing"}},
+	{"missing domain", "descriptors: []\n", []string{"f.yaml:1: domain: missing or empty"}},
+	{"empty domain", "\ndomain: \"\"\n", []string{"f.yaml:2: domain: missing or empty"}},
+	{"top level not a mapping", "- domain: d\n", []string{"f.yaml:1: want a mapping, got a list"}},
+	{"unknown top-level key", "domain: d\ndomian: e\n", []string{`f.yaml:2: domian: unknown key "domian"`}},
+	{"unknown descriptor key", "domain: d\ndescriptors:\n  - key: a\n    rate_limt: {}\n",
+		[]string{`f.yaml:4: descriptors[0].rate_limt: unknown key "rate_limt"`}},
+	{"unknown rate_limit key", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_second: 5\n",
+		[]string{`f.yaml:6: descriptors[0].rate_limit.requests_per_second: unknown key`}},
+	{"key in the wrong place", "domain: d\nunit: second\n", []string{`f.yaml:2: unit: unknown key "unit"`}},
+	{"unknown replaces key", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      replaces: [{nmae: x}]\n",
+		[]string{`f.yaml:6: descriptors[0].rate_limit.replaces[0].nmae: unknown key`}},
+	{"repeated key", "domain: d\ndescriptors:\n  - key: a\n    key: b\n",
+		[]string{"f.yaml:4: descriptors[0].key: repeated key (first at line 3)"}},
+	{"more than one document", "domain: d\n---\ndomain: e\n", []string{"more than one YAML document"}},
+	{"missing key", "domain: d\ndescriptors:\n  - value: v\n", []string{"f.yaml:3: descriptors[0].key: missing or empty"}},
+	{"nested missing key", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: \"\"\n",
+		[]string{"f.yaml:5: descriptors[0].descriptors[0].key: missing or empty"}},
+	{"duplicate composite key", "domain: d\ndescriptors:\n  - key: a\n    value: b\n  - key: a\n    value: b\n",
+		[]string{`f.yaml:5: descriptors[1]: duplicate descriptor composite key "d.a_b" (first at f.yaml:3)`}},
+	{"duplicate key-only", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: x\n      - key: x\n",
+		[]string{`f.yaml:6: descriptors[0].descriptors[1]: duplicate descriptor composite key "d.a.x"`}},
+	{"bad unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: minutes\n",
+		[]string{`f.yaml:5: descriptors[0].rate_limit.unit: unknown unit "minutes"`}},
+	{"unknown enum value is not a unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: unknown}\n",
+		[]string{`descriptors[0].rate_limit.unit: unknown unit "unknown"`}},
+	{"missing unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      requests_per_unit: 5\n",
+		[]string{"f.yaml:4: descriptors[0].rate_limit.unit: missing"}},
+	{"unlimited with a unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      unit: second\n",
+		[]string{"f.yaml:6: descriptors[0].rate_limit.unit: must not be set when unlimited is true"}},
+	{"unlimited with an algorithm", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unlimited: true, algorithm: gcra}\n",
+		[]string{"f.yaml:4: descriptors[0].rate_limit.algorithm: must not be set when unlimited is true"}},
+	{"replaces with empty name", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      replaces:\n        - name: \"\"\n",
+		[]string{"f.yaml:7: descriptors[0].rate_limit.replaces[0].name: missing or empty"}},
+	{"replaces without name", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      replaces:\n        - {}\n",
+		[]string{"f.yaml:7: descriptors[0].rate_limit.replaces[0].name: missing or empty"}},
+	{"replaces itself", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      replaces: [{name: me}]\n      name: me\n      unit: second\n",
+		[]string{`f.yaml:5: descriptors[0].rate_limit.replaces[0].name: a rule cannot replace itself ("me")`}},
+	{"requests_per_unit as text", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: ten}\n",
+		[]string{`f.yaml:4: descriptors[0].rate_limit.requests_per_unit: want a whole number`, `string "ten"`}},
+	{"requests_per_unit quoted", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: \"10\"}\n",
+		[]string{`descriptors[0].rate_limit.requests_per_unit: want a whole number`}},
+	{"requests_per_unit negative", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: -1}\n",
+		[]string{`descriptors[0].rate_limit.requests_per_unit: want a whole number from 0 to 4294967295, got int -1`}},
+	{"requests_per_unit over uint32", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 4294967296}\n",
+		[]string{`descriptors[0].rate_limit.requests_per_unit: 4294967296 is larger than 4294967295`}},
+	{"requests_per_unit float", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1.5}\n",
+		[]string{`descriptors[0].rate_limit.requests_per_unit: want a whole number`, "float 1.5"}},
+	{"key as a list", "domain: d\ndescriptors:\n  - key: [a]\n", []string{"f.yaml:3: descriptors[0].key: want a string, got a list"}},
+	{"descriptors as a mapping", "domain: d\ndescriptors: {key: a}\n", []string{"f.yaml:2: descriptors: want a list, got a mapping"}},
+	{"descriptor as a string", "domain: d\ndescriptors:\n  - a\n", []string{`f.yaml:3: descriptors[0]: want a mapping, got string "a"`}},
+	{"rate_limit as a number", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: 5\n", []string{"f.yaml:4: descriptors[0].rate_limit: want a mapping, got int 5"}},
+	{"bad boolean", "domain: d\ndescriptors:\n  - key: a\n    shadow_mode: maybe\n",
+		[]string{`f.yaml:4: descriptors[0].shadow_mode: want true or false, got string "maybe"`}},
+	{"quoted boolean", "domain: d\ndescriptors:\n  - key: a\n    shadow_mode: \"yes\"\n",
+		[]string{`descriptors[0].shadow_mode: want true or false`}},
+	{"metadata as a list", "domain: d\ndescriptors:\n  - key: a\n    metadata: [a]\n", []string{"f.yaml:4: descriptors[0].metadata: want a mapping, got a list"}},
+	{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: a\n    value: b\n    share_threshold: true\n",
+		[]string{`f.yaml:5: descriptors[0].share_threshold: only applies to a wildcard value`}},
+	{"unknown algorithm", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, algorithm: leaky}\n",
+		[]string{`f.yaml:4: descriptors[0].rate_limit.algorithm: unknown algorithm "leaky"`}},
+	{"burst zero", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, algorithm: gcra, burst: 0}\n",
+		[]string{`descriptors[0].rate_limit.burst: must be at least 1`}},
+	{"burst on a window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      burst: 5\n",
+		[]string{`f.yaml:6: descriptors[0].rate_limit.burst: applies to token_bucket, leaky_bucket and gcra only, not fixed_window`}},
+	{"refill_interval not a duration", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      algorithm: token_bucket\n      refill_interval: fast\n",
+		[]string{`f.yaml:7: descriptors[0].rate_limit.refill_interval: want a duration`}},
+	{"refill_interval on a window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      refill_interval: 10ms\n",
+		[]string{`f.yaml:4: descriptors[0].rate_limit: refill_interval and max_debt apply to token_bucket only`}},
+	{"refill_interval longer than the period", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, algorithm: token_bucket, refill_interval: 2s}\n",
+		[]string{`f.yaml:4: descriptors[0].rate_limit: refill_interval 2s must be whole microseconds between 0 and the period 1s`}},
+	{"unit_multiplier zero", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, unit_multiplier: 0}\n",
+		[]string{`descriptors[0].rate_limit.unit_multiplier: must be at least 1`}},
+	{"unit_multiplier beyond the maximum period", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: year, unit_multiplier: 101}\n",
+		[]string{`descriptors[0].rate_limit.unit_multiplier: 101 year is longer than`}},
+	{"recursive merge alias", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &x {unit: second, <<: *x}\n",
+		[]string{"f.yaml:4: descriptors[0].rate_limit: nesting too deep"}},
+	{"recursive descriptors alias", "domain: d\ndescriptors: &d\n  - key: a\n    descriptors: *d\n",
+		[]string{"nesting too deep"}},
+	{"recursive metadata alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {a: *m}\n",
+		[]string{"descriptors[0].metadata.a", "nesting too deep"}},
+	{"alias bomb", aliasBomb(), []string{"too many nodes"}},
+	{"burst beyond MaxCount", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, algorithm: gcra, burst: 1099511627777}\n",
+		[]string{`descriptors[0].rate_limit.burst: 1099511627777 is larger than 1099511627776`}},
+}
+
 func TestParseBad(t *testing.T) {
-	tests := []struct {
-		name string
-		yaml string
-		want []string // each must appear in the error text
-	}{
-		{"invalid YAML names its line", "domain: d\ndescriptors:\n  - key: a\n    value: b: c\n",
-			[]string{"f.yaml:4: invalid YAML: mapping values are not allowed"}},
-		{"tab indentation", "domain: d\n\tdescriptors: []\n", []string{"f.yaml:2: invalid YAML"}},
-		{"empty file", "", []string{"f.yaml:1: domain: missing"}},
-		{"comment-only file", "# nothing\n", []string{"f.yaml:1: domain: missing"}},
-		{"missing domain", "descriptors: []\n", []string{"f.yaml:1: domain: missing or empty"}},
-		{"empty domain", "\ndomain: \"\"\n", []string{"f.yaml:2: domain: missing or empty"}},
-		{"top level not a mapping", "- domain: d\n", []string{"f.yaml:1: want a mapping, got a list"}},
-		{"unknown top-level key", "domain: d\ndomian: e\n", []string{`f.yaml:2: domian: unknown key "domian"`}},
-		{"unknown descriptor key", "domain: d\ndescriptors:\n  - key: a\n    rate_limt: {}\n",
-			[]string{`f.yaml:4: descriptors[0].rate_limt: unknown key "rate_limt"`}},
-		{"unknown rate_limit key", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_second: 5\n",
-			[]string{`f.yaml:6: descriptors[0].rate_limit.requests_per_second: unknown key`}},
-		{"key in the wrong place", "domain: d\nunit: second\n", []string{`f.yaml:2: unit: unknown key "unit"`}},
-		{"unknown replaces key", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      replaces: [{nmae: x}]\n",
-			[]string{`f.yaml:6: descriptors[0].rate_limit.replaces[0].nmae: unknown key`}},
-		{"repeated key", "domain: d\ndescriptors:\n  - key: a\n    key: b\n",
-			[]string{"f.yaml:4: descriptors[0].key: repeated key (first at line 3)"}},
-		{"more than one document", "domain: d\n---\ndomain: e\n", []string{"more than one YAML document"}},
-		{"missing key", "domain: d\ndescriptors:\n  - value: v\n", []string{"f.yaml:3: descriptors[0].key: missing or empty"}},
-		{"nested missing key", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: \"\"\n",
-			[]string{"f.yaml:5: descriptors[0].descriptors[0].key: missing or empty"}},
-		{"duplicate composite key", "domain: d\ndescriptors:\n  - key: a\n    value: b\n  - key: a\n    value: b\n",
-			[]string{`f.yaml:5: descriptors[1]: duplicate descriptor composite key "d.a_b" (first at f.yaml:3)`}},
-		{"duplicate key-only", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: x\n      - key: x\n",
-			[]string{`f.yaml:6: descriptors[0].descriptors[1]: duplicate descriptor composite key "d.a.x"`}},
-		{"bad unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: minutes\n",
-			[]string{`f.yaml:5: descriptors[0].rate_limit.unit: unknown unit "minutes"`}},
-		{"unknown enum value is not a unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: unknown}\n",
-			[]string{`descriptors[0].rate_limit.unit: unknown unit "unknown"`}},
-		{"missing unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      requests_per_unit: 5\n",
-			[]string{"f.yaml:4: descriptors[0].rate_limit.unit: missing"}},
-		{"unlimited with a unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      unit: second\n",
-			[]string{"f.yaml:6: descriptors[0].rate_limit.unit: must not be set when unlimited is true"}},
-		{"unlimited with an algorithm", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unlimited: true, algorithm: gcra}\n",
-			[]string{"f.yaml:4: descriptors[0].rate_limit.algorithm: must not be set when unlimited is true"}},
-		{"replaces with empty name", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      replaces:\n        - name: \"\"\n",
-			[]string{"f.yaml:7: descriptors[0].rate_limit.replaces[0].name: missing or empty"}},
-		{"replaces without name", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      replaces:\n        - {}\n",
-			[]string{"f.yaml:7: descriptors[0].rate_limit.replaces[0].name: missing or empty"}},
-		{"replaces itself", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      replaces: [{name: me}]\n      name: me\n      unit: second\n",
-			[]string{`f.yaml:5: descriptors[0].rate_limit.replaces[0].name: a rule cannot replace itself ("me")`}},
-		{"requests_per_unit as text", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: ten}\n",
-			[]string{`f.yaml:4: descriptors[0].rate_limit.requests_per_unit: want a whole number`, `string "ten"`}},
-		{"requests_per_unit quoted", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: \"10\"}\n",
-			[]string{`descriptors[0].rate_limit.requests_per_unit: want a whole number`}},
-		{"requests_per_unit negative", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: -1}\n",
-			[]string{`descriptors[0].rate_limit.requests_per_unit: want a whole number from 0 to 4294967295, got int -1`}},
-		{"requests_per_unit over uint32", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 4294967296}\n",
-			[]string{`descriptors[0].rate_limit.requests_per_unit: 4294967296 is larger than 4294967295`}},
-		{"requests_per_unit float", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1.5}\n",
-			[]string{`descriptors[0].rate_limit.requests_per_unit: want a whole number`, "float 1.5"}},
-		{"key as a list", "domain: d\ndescriptors:\n  - key: [a]\n", []string{"f.yaml:3: descriptors[0].key: want a string, got a list"}},
-		{"descriptors as a mapping", "domain: d\ndescriptors: {key: a}\n", []string{"f.yaml:2: descriptors: want a list, got a mapping"}},
-		{"descriptor as a string", "domain: d\ndescriptors:\n  - a\n", []string{`f.yaml:3: descriptors[0]: want a mapping, got string "a"`}},
-		{"rate_limit as a number", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: 5\n", []string{"f.yaml:4: descriptors[0].rate_limit: want a mapping, got int 5"}},
-		{"bad boolean", "domain: d\ndescriptors:\n  - key: a\n    shadow_mode: maybe\n",
-			[]string{`f.yaml:4: descriptors[0].shadow_mode: want true or false, got string "maybe"`}},
-		{"quoted boolean", "domain: d\ndescriptors:\n  - key: a\n    shadow_mode: \"yes\"\n",
-			[]string{`descriptors[0].shadow_mode: want true or false`}},
-		{"metadata as a list", "domain: d\ndescriptors:\n  - key: a\n    metadata: [a]\n", []string{"f.yaml:4: descriptors[0].metadata: want a mapping, got a list"}},
-		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: a\n    value: b\n    share_threshold: true\n",
-			[]string{`f.yaml:5: descriptors[0].share_threshold: only applies to a wildcard value`}},
-		{"unknown algorithm", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, algorithm: leaky}\n",
-			[]string{`f.yaml:4: descriptors[0].rate_limit.algorithm: unknown algorithm "leaky"`}},
-		{"burst zero", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, algorithm: gcra, burst: 0}\n",
-			[]string{`descriptors[0].rate_limit.burst: must be at least 1`}},
-		{"burst on a window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      burst: 5\n",
-			[]string{`f.yaml:6: descriptors[0].rate_limit.burst: applies to token_bucket, leaky_bucket and gcra only, not fixed_window`}},
-		{"refill_interval not a duration", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      algorithm: token_bucket\n      refill_interval: fast\n",
-			[]string{`f.yaml:7: descriptors[0].rate_limit.refill_interval: want a duration`}},
-		{"refill_interval on a window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      refill_interval: 10ms\n",
-			[]string{`f.yaml:4: descriptors[0].rate_limit: refill_interval and max_debt apply to token_bucket only`}},
-		{"refill_interval longer than the period", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, algorithm: token_bucket, refill_interval: 2s}\n",
-			[]string{`f.yaml:4: descriptors[0].rate_limit: refill_interval 2s must be whole microseconds between 0 and the period 1s`}},
-		{"unit_multiplier zero", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, unit_multiplier: 0}\n",
-			[]string{`descriptors[0].rate_limit.unit_multiplier: must be at least 1`}},
-		{"unit_multiplier beyond the maximum period", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: year, unit_multiplier: 101}\n",
-			[]string{`descriptors[0].rate_limit.unit_multiplier: 101 year is longer than`}},
-		{"recursive merge alias", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &x {unit: second, <<: *x}\n",
-			[]string{"f.yaml:4: descriptors[0].rate_limit: nesting too deep"}},
-		{"recursive descriptors alias", "domain: d\ndescriptors: &d\n  - key: a\n    descriptors: *d\n",
-			[]string{"nesting too deep"}},
-		{"recursive metadata alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {a: *m}\n",
-			[]string{"descriptors[0].metadata.a", "nesting too deep"}},
-		{"alias bomb", aliasBomb(), []string{"too many nodes"}},
-		{"burst beyond MaxCount", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, algorithm: gcra, burst: 1099511627777}\n",
-			[]string{`descriptors[0].rate_limit.burst: 1099511627777 is larger than 1099511627776`}},
-	}
-	for _, tt := range tests {
+	for _, tt := range parseBadTests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]File{{Name: "f.yaml", Data: []byte(tt.yaml)}})
 			if err == nil {

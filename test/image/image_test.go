@@ -202,19 +202,7 @@ func TestStaticBinaryRunsAsNobody(t *testing.T) {
 	}
 	bin, version := staticBinary(t)
 
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Error("binary has an ELF interpreter: not static, would not start on distroless/static")
-		}
-	}
-	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-		t.Errorf("binary links %v", libs)
-	}
-	f.Close()
+	checkStatic(t, bin)
 
 	ver := exec.Command(bin, "--version")
 	ver.Dir = filepath.Dir(bin)
@@ -278,6 +266,25 @@ func TestStaticBinaryRunsAsNobody(t *testing.T) {
 	if waitErr != nil {
 		t.Fatalf("exit after SIGTERM: %v; logs:\n%s", waitErr, logs.String())
 	}
+}
+
+// checkStatic: bin has no ELF interpreter and links no library, so it
+// starts on distroless/static.
+func checkStatic(t *testing.T, bin string) {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("binary has an ELF interpreter: not static, would not start on distroless/static")
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("binary links %v", libs)
+	}
+	f.Close()
 }
 
 // httpAddr finds the HTTP address in the start line ("ratelimitd

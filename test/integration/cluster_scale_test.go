@@ -66,209 +66,243 @@ func remaining(t *testing.T, svc *service, key, value string) uint64 {
 // charged twice.
 func TestClusterScaleOut(t *testing.T) {
 	nodes := redistest.StartClusterWithReplicas(t, 3, 1, time.Second)
-	clients := redistest.Clients(t, nodes)
-	var masters []*redis.Client
-	var masterNodes []*redistest.Server
+	r := &scaleRig{clients: redistest.Clients(t, nodes)}
 	for i, n := range nodes {
-		c := clients[i]
+		c := r.clients[i]
 		if role, _ := c.Do(context.Background(), "ROLE").Slice(); len(role) > 0 && role[0] == "master" {
-			masters = append(masters, c)
-			masterNodes = append(masterNodes, n)
+			r.masters = append(r.masters, c)
+			r.masterNodes = append(r.masterNodes, n)
 		}
 	}
-	if len(masters) != 3 {
-		t.Fatalf("%d masters, want 3", len(masters))
+	if len(r.masters) != 3 {
+		t.Fatalf("%d masters, want 3", len(r.masters))
 	}
 	root, _ := newConfigRoot(t, map[string]string{"scale.yaml": scaleConfig})
-	svc := startService(t, root, "REDIS_TYPE=CLUSTER", "REDIS_URL="+redistest.Addrs(nodes), "REDIS_TIMEOUT=1s")
+	r.svc = startService(t, root, "REDIS_TYPE=CLUSTER", "REDIS_URL="+redistest.Addrs(nodes), "REDIS_TIMEOUT=1s")
+	t.Run("spread", r.spread)
+	t.Run("cross-slot all-or-nothing and round trips", r.crossSlot)
+	t.Run("master kill under load", r.masterKill)
+}
 
-	t.Run("spread", func(t *testing.T) {
-		for i := range 1000 {
-			if resp, err := svc.call(request("scale", desc("user", "u"+strconv.Itoa(i)))); err != nil || resp.GetOverallCode() != ok {
-				t.Fatalf("user %d: %v %v", i, resp, err)
-			}
-		}
-		var sizes []int64
-		for _, m := range masters {
-			n, err := m.DBSize(context.Background()).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sizes = append(sizes, n)
-		}
-		t.Logf("1000 counters of one rule, DBSIZE per master: %v", sizes)
-		for i, n := range sizes {
-			if n < 267 || n > 400 {
-				t.Errorf("master %d holds %d of 1000 counters, want 333 +-20%%", i, n)
-			}
-		}
-	})
+// scaleRig is TestClusterScaleOut's Cluster and binary.
+type scaleRig struct {
+	svc         *service
+	clients     []*redis.Client // every node
+	masters     []*redis.Client
+	masterNodes []*redistest.Server
+}
 
-	t.Run("cross-slot all-or-nothing and round trips", func(t *testing.T) {
-		vals := []string{valueOn(t, masters, 0, "a", scaleKeyOf("small", "fixed_window")), valueOn(t, masters, 1, "b", scaleKeyOf("small", "fixed_window")), valueOn(t, masters, 2, "c", scaleKeyOf("small", "fixed_window"))}
-		// Admissions (the request's hits_addend): a descriptor's own
-		// hits_addend would be usage, recorded and never undone.
-		three := func(hits uint32) *rlsv3.RateLimitRequest {
-			r := request("scale", desc("small", vals[0]), desc("small", vals[1]), desc("small", vals[2]))
-			r.HitsAddend = hits
-			return r
+func (r *scaleRig) spread(t *testing.T) {
+	for i := range 1000 {
+		if resp, err := r.svc.call(request("scale", desc("user", "u"+strconv.Itoa(i)))); err != nil || resp.GetOverallCode() != ok {
+			t.Fatalf("user %d: %v %v", i, resp, err)
 		}
-		// Warm the take and undo scripts on every master (an exhausted
-		// counter beside two others denies and undoes on their masters).
-		for i := range vals {
-			exhaust := request("scale", desc("small", vals[i]))
-			exhaust.HitsAddend = 3
-			svc.call(exhaust)
-			svc.call(three(1))
+	}
+	var sizes []int64
+	for _, m := range r.masters {
+		n, err := m.DBSize(context.Background()).Result()
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, m := range masters {
-			m.FlushAll(context.Background())
-			m.ConfigResetStat(context.Background())
+		sizes = append(sizes, n)
+	}
+	t.Logf("1000 counters of one rule, DBSIZE per master: %v", sizes)
+	for i, n := range sizes {
+		if n < 267 || n > 400 {
+			t.Errorf("master %d holds %d of 1000 counters, want 333 +-20%%", i, n)
 		}
-		if resp, err := svc.call(request("scale", desc("small", vals[0]))); err != nil || resp.GetOverallCode() != ok {
-			t.Fatalf("one descriptor: %v %v", resp, err)
-		}
-		oneRT := clusterScriptCalls(t, masters)
-		for _, m := range masters {
-			m.ConfigResetStat(context.Background())
-		}
-		if resp, err := svc.call(three(1)); err != nil || resp.GetOverallCode() != ok {
-			t.Fatalf("three descriptors on three masters: %v %v", resp, err)
-		}
-		threeRT := clusterScriptCalls(t, masters)
-		t.Logf("Redis scripts (FCALL+EVALSHA+EVAL over all masters, INFO commandstats) per request: 1 descriptor = %d, 3 descriptors on 3 masters = %d", oneRT, threeRT)
-		if oneRT != 1 || threeRT != 3 {
-			t.Errorf("scripts per request: %d and %d, want 1 and 3", oneRT, threeRT)
-		}
-		// vals[0] now has 1 left; asking 2 of it denies the whole request.
-		before := []uint64{remaining(t, svc, "small", vals[0]), remaining(t, svc, "small", vals[1]), remaining(t, svc, "small", vals[2])}
-		for _, m := range masters {
-			m.ConfigResetStat(context.Background())
-		}
-		resp, err := svc.call(three(2))
-		if err != nil || resp.GetOverallCode() != over {
-			t.Fatalf("one exhausted counter: %v %v, want OVER_LIMIT", resp, err)
-		}
-		deniedRT := clusterScriptCalls(t, masters)
-		after := []uint64{remaining(t, svc, "small", vals[0]), remaining(t, svc, "small", vals[1]), remaining(t, svc, "small", vals[2])}
-		t.Logf("denied 3-master request: %d scripts (3 takes + 2 undos); remaining before %v, after %v", deniedRT, before, after)
-		if deniedRT != 5 {
-			t.Errorf("denied 3-master request ran %d scripts, want 5", deniedRT)
-		}
-		if fmt.Sprint(before) != fmt.Sprint(after) {
-			t.Errorf("denied request changed counters: %v -> %v", before, after)
-		}
-	})
+	}
+}
 
-	t.Run("master kill under load", func(t *testing.T) {
-		hot := valueOn(t, masters, 0, "hot", scaleKeyOf("user", "fixed_window"))
-		hotKey := scaleKey("user", hot, "fixed_window")
-		victim := masterNodes[0]
-		var replica *redis.Client
-		for _, c := range clients {
-			if role, _ := c.Do(context.Background(), "ROLE").Slice(); len(role) > 2 && role[0] == "slave" && fmt.Sprint(role[2]) == portOf(victim.Addr) {
-				replica = c
-			}
+func (r *scaleRig) crossSlot(t *testing.T) {
+	vals := []string{valueOn(t, r.masters, 0, "a", scaleKeyOf("small", "fixed_window")), valueOn(t, r.masters, 1, "b", scaleKeyOf("small", "fixed_window")), valueOn(t, r.masters, 2, "c", scaleKeyOf("small", "fixed_window"))}
+	// Admissions (the request's hits_addend): a descriptor's own
+	// hits_addend would be usage, recorded and never undone.
+	three := func(hits uint32) *rlsv3.RateLimitRequest {
+		r := request("scale", desc("small", vals[0]), desc("small", vals[1]), desc("small", vals[2]))
+		r.HitsAddend = hits
+		return r
+	}
+	// Warm the take and undo scripts on every master (an exhausted
+	// counter beside two others denies and undoes on their r.masters).
+	for i := range vals {
+		exhaust := request("scale", desc("small", vals[i]))
+		exhaust.HitsAddend = 3
+		r.svc.call(exhaust)
+		r.svc.call(three(1))
+	}
+	for _, m := range r.masters {
+		m.FlushAll(context.Background())
+		m.ConfigResetStat(context.Background())
+	}
+	if resp, err := r.svc.call(request("scale", desc("small", vals[0]))); err != nil || resp.GetOverallCode() != ok {
+		t.Fatalf("one descriptor: %v %v", resp, err)
+	}
+	oneRT := clusterScriptCalls(t, r.masters)
+	for _, m := range r.masters {
+		m.ConfigResetStat(context.Background())
+	}
+	if resp, err := r.svc.call(three(1)); err != nil || resp.GetOverallCode() != ok {
+		t.Fatalf("three descriptors on three r.masters: %v %v", resp, err)
+	}
+	threeRT := clusterScriptCalls(t, r.masters)
+	t.Logf("Redis scripts (FCALL+EVALSHA+EVAL over all r.masters, INFO commandstats) per request: 1 descriptor = %d, 3 descriptors on 3 r.masters = %d", oneRT, threeRT)
+	if oneRT != 1 || threeRT != 3 {
+		t.Errorf("scripts per request: %d and %d, want 1 and 3", oneRT, threeRT)
+	}
+	// vals[0] now has 1 left; asking 2 of it denies the whole request.
+	before := []uint64{remaining(t, r.svc, "small", vals[0]), remaining(t, r.svc, "small", vals[1]), remaining(t, r.svc, "small", vals[2])}
+	for _, m := range r.masters {
+		m.ConfigResetStat(context.Background())
+	}
+	resp, err := r.svc.call(three(2))
+	if err != nil || resp.GetOverallCode() != over {
+		t.Fatalf("one exhausted counter: %v %v, want OVER_LIMIT", resp, err)
+	}
+	deniedRT := clusterScriptCalls(t, r.masters)
+	after := []uint64{remaining(t, r.svc, "small", vals[0]), remaining(t, r.svc, "small", vals[1]), remaining(t, r.svc, "small", vals[2])}
+	t.Logf("denied 3-master request: %d scripts (3 takes + 2 undos); remaining before %v, after %v", deniedRT, before, after)
+	if deniedRT != 5 {
+		t.Errorf("denied 3-master request ran %d scripts, want 5", deniedRT)
+	}
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("denied request changed counters: %v -> %v", before, after)
+	}
+}
+
+// killResult is one call made while a master was killed.
+type killResult struct {
+	at, took time.Duration // since the calls began; how long it took
+	err      error
+}
+
+// killRun is what masterKill's load saw: every call, and when the master
+// was killed and its replica promoted (since the calls began).
+type killRun struct {
+	results                  []killResult
+	admitted                 int64
+	killAt, killed, promoted time.Duration
+}
+
+func (r *scaleRig) masterKill(t *testing.T) {
+	hot := valueOn(t, r.masters, 0, "hot", scaleKeyOf("user", "fixed_window"))
+	hotKey := scaleKey("user", hot, "fixed_window")
+	victim := r.masterNodes[0]
+	var replica *redis.Client
+	for _, c := range r.clients {
+		if role, _ := c.Do(context.Background(), "ROLE").Slice(); len(role) > 2 && role[0] == "slave" && fmt.Sprint(role[2]) == portOf(victim.Addr) {
+			replica = c
 		}
-		if replica == nil {
-			t.Fatalf("no replica of %s", victim.Addr)
-		}
-		const deadline = 500 * time.Millisecond
-		type result struct {
-			at, took time.Duration
-			err      error
-		}
-		var (
-			mu       sync.Mutex
-			results  []result
-			admitted atomic.Int64
-			stop     atomic.Bool
-			wg       sync.WaitGroup
-		)
-		start := time.Now()
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for !stop.Load() {
-					ctx, cancel := context.WithTimeout(context.Background(), deadline)
-					t0 := time.Now()
-					resp, err := svc.client.ShouldRateLimit(ctx, request("scale", desc("user", hot)))
-					cancel()
-					took := time.Since(t0)
-					if err == nil && resp.GetOverallCode() == ok {
-						admitted.Add(1)
-					}
-					mu.Lock()
-					results = append(results, result{at: t0.Sub(start), took: took, err: err})
-					mu.Unlock()
-					time.Sleep(10 * time.Millisecond)
+	}
+	if replica == nil {
+		t.Fatalf("no replica of %s", victim.Addr)
+	}
+	const deadline = 500 * time.Millisecond
+	run := r.killUnderLoad(t, hot, replica, deadline)
+	judgeKill(t, r.svc, run, hot, hotKey, deadline)
+}
+
+// killUnderLoad runs 8 callers of hot with deadline, kills the first
+// master under them, waits for its replica's promotion and 2.5 s more.
+func (r *scaleRig) killUnderLoad(t *testing.T, hot string, replica *redis.Client, deadline time.Duration) killRun {
+	victim := r.masterNodes[0]
+	var (
+		mu       sync.Mutex
+		results  []killResult
+		admitted atomic.Int64
+		stop     atomic.Bool
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				t0 := time.Now()
+				resp, err := r.svc.client.ShouldRateLimit(ctx, request("scale", desc("user", hot)))
+				cancel()
+				took := time.Since(t0)
+				if err == nil && resp.GetOverallCode() == ok {
+					admitted.Add(1)
 				}
-			}()
-		}
-		time.Sleep(500 * time.Millisecond)
-		killAt := time.Since(start)
-		victim.Stop()
-		killed := time.Since(start)
-		var promoted time.Duration
-		for promoted == 0 && time.Since(start) < killAt+15*time.Second {
-			if role, _ := replica.Do(context.Background(), "ROLE").Slice(); len(role) > 0 && role[0] == "master" {
-				promoted = time.Since(start)
+				mu.Lock()
+				results = append(results, killResult{at: t0.Sub(start), took: took, err: err})
+				mu.Unlock()
+				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(10 * time.Millisecond)
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	killAt := time.Since(start)
+	victim.Stop()
+	killed := time.Since(start)
+	var promoted time.Duration
+	for promoted == 0 && time.Since(start) < killAt+15*time.Second {
+		if role, _ := replica.Do(context.Background(), "ROLE").Slice(); len(role) > 0 && role[0] == "master" {
+			promoted = time.Since(start)
 		}
-		if promoted == 0 {
-			stop.Store(true)
-			wg.Wait()
-			topo, _ := replica.ClusterNodes(context.Background()).Result()
-			t.Fatalf("the replica was not promoted within 15 s:\n%s", topo)
-		}
-		time.Sleep(2500 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if promoted == 0 {
 		stop.Store(true)
 		wg.Wait()
+		topo, _ := replica.ClusterNodes(context.Background()).Result()
+		t.Fatalf("the replica was not promoted within 15 s:\n%s", topo)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
 
-		var firstOK time.Duration
-		failed, late, lateFail, afterKill, unknown := 0, 0, 0, 0, 0
-		for _, r := range results {
-			if r.took > deadline+testkit.Slack {
-				late++
-			}
-			if r.err != nil && r.at <= killed && r.at+r.took >= killAt {
-				// In flight when the master died: its script may have run
-				// and reached the replica with the reply lost (UNAVAILABLE,
-				// charged once, never retried).
-				unknown++
-			}
-			if r.at < killAt {
-				continue
-			}
-			afterKill++
-			if r.err != nil {
-				failed++
-				if r.at > promoted+time.Second {
-					lateFail++
-				}
-			} else if firstOK == 0 || r.at < firstOK {
-				firstOK = r.at + r.took
-			}
+	return killRun{results: results, admitted: admitted.Load(), killAt: killAt, killed: killed, promoted: promoted}
+}
+
+// judgeKill: errors only until the promotion (+1 s), no call past its
+// deadline (by more than testkit.Slack), no hit charged twice.
+func judgeKill(t *testing.T, svc *service, run killRun, hot, hotKey string, deadline time.Duration) {
+	results, killAt, killed, promoted := run.results, run.killAt, run.killed, run.promoted
+	var firstOK time.Duration
+	failed, late, lateFail, afterKill, unknown := 0, 0, 0, 0, 0
+	for _, r := range results {
+		if r.took > deadline+testkit.Slack {
+			late++
 		}
-		t.Logf("master kill: promotion %s after the kill, first OK %s after the kill, %d calls failed (of %d after the kill), %d failed later than promotion+1s, %d took longer than the %s deadline by more than testkit.Slack",
-			promoted-killAt, firstOK-killAt, failed, afterKill, lateFail, late, deadline)
-		if lateFail > 0 {
-			t.Errorf("%d calls failed more than 1 s after the promotion", lateFail)
+		if r.err != nil && r.at <= killed && r.at+r.took >= killAt {
+			// In flight when the master died: its script may have run
+			// and reached the replica with the reply lost (UNAVAILABLE,
+			// charged once, never retried).
+			unknown++
 		}
-		if late > 0 {
-			t.Errorf("%d calls took longer than their deadline", late)
+		if r.at < killAt {
+			continue
 		}
-		// The counter can lose hits (async replication) and keep the charge
-		// of a call in flight at the kill whose reply was lost; never more:
-		// a retry that charged twice would show here.
-		charged := 1_000_000 - int64(remaining(t, svc, "user", hot))
-		t.Logf("hot counter: %d charged, %d admitted, %d failed calls in flight at the kill (%s)", charged, admitted.Load(), unknown, hotKey)
-		if charged > admitted.Load()+int64(unknown) {
-			t.Errorf("%d hits charged for %d admitted calls and %d of unknown outcome: a retry charged twice", charged, admitted.Load(), unknown)
+		afterKill++
+		if r.err != nil {
+			failed++
+			if r.at > promoted+time.Second {
+				lateFail++
+			}
+		} else if firstOK == 0 || r.at < firstOK {
+			firstOK = r.at + r.took
 		}
-	})
+	}
+	t.Logf("master kill: promotion %s after the kill, first OK %s after the kill, %d calls failed (of %d after the kill), %d failed later than promotion+1s, %d took longer than the %s deadline by more than testkit.Slack",
+		promoted-killAt, firstOK-killAt, failed, afterKill, lateFail, late, deadline)
+	if lateFail > 0 {
+		t.Errorf("%d calls failed more than 1 s after the promotion", lateFail)
+	}
+	if late > 0 {
+		t.Errorf("%d calls took longer than their deadline", late)
+	}
+	// The counter can lose hits (async replication) and keep the charge
+	// of a call in flight at the kill whose reply was lost; never more:
+	// a retry that charged twice would show here.
+	charged := 1_000_000 - int64(remaining(t, svc, "user", hot))
+	t.Logf("hot counter: %d charged, %d admitted, %d failed calls in flight at the kill (%s)", charged, run.admitted, unknown, hotKey)
+	if charged > run.admitted+int64(unknown) {
+		t.Errorf("%d hits charged for %d admitted calls and %d of unknown outcome: a retry charged twice", charged, run.admitted, unknown)
+	}
 }
 
 // Moving the hot slot to another master under load: no error answered, no

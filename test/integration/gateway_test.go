@@ -47,33 +47,10 @@ func TestEnvoyGatewayContract(t *testing.T) {
 	redisPair := ca.Server(t, "redis")
 	rds := redistest.StartMutualTLS(t, redisPair.CertFile, redisPair.KeyFile, ca.File, rlClientPair.CertFile, rlClientPair.KeyFile)
 
-	// Envoy Gateway's xDS server: mutual TLS with certificates from its CA.
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.CertPEM)
-	xdsCert, err := tls.LoadX509KeyPair(xdsServerPair.CertFile, xdsServerPair.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
-	xds := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{
-		Certificates: []tls.Certificate{xdsCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
-	})))
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(xds, serverv3.NewServer(context.Background(), cache, nil))
-	xdsLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = xds.Serve(xdsLn) }()
-	t.Cleanup(xds.Stop)
-
-	recv := &otlpCollector{}
-	otlpLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	otlpSrv := &http.Server{Handler: recv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = otlpSrv.Serve(otlpLn) }()
-	t.Cleanup(func() { _ = otlpSrv.Close() })
+	xdsAddr, cache := gatewayXDS(t, pool, xdsServerPair)
+	recv, otlpAddr := startOTLP(t)
 
 	mapper := filepath.Join(t.TempDir(), "conf.yaml")
 	if err := os.WriteFile(mapper, []byte(envoyGatewayMapping), 0o644); err != nil {
@@ -82,7 +59,7 @@ func TestEnvoyGatewayContract(t *testing.T) {
 	root := t.TempDir() // Envoy Gateway sets RUNTIME_*; with xDS nothing is read there
 	s := spawnService(t, root,
 		"RUNTIME_IGNOREDOTFILES=true", "LOG_LEVEL=info", "USE_STATSD=false",
-		"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL="+xdsLn.Addr().String(), "CONFIG_GRPC_XDS_NODE_ID=envoy-ratelimit",
+		"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL="+xdsAddr, "CONFIG_GRPC_XDS_NODE_ID=envoy-ratelimit",
 		"GRPC_SERVER_USE_TLS=true", "GRPC_SERVER_TLS_CERT="+rlServerPair.CertFile, "GRPC_SERVER_TLS_KEY="+rlServerPair.KeyFile,
 		"GRPC_SERVER_TLS_CA_CERT="+ca.File,
 		"CONFIG_GRPC_XDS_SERVER_USE_TLS=true", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT="+rlClientPair.CertFile,
@@ -93,7 +70,7 @@ func TestEnvoyGatewayContract(t *testing.T) {
 		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:0", "PROMETHEUS_MAPPER_YAML="+mapper,
 		"TRACING_ENABLED=true", "TRACING_SERVICE_NAME=envoy-ratelimit", "TRACING_SERVICE_NAMESPACE=envoy-gateway-system",
 		"TRACING_SERVICE_INSTANCE_ID=envoy-ratelimit-0", "TRACING_SAMPLING_RATE=1.0",
-		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://"+otlpLn.Addr().String()+"/v1/traces",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://"+otlpAddr+"/v1/traces",
 	)
 
 	// Up without a config: listening, but not ready.
@@ -109,8 +86,81 @@ func TestEnvoyGatewayContract(t *testing.T) {
 		return true
 	})
 
-	// Envoy Gateway pushes the translated policy: a route's rule, then what
-	// its e2e tests limit on (a CIDR, a header value, a key-only entry).
+	pushGatewayPolicy(t, cache)
+	s.waitHealthy(15 * time.Second)
+
+	const traceID, envoySpan = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+	callAsEnvoy(t, s.grpcAddr, pool, traceID, envoySpan)
+
+	// Envoy Gateway's e2e queries (test/e2e/tests/ratelimit.go) each
+	// return a series, and OverLimitCount reads counters.
+	series := scrapeEnvoySeries(t, "http://"+s.promAddr+"/metrics")
+	for _, key2 := range []string{"masked_remote_address_0_0_0_0/0", "header_x-user-id_one", "user"} {
+		found := false
+		for name, v := range series {
+			found = found || strings.HasPrefix(name, "ratelimit_service_rate_limit_over_limit{") && strings.Contains(name, `key2="`+key2+`"`) && v == 1
+		}
+		if !found {
+			t.Errorf(`ratelimit_service_rate_limit_over_limit{key2=%q} has no series of value 1 among %v`, key2, series)
+		}
+	}
+	if n := series[`ratelimit_service_rate_limit_over_limit{domain="default/eg/http",key1="httproute/default/backend/rule/0/match/0_httproute/default/backend/rule/0/match/0",key2="x-user-id"}`]; n != 1 {
+		t.Errorf("over_limit of the x-user-id rule = %v, want 1", n)
+	}
+
+	s.stop() // flushes the spans
+	logs := s.logs.String()
+	for _, want := range []string{"xDS config loaded (ACK)", "GRPC_SERVER_TLS_CA_CERT"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q", want)
+		}
+	}
+	if parents := recv.parentsOf(traceID, "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"); len(parents) != 1 || !parents[envoySpan] {
+		t.Errorf("ShouldRateLimit spans' parents %v, want Envoy's %s", parents, envoySpan)
+	}
+}
+
+// gatewayXDS is Envoy Gateway's xDS server: go-control-plane's, over mutual
+// TLS with certificates from its CA (pool).
+func gatewayXDS(t *testing.T, pool *x509.CertPool, pair testcerts.Pair) (string, cachev3.SnapshotCache) {
+	t.Helper()
+	xdsCert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
+	xds := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{xdsCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+	})))
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(xds, serverv3.NewServer(context.Background(), cache, nil))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = xds.Serve(ln) }()
+	t.Cleanup(xds.Stop)
+	return ln.Addr().String(), cache
+}
+
+// startOTLP serves an OTLP/HTTP traces receiver until t ends.
+func startOTLP(t *testing.T) (*otlpCollector, string) {
+	t.Helper()
+	recv := &otlpCollector{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: recv, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return recv, ln.Addr().String()
+}
+
+// pushGatewayPolicy is Envoy Gateway pushing the policy it translated: a
+// route's rule, then what its e2e tests limit on (a CIDR, a header value, a
+// key-only entry).
+func pushGatewayPolicy(t *testing.T, cache cachev3.SnapshotCache) {
+	t.Helper()
 	route := func(name string, child *rlsconfv3.RateLimitDescriptor) *rlsconfv3.RateLimitDescriptor {
 		child.RateLimit = &rlsconfv3.RateLimitPolicy{Unit: rlsconfv3.RateLimitUnit_HOUR, RequestsPerUnit: 1}
 		return &rlsconfv3.RateLimitDescriptor{Key: name, Value: name, Descriptors: []*rlsconfv3.RateLimitDescriptor{child}}
@@ -128,10 +178,14 @@ func TestEnvoyGatewayContract(t *testing.T) {
 	if err := cache.SetSnapshot(context.Background(), "envoy-ratelimit", snap); err != nil {
 		t.Fatal(err)
 	}
-	s.waitHealthy(15 * time.Second)
+}
 
-	// Envoy calls over TLS with its trace context.
-	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12})))
+// callAsEnvoy calls addr over TLS as Envoy does: twice with its trace
+// context (OK, then OVER_LIMIT), then twice each of Envoy Gateway's e2e
+// tests' descriptors (the second is over).
+func callAsEnvoy(t *testing.T, addr string, pool *x509.CertPool, traceID, envoySpan string) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +195,6 @@ func TestEnvoyGatewayContract(t *testing.T) {
 		{Key: "httproute/default/backend/rule/0/match/0", Value: "httproute/default/backend/rule/0/match/0"},
 		{Key: "x-user-id", Value: "alice"},
 	}}}}
-	const traceID, envoySpan = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
 	for i, want := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		ctx = metadata.AppendToOutgoingContext(ctx, "traceparent", "00-"+traceID+"-"+envoySpan+"-01")
@@ -167,40 +220,19 @@ func TestEnvoyGatewayContract(t *testing.T) {
 			}
 		}
 	}
-	// Envoy Gateway's e2e queries (test/e2e/tests/ratelimit.go) each
-	// return a series, and OverLimitCount reads counters.
-	series := scrapeEnvoySeries(t, "http://"+s.promAddr+"/metrics")
-	for _, key2 := range []string{"masked_remote_address_0_0_0_0/0", "header_x-user-id_one", "user"} {
-		found := false
-		for name, v := range series {
-			found = found || strings.HasPrefix(name, "ratelimit_service_rate_limit_over_limit{") && strings.Contains(name, `key2="`+key2+`"`) && v == 1
-		}
-		if !found {
-			t.Errorf(`ratelimit_service_rate_limit_over_limit{key2=%q} has no series of value 1 among %v`, key2, series)
-		}
-	}
-	if n := series[`ratelimit_service_rate_limit_over_limit{domain="default/eg/http",key1="httproute/default/backend/rule/0/match/0_httproute/default/backend/rule/0/match/0",key2="x-user-id"}`]; n != 1 {
-		t.Errorf("over_limit of the x-user-id rule = %v, want 1", n)
-	}
+}
 
-	s.stop() // flushes the spans
-	logs := s.logs.String()
-	for _, want := range []string{"xDS config loaded (ACK)", "GRPC_SERVER_TLS_CA_CERT"} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("logs lack %q", want)
-		}
-	}
-	recv.mu.Lock()
-	defer recv.mu.Unlock()
+// parentsOf is the set of parent span IDs of the spans named name in trace.
+func (c *otlpCollector) parentsOf(trace, name string) map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	parents := map[string]bool{}
-	for _, sp := range recv.spans {
-		if hex.EncodeToString(sp.traceID) == traceID && sp.name == "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" {
+	for _, sp := range c.spans {
+		if hex.EncodeToString(sp.traceID) == trace && sp.name == name {
 			parents[hex.EncodeToString(sp.parentID)] = true
 		}
 	}
-	if len(parents) != 1 || !parents[envoySpan] {
-		t.Errorf("ShouldRateLimit spans' parents %v, want Envoy's %s", parents, envoySpan)
-	}
+	return parents
 }
 
 type otlpSpan struct {

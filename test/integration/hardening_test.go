@@ -353,12 +353,12 @@ func TestCheckReportsSyntaxErrorLine(t *testing.T) {
 // TestMemstoreWindowBoundary: 200,000 fixed-window counters of the embedded
 // store expire at the same 10 s boundary; calls across it must not pay for
 // the expiry (they paid 72 ms for 178k counters when the first call after
-// the boundary swept them all). Figures are logged; the bound asserted is
-// generous because the machine is shared.
+// the boundary swept them all). Figures are logged; the bound asserted is a
+// hang guard (testkit.Slack) because the machine is shared.
 //
 // It waits for real boundaries, up to 20 s, so only make test-soak runs it
 // (RATELIMITD_SOAK set); make test covers the same on memstore's fake clock:
-// TestBoundaryLatency (200,000 counters under -race),
+// TestBoundaryCostsNoRequest (counting the states requests drop),
 // TestRequestsLeaveExpiryToTheSweeper and TestSweeperFreesMemoryOnceIdle.
 func TestMemstoreWindowBoundary(t *testing.T) {
 	if testing.Short() || os.Getenv("RATELIMITD_SOAK") == "" {
@@ -373,23 +373,7 @@ func TestMemstoreWindowBoundary(t *testing.T) {
 	window := 10 * time.Second
 	time.Sleep(time.Until(time.Now().Truncate(window).Add(window + 50*time.Millisecond)))
 	filledIn := time.Now().Truncate(window)
-	const batch = 64
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for start := w * batch; start < keys; start += 4 * batch {
-				req := &rlsv3.RateLimitRequest{Domain: "wb"}
-				for i := start; i < min(start+batch, keys); i++ {
-					req.Descriptors = append(req.Descriptors, desc("user", strconv.Itoa(i)))
-				}
-				if _, err := svc.call(req); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	fillUsers(t, svc, keys)
 	boundary := filledIn.Add(window)
 	if time.Now().After(boundary.Add(-300 * time.Millisecond)) {
 		// About 2 s here; a store this slow is the failure this test exists for.
@@ -440,6 +424,28 @@ func TestMemstoreWindowBoundary(t *testing.T) {
 	})
 	t.Logf("heap in use %.0f MiB with %d counters, %.0f MiB once they expired and the store was idle; RSS %d MiB -> %d MiB",
 		fullHeap/(1<<20), keys, idleHeap/(1<<20), fullRSS/1024, rssKiB(t, svc.cmd.Process.Pid)/1024)
+}
+
+// fillUsers counts one hit of users 0 to n-1 of domain wb, 64 to a
+// request, from 4 callers.
+func fillUsers(t *testing.T, svc *service, n int) {
+	const batch = 64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for start := w * batch; start < n; start += 4 * batch {
+				req := &rlsv3.RateLimitRequest{Domain: "wb"}
+				for i := start; i < min(start+batch, n); i++ {
+					req.Descriptors = append(req.Descriptors, desc("user", strconv.Itoa(i)))
+				}
+				if _, err := svc.call(req); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // TestBombSender is the attacker of TestAdversarialMessagesStayBounded, run

@@ -27,12 +27,7 @@ descriptors:
 
 func TestOnStoreErrorWithRedisStopped(t *testing.T) {
 	svc, rds := startWithRedis(t, storeErrorConfig, "REDIS_TIMEOUT=1s")
-	cases := []struct {
-		name  string
-		descs []*rlcommon.RateLimitDescriptor
-		code  codes.Code // codes.Unavailable also accepts DeadlineExceeded
-		want  rlsv3.RateLimitResponse_Code
-	}{
+	cases := []storeErrorCase{
 		{"allow alone: OK", []*rlcommon.RateLimitDescriptor{desc("allow", "a")}, codes.OK, ok},
 		{"any deny: OVER_LIMIT", []*rlcommon.RateLimitDescriptor{desc("allow", "a"), desc("deny", "d")}, codes.OK, over},
 		{"deny beside the default: OVER_LIMIT", []*rlcommon.RateLimitDescriptor{desc("default", "x"), desc("deny", "d")}, codes.OK, over},
@@ -48,10 +43,48 @@ func TestOnStoreErrorWithRedisStopped(t *testing.T) {
 
 	rds.Stop()
 	start := time.Now()
+	answered, tried := storeErrorAnswers(t, svc, cases)
+
+	storeErrorJSON(t, svc)
+	for _, code := range []rlsv3.RateLimitResponse_Code{ok, over} {
+		answered[code]++
+		tried[code]++
+	}
+
+	metrics := scrape(t, svc)
+	if got := metricValue(t, metrics, `ratelimitd_store_error_answers_total{answer="allow"}`); got < float64(answered[ok]) || got > float64(tried[ok]) {
+		t.Errorf("store_error_answers_total{allow} = %v, want %d..%d", got, answered[ok], tried[ok])
+	}
+	if got := metricValue(t, metrics, `ratelimitd_store_error_answers_total{answer="deny"}`); got < float64(answered[over]) || got > float64(tried[over]) {
+		t.Errorf("store_error_answers_total{deny} = %v, want %d..%d", got, answered[over], tried[over])
+	}
+	lines := strings.Count(svc.logs.String(), "answered from on_store_error")
+	if maxLines := 1 + int(time.Since(start)/time.Second); lines < 1 || lines > maxLines {
+		t.Errorf("%d answers logged %d lines, want 1..%d", answered[ok]+answered[over], lines, maxLines)
+	}
+
+	rds.Restart(t)
+	testkit.WaitFor(t, 15*time.Second, "counting again after Redis restarts", func() bool {
+		resp, err := svc.call(request("se", desc("deny", "d")))
+		return err == nil && resp.GetOverallCode() == ok && resp.GetStatuses()[0].GetCurrentLimit() != nil
+	})
+}
+
+type storeErrorCase struct {
+	name  string
+	descs []*rlcommon.RateLimitDescriptor
+	code  codes.Code // codes.Unavailable also accepts DeadlineExceeded
+	want  rlsv3.RateLimitResponse_Code
+}
+
+// storeErrorAnswers calls every case with Redis down, with a 20 ms and a
+// 200 ms deadline.
+func storeErrorAnswers(t *testing.T, svc *service, cases []storeErrorCase) (answered, tried map[rlsv3.RateLimitResponse_Code]int) {
+	t.Helper()
 	// answered counts the fallback answers the client got; tried, the calls
 	// that asked for one (the service may answer one the client no longer
 	// waits for).
-	answered, tried := map[rlsv3.RateLimitResponse_Code]int{}, map[rlsv3.RateLimitResponse_Code]int{}
+	answered, tried = map[rlsv3.RateLimitResponse_Code]int{}, map[rlsv3.RateLimitResponse_Code]int{}
 	for _, deadline := range []time.Duration{20 * time.Millisecond, 200 * time.Millisecond} {
 		for _, c := range cases {
 			// A loaded box can stall the answer past a 20 ms deadline now
@@ -90,9 +123,13 @@ func TestOnStoreErrorWithRedisStopped(t *testing.T) {
 			}
 		}
 	}
+	return answered, tried
+}
 
-	// /json answers the same, with HTTP's codes; without a caller deadline
-	// REDIS_TIMEOUT bounds the wait.
+// storeErrorJSON: /json answers the same, with HTTP's codes.
+func storeErrorJSON(t *testing.T, svc *service) {
+	t.Helper()
+	// Without a caller deadline REDIS_TIMEOUT bounds the wait.
 	for body, want := range map[string]int{
 		`{"domain":"se","descriptors":[{"entries":[{"key":"allow","value":"a"}]}]}`:   http.StatusOK,
 		`{"domain":"se","descriptors":[{"entries":[{"key":"deny","value":"d"}]}]}`:    http.StatusTooManyRequests,
@@ -107,26 +144,4 @@ func TestOnStoreErrorWithRedisStopped(t *testing.T) {
 			t.Errorf("/json %s: %d, want %d", body, resp.StatusCode, want)
 		}
 	}
-	for _, code := range []rlsv3.RateLimitResponse_Code{ok, over} {
-		answered[code]++
-		tried[code]++
-	}
-
-	metrics := scrape(t, svc)
-	if got := metricValue(t, metrics, `ratelimitd_store_error_answers_total{answer="allow"}`); got < float64(answered[ok]) || got > float64(tried[ok]) {
-		t.Errorf("store_error_answers_total{allow} = %v, want %d..%d", got, answered[ok], tried[ok])
-	}
-	if got := metricValue(t, metrics, `ratelimitd_store_error_answers_total{answer="deny"}`); got < float64(answered[over]) || got > float64(tried[over]) {
-		t.Errorf("store_error_answers_total{deny} = %v, want %d..%d", got, answered[over], tried[over])
-	}
-	lines := strings.Count(svc.logs.String(), "answered from on_store_error")
-	if maxLines := 1 + int(time.Since(start)/time.Second); lines < 1 || lines > maxLines {
-		t.Errorf("%d answers logged %d lines, want 1..%d", answered[ok]+answered[over], lines, maxLines)
-	}
-
-	rds.Restart(t)
-	testkit.WaitFor(t, 15*time.Second, "counting again after Redis restarts", func() bool {
-		resp, err := svc.call(request("se", desc("deny", "d")))
-		return err == nil && resp.GetOverallCode() == ok && resp.GetStatuses()[0].GetCurrentLimit() != nil
-	})
 }

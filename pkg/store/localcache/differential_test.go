@@ -31,8 +31,6 @@ func TestSameAnswersAsTheBackend(t *testing.T) {
 		{Algorithm: algorithms.LeakyBucket, Requests: 3, Period: 2 * time.Second},
 		{Algorithm: algorithms.GCRA, Requests: 3, Period: 2 * time.Second, Burst: 2},
 	}
-	hitChoices := []uint64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 0, 7}
-	modes := []algorithms.Mode{0, 0, 0, 0, 0, algorithms.Shadow, algorithms.Quota}
 
 	for seed := range uint64(16) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
@@ -57,23 +55,7 @@ func TestSameAnswersAsTheBackend(t *testing.T) {
 				default:
 					clock.Advance(time.Duration(rng.IntN(3)) * time.Second)
 				}
-				size := 1
-				if rng.IntN(4) == 0 {
-					size += 1 + rng.IntN(2)
-				}
-				batch := make([]store.Request, size)
-				for i := range batch {
-					key := fmt.Sprint("k", rng.IntN(4))
-					lim, ok := keyLimit[key]
-					if !ok || rng.IntN(200) == 0 {
-						lim = limits[rng.IntN(len(limits))]
-						keyLimit[key] = lim
-					}
-					batch[i] = store.Request{Key: key, Limit: lim, Hits: hitChoices[rng.IntN(len(hitChoices))]}
-					if len(batch) > 1 {
-						batch[i].Mode = modes[rng.IntN(len(modes))]
-					}
-				}
+				batch := randomBatch(rng, keyLimit, limits)
 				want, err := plain.Take(ctx, batch)
 				if err != nil {
 					t.Fatal(err)
@@ -102,4 +84,30 @@ func TestSameAnswersAsTheBackend(t *testing.T) {
 			t.Logf("answered from the cache: %d ops; batches: %d hits, %d misses", fromCache, hits, misses)
 		})
 	}
+}
+
+// randomBatch is one to three ops on four keys, each key mostly keeping its
+// limit (keyLimit) and now and then given another of limits, as a reload
+// would; a batch of several mixes in shadow and quota ops.
+func randomBatch(rng *rand.Rand, keyLimit map[string]algorithms.Limit, limits []algorithms.Limit) []store.Request {
+	hitChoices := []uint64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 0, 7}
+	modes := []algorithms.Mode{0, 0, 0, 0, 0, algorithms.Shadow, algorithms.Quota}
+	size := 1
+	if rng.IntN(4) == 0 {
+		size += 1 + rng.IntN(2)
+	}
+	batch := make([]store.Request, size)
+	for i := range batch {
+		key := fmt.Sprint("k", rng.IntN(4))
+		lim, ok := keyLimit[key]
+		if !ok || rng.IntN(200) == 0 {
+			lim = limits[rng.IntN(len(limits))]
+			keyLimit[key] = lim
+		}
+		batch[i] = store.Request{Key: key, Limit: lim, Hits: hitChoices[rng.IntN(len(hitChoices))]}
+		if len(batch) > 1 {
+			batch[i].Mode = modes[rng.IntN(len(modes))]
+		}
+	}
+	return batch
 }
