@@ -358,7 +358,6 @@ func TestCheckReportsSyntaxErrorLine(t *testing.T) {
 //
 // It waits for real boundaries, up to 20 s, so only make test-soak runs it
 // (RATELIMITD_SOAK set); make test covers the same on memstore's fake clock:
-// TestBoundaryCostsNoRequest (counting the states requests drop),
 // TestRequestsLeaveExpiryToTheSweeper and TestSweeperFreesMemoryOnceIdle.
 func TestMemstoreWindowBoundary(t *testing.T) {
 	if testing.Short() || os.Getenv("RATELIMITD_SOAK") == "" {

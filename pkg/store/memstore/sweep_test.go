@@ -147,53 +147,6 @@ func TestIdleMemoryIsReturned(t *testing.T) {
 	}
 }
 
-// TestBoundaryCostsNoRequest: every counter expires at the same window
-// boundary, and requests right after it must not pay for the expiry: with
-// the background sweeper off, 5000 requests after the boundary drop no
-// expired state but the ones they touch (sweeping every key inside one call
-// cost 0.5 s for 790k keys); Sweep then drops the rest. The test counts
-// states; the requests' latencies are logged, for what they are worth on
-// a shared machine.
-func TestBoundaryCostsNoRequest(t *testing.T) {
-	n := 200_000
-	if raceEnabled {
-		n = 50_000
-	}
-	const calls = 5000
-	clock := storetest.NewClock(storetest.Epoch())
-	s := memstore.New(memstore.WithClock(clock.Now), memstore.WithMaxKeys(2*n), memstore.WithSweep(0, 0))
-	defer s.Close()
-	fill(t, s, "c", n)
-
-	measure := func(calls int) []time.Duration {
-		lat := make([]time.Duration, calls)
-		for i := range lat {
-			req := store.Request{Key: fmt.Sprint("c", (i*7919)%n), Limit: window(1000, time.Minute), Hits: 1}
-			start := time.Now()
-			if _, err := s.Take(t.Context(), []store.Request{req}); err != nil {
-				t.Fatal(err)
-			}
-			lat[i] = time.Since(start)
-		}
-		slices.Sort(lat)
-		return lat
-	}
-	before := measure(2000)
-	clock.Set(storetest.Epoch().Add(time.Minute))
-	after := measure(calls)
-	pct := func(l []time.Duration, p float64) time.Duration { return l[int(float64(len(l)-1)*p)] }
-	t.Logf("%d keys expiring at one boundary: before p50 %s p99 %s max %s; after p50 %s p99 %s max %s",
-		n, pct(before, .5), pct(before, .99), before[len(before)-1], pct(after, .5), pct(after, .99), after[len(after)-1])
-	if got := s.Expired(); got != 0 || s.Len() != n {
-		t.Errorf("after %d requests past the boundary: %d states dropped as expired, %d keys held; want none dropped and %d held: a request swept",
-			calls, got, s.Len(), n)
-	}
-	s.Sweep()
-	if got, want := s.Expired(), uint64(n-calls); got != want {
-		t.Errorf("Sweep dropped %d expired states, want the %d no request touched", got, want)
-	}
-}
-
 // TestRequestsLeaveExpiryToTheSweeper: requests right after every counter
 // expired at one boundary pay for their own keys only. The first call after
 // a boundary used to drop every expired state (72 ms for 178k counters);
