@@ -58,11 +58,14 @@ func TestRedisDownFailsFast(t *testing.T) {
 		callers, len(answers), codesSeen, refused, late)
 	// A call the breaker refused never waited for Redis. The service's
 	// other UNAVAILABLE answers are the calls in flight when it opened and
-	// those that opened it. A caller's own DEADLINE_EXCEEDED can come from
-	// a starved client as well as from the service, so only the service's
-	// count of answers at the deadline is bounded.
-	if notRefused := float64(codesSeen[codes.Unavailable]) - refused; notRefused > callers+3 || refused == 0 {
-		t.Errorf("the breaker refused %.0f calls; %.0f more were answered UNAVAILABLE, want at most the %d in flight when it opened and the 3 that opened it",
+	// those that opened it, and the calls merged into a refused script call
+	// (pipelining merges a slot's takes; one refusal answers them all: a
+	// tenth is far more than runs see). A caller's own DEADLINE_EXCEEDED
+	// can come from a starved client as well as from the service, so only
+	// the service's count of answers at the deadline is bounded.
+	unavailable := float64(codesSeen[codes.Unavailable])
+	if notRefused := unavailable - refused; notRefused > callers+3+unavailable/10 || refused == 0 {
+		t.Errorf("the breaker refused %.0f calls; %.0f more were answered UNAVAILABLE, want at most the %d in flight when it opened, the 3 that opened it and a tenth merged",
 			refused, notRefused, callers)
 	}
 	if late > callers {

@@ -45,9 +45,11 @@ func TestBreakerFailsFastWhileRedisIsDown(t *testing.T) {
 		t.Errorf("with Redis down: %d of %d calls not refused by the breaker (%d at their deadline); want at most %d (those in flight when it opened and those that opened it), at most %d at their deadline",
 			attempts, len(answers), deadlines, maxAttempts, callers)
 	}
+	// A refused script call fails every Take merged into it (pipelining),
+	// so the breaker counts at most as many refusals as Takes saw.
 	st := set.States()
-	if len(st) != 1 || st[0].Node != srv.Addr || !st[0].Open || st[0].Refused != uint64(refused) {
-		t.Errorf("breaker states with Redis down: %+v, want %s open with %d refusals", st, srv.Addr, refused)
+	if len(st) != 1 || st[0].Node != srv.Addr || !st[0].Open || st[0].Refused == 0 || st[0].Refused > uint64(refused) {
+		t.Errorf("breaker states with Redis down: %+v, want %s open with 1 to %d refusals", st, srv.Addr, refused)
 	}
 
 	srv.Restart(t)
