@@ -29,10 +29,15 @@ TEST_BIN := $(CURDIR)/bin/test/ratelimitd
 # integration tests build and the test modules share) and once with the race
 # detector (which needs cgo). The test modules only decode files, so they
 # run without it. go test's own vet pass would repeat a subset of go vet's.
+# The packages whose tests run longest, mostly waiting on processes they
+# start, come first, so that they run while the rest compiles: go test
+# builds and runs packages in the order given, and -p 4 keeps two workers
+# compiling while they run.
+SLOW_TESTS := ./test/integration ./pkg/store/redisstore ./internal/scripts
 test:
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(TEST_BIN) ./cmd/ratelimitd
-	RATELIMITD_BIN=$(TEST_BIN) $(GO) test -race -vet=off -count=1 ./...
+	RATELIMITD_BIN=$(TEST_BIN) $(GO) test -race -vet=off -count=1 -p 4 $(SLOW_TESTS) ./...
 	@set -e; for m in $(TEST_MODULES); do \
 		echo "== $$m (own go.mod)"; \
 		CGO_ENABLED=0 $(GO) -C $$m vet ./...; \
