@@ -155,7 +155,7 @@ func staticBinary(t *testing.T) (bin, version string) {
 		}
 	}
 	if version == "" {
-		t.Fatalf("no -X main.version in the binary's build settings %v", info.Settings)
+		t.Fatalf("%s has no -X main.version in its build settings %v; build it as the Dockerfile (and make test) do", src, info.Settings)
 	}
 	// nobody must reach the directory but not write to it.
 	for _, d := range []string{filepath.Dir(dir), dir} {
