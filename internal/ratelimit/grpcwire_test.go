@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
-	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/testkit/rawgrpc"
 )
 
 // serveGuarded runs svc the way cmd/ratelimitd does, with health and
@@ -71,7 +71,7 @@ func TestGRPCDecodeGuard(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			var resp rlsv3.RateLimitResponse
-			err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, tt.body, &resp, grpc.ForceCodecV2(testkit.RawCodec{}))
+			err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, tt.body, &resp, grpc.ForceCodecV2(rawgrpc.Codec{}))
 			if got := status.Code(err); got != tt.wantCode {
 				t.Fatalf("code %v (%v), want %v", got, err, tt.wantCode)
 			}

@@ -18,7 +18,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs/rlqstest"
-	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/testkit/rawgrpc"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
@@ -218,7 +218,7 @@ func TestMalformedReports(t *testing.T) {
 		}
 		defer conn.Close()
 		desc := &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}
-		s, err := conn.NewStream(t.Context(), desc, rlqsv3.RateLimitQuotaService_StreamRateLimitQuotas_FullMethodName, grpc.ForceCodecV2(testkit.RawCodec{}))
+		s, err := conn.NewStream(t.Context(), desc, rlqsv3.RateLimitQuotaService_StreamRateLimitQuotas_FullMethodName, grpc.ForceCodecV2(rawgrpc.Codec{}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
+	"github.com/ratelimitd/ratelimitd/internal/testkit/rawgrpc"
 )
 
 // peakRSSKiB is the process's high-water resident set (VmHWM).
@@ -78,7 +79,7 @@ func TestAdversarialMessagesStayBounded(t *testing.T) {
 	}
 	// Bytes that are not protobuf are the client's error, not ours.
 	var resp rlsv3.RateLimitResponse
-	err := svc.conn.Invoke(t.Context(), rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, []byte{0xff, 0xff, 0xff}, &resp, grpc.ForceCodecV2(testkit.RawCodec{}))
+	err := svc.conn.Invoke(t.Context(), rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, []byte{0xff, 0xff, 0xff}, &resp, grpc.ForceCodecV2(rawgrpc.Codec{}))
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("invalid protobuf: %v, want INVALID_ARGUMENT", err)
 	}
@@ -472,7 +473,7 @@ func TestBombSender(t *testing.T) {
 			for time.Now().Before(deadline) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				var resp rlsv3.RateLimitResponse
-				err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, bomb, &resp, grpc.ForceCodecV2(testkit.RawCodec{}))
+				err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, bomb, &resp, grpc.ForceCodecV2(rawgrpc.Codec{}))
 				cancel()
 				sent.Add(1)
 				if status.Code(err) == codes.InvalidArgument {
