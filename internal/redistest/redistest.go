@@ -1,10 +1,11 @@
-// Package redistest gives tests a real, private Redis: a redis-server
-// process from PATH on 127.0.0.1, which a test can stop and restart on the
-// same address. Under CI=true a missing Redis fails the test; on a
+// Package redistest gives tests a real, private Redis: a testcontainers
+// container where a Docker engine answers, otherwise a redis-server process
+// from PATH on 127.0.0.1. Under CI=true a missing Redis fails the test; on a
 // developer machine without Redis it skips.
 package redistest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
 
 	"github.com/ratelimitd/ratelimitd/internal/redisproc"
 )
@@ -29,17 +33,25 @@ type Server struct {
 	tlsOnly bool
 	dir     string
 	proc    *redisproc.Process
+	stop    func()
 	// dial opens a connection for the readiness probe; nil is plain TCP.
 	dial func() (net.Conn, error)
 }
 
-// Start returns a fresh Redis for t, torn down when the test ends, with
-// extra redis-server arguments (e.g. "--requirepass", "x").
+// Start returns a fresh Redis for t, torn down when the test ends. Extra
+// redis-server arguments (e.g. "--requirepass", "x") apply to the process
+// mode only, which is the mode Stop/Restart need.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
+	if len(args) == 0 && dockerAvailable() {
+		if s, err := startContainer(); err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		Missing(t, "redis-server not on PATH")
+		Missing(t, "redis-server not on PATH and no Docker engine")
 	}
 	s := &Server{args: args, dir: t.TempDir()}
 	if err := s.spawn(bin); err != nil {
@@ -85,6 +97,10 @@ func (s *Server) spawn(bin string) error {
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
 	if s.proc != nil {
 		s.proc.Kill()
 		s.proc = nil
@@ -127,4 +143,38 @@ func waitReady(addr string, within time.Duration, dial func() (net.Conn, error))
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("redis at %s not ready after %s", addr, within)
+}
+
+func dockerAvailable() bool {
+	if os.Getenv("DOCKER_HOST") == "" {
+		if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+			return false
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return false
+	}
+	defer p.Close()
+	return p.Health(ctx) == nil
+}
+
+func startContainer() (*Server, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := tcredis.Run(ctx, "redis:7-alpine")
+	if err != nil {
+		return nil, err
+	}
+	uri, err := c.ConnectionString(ctx)
+	if err != nil {
+		_ = c.Terminate(context.Background())
+		return nil, err
+	}
+	return &Server{
+		Addr: strings.TrimPrefix(uri, "redis://"),
+		stop: func() { _ = c.Terminate(context.Background()) },
+	}, nil
 }
