@@ -51,7 +51,7 @@ type daemon struct {
 // _count names).
 func trafficRun(t *testing.T) map[string]bool {
 	t.Helper()
-	rds := redistest.Start(t)
+	rds := redistest.StartProcess(t)
 	dir := t.TempDir()
 	configDir := filepath.Join(dir, "config")
 	if err := os.Mkdir(configDir, 0o755); err != nil {

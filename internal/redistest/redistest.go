@@ -32,15 +32,19 @@ type Server struct {
 	// tlsOnly: the port is --tls-port and the plain port is off.
 	tlsOnly bool
 	dir     string
-	proc    *redisproc.Process
-	stop    func()
+	// container: a testcontainers container, which Restart cannot bring
+	// back on its address.
+	container bool
+	proc      *redisproc.Process
+	stop      func()
 	// dial opens a connection for the readiness probe; nil is plain TCP.
 	dial func() (net.Conn, error)
 }
 
-// Start returns a fresh Redis for t, torn down when the test ends. Extra
-// redis-server arguments (e.g. "--requirepass", "x") apply to the process
-// mode only, which is the mode Stop/Restart need.
+// Start returns a fresh Redis for t, torn down when the test ends: a
+// container where a Docker engine answers, else a redis-server process.
+// Extra redis-server arguments (e.g. "--requirepass", "x") ask for the
+// process mode.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	if len(args) == 0 && dockerAvailable() {
@@ -49,6 +53,14 @@ func Start(t testing.TB, args ...string) *Server {
 			return s
 		}
 	}
+	return StartProcess(t, args...)
+}
+
+// StartProcess is Start as a redis-server process from PATH, whatever
+// Docker offers: the mode Restart needs, since a container does not come
+// back on the host port it had.
+func StartProcess(t testing.TB, args ...string) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		Missing(t, "redis-server not on PATH and no Docker engine")
@@ -112,6 +124,9 @@ func (s *Server) Stop() {
 // internal/redisproc).
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
+	if s.container {
+		t.Fatalf("redistest: Restart needs a server from StartProcess, not a container")
+	}
 	s.Stop()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -174,7 +189,8 @@ func startContainer() (*Server, error) {
 		return nil, err
 	}
 	return &Server{
-		Addr: strings.TrimPrefix(uri, "redis://"),
-		stop: func() { _ = c.Terminate(context.Background()) },
+		Addr:      strings.TrimPrefix(uri, "redis://"),
+		container: true,
+		stop:      func() { _ = c.Terminate(context.Background()) },
 	}, nil
 }

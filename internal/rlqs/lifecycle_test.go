@@ -105,7 +105,7 @@ descriptors:
 // back, blocks again, and the requests ALLOW_ALL admitted are recorded in
 // the counter.
 func TestRedisOutage(t *testing.T) {
-	rs := redistest.Start(t)
+	rs := redistest.StartProcess(t)
 	clock := rlqstest.NewClock(time.Now().Truncate(fleetWindow).Add(fleetWindow))
 	r := newRules(t, outageRules)
 	f := newFleet(t, clock, fleetWindow)

@@ -111,7 +111,7 @@ func TestReplicasShareOneRedisExactly(t *testing.T) {
 }
 
 func TestHotReload(t *testing.T) {
-	rds := redistest.Start(t)
+	rds := redistest.StartProcess(t)
 	v1 := "domain: reload\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 1}\n"
 	v2 := "domain: reload\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 5}\n"
 	bad := "domain: reload\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 5}\n"

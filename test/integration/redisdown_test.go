@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	queuev1 "github.com/ratelimitd/ratelimitd/api/queue/v1"
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
@@ -36,7 +37,8 @@ type answer struct {
 // box a latency bound fails on the host's load, not the service's.
 func TestRedisDownFailsFast(t *testing.T) {
 	const callers = 20
-	svc, rds := startWithRedis(t, itConfig, "REDIS_TIMEOUT=10s", "QUEUE_ENABLED=true")
+	rds := redistest.StartProcess(t) // restarted below
+	svc := startWithRedisAt(t, rds.Addr, itConfig, "REDIS_TIMEOUT=10s", "QUEUE_ENABLED=true")
 	if _, err := svc.call(request("it", desc("global", "before"))); err != nil {
 		t.Fatalf("before the stop: %v", err)
 	}

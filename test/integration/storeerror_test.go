@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
@@ -26,7 +27,8 @@ descriptors:
 `
 
 func TestOnStoreErrorWithRedisStopped(t *testing.T) {
-	svc, rds := startWithRedis(t, storeErrorConfig, "REDIS_TIMEOUT=1s")
+	rds := redistest.StartProcess(t) // restarted below
+	svc := startWithRedisAt(t, rds.Addr, storeErrorConfig, "REDIS_TIMEOUT=1s")
 	cases := []storeErrorCase{
 		{"allow alone: OK", []*rlcommon.RateLimitDescriptor{desc("allow", "a")}, codes.OK, ok},
 		{"any deny: OVER_LIMIT", []*rlcommon.RateLimitDescriptor{desc("allow", "a"), desc("deny", "d")}, codes.OK, over},

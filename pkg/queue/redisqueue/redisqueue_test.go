@@ -166,7 +166,7 @@ func TestRedisDown(t *testing.T) {
 // back and a long poll waiting through the restart still wakes on an
 // enqueue from another replica.
 func TestRedisRestart(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := redistest.StartProcess(t)
 	a := queue.NewBroker(newStore(t, srv.Addr))
 	b := queue.NewBroker(newStore(t, srv.Addr))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -20,7 +20,7 @@ import (
 // for benchmarks.
 func TestBreakerFailsFastWhileRedisIsDown(t *testing.T) {
 	const callers = 20
-	srv := redistest.Start(t)
+	srv := redistest.StartProcess(t)
 	set := redisstore.NewBreakerSet()
 	s := newStore(t, redisstore.WithAddr(srv.Addr), redisstore.WithBreakerSet(set))
 	mustTake(t, s, batch(1, window(5), 1))

@@ -22,7 +22,7 @@ import (
 // the deadlines that the guard tells which one ended the call.
 func TestRedisDown(t *testing.T) {
 	const redisTimeout = 3 * time.Second
-	srv := redistest.Start(t)
+	srv := redistest.StartProcess(t)
 	clock := storetest.NewClock(storetest.Epoch())
 	s := newStore(t, redisstore.WithAddr(srv.Addr), redisstore.WithClock(clock.Now), redisstore.WithTimeout(redisTimeout))
 	mustTake(t, s, batch(3, window(5), 1))
