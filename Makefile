@@ -12,7 +12,7 @@ build:
 
 # The embedded store, so nothing else needs to run.
 run:
-	BACKEND_TYPE=memory LOG_LEVEL=info $(GO) run ./cmd/ratelimitd --config api/examples
+	BACKEND_TYPE=memory USE_STATSD=false LOG_LEVEL=info $(GO) run ./cmd/ratelimitd --config api/examples
 
 # Modules of their own for tests that check files against schemas and API
 # types (Kubernetes, Istio, JSON Schema) and dashboards and alerts against
