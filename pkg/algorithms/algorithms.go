@@ -26,6 +26,12 @@ type Limit struct {
 	RefillInterval time.Duration
 	// MaxDebt lets token_bucket lend up to this many tokens it does not have.
 	MaxDebt uint64
+	// Calendar makes the windows of fixed_window and sliding_window UTC
+	// calendar months (USE_CALENDAR_MONTH_RATE_LIMIT): Period is then a
+	// whole number of Months, and each window spans that many calendar
+	// months, however long they are (see Months). On any other algorithm
+	// it fails Validate.
+	Calendar bool
 }
 
 // Capacity is Burst, or Requests when Burst is unset.

@@ -30,7 +30,8 @@ type KeyCharge struct {
 //
 // A key a usage op charged gets no charge: usage is never given back, and
 // taking back the other hits could return room a bucket's floor absorbed of
-// the usage. Nor does a key whose state ends in another family than its
+// the usage. A NegativeHits op (a refund) is no charge at all: nothing takes a refund
+// back. Nor does a key whose state ends in another family than its
 // last charging op's (a batch naming one key under two algorithms, which
 // no config makes): the state is not that op's. A denied batch gets none:
 // it charged only usage.
@@ -49,6 +50,9 @@ func Charges(ops []Op, decisions []Decision, before func(key string) State, writ
 	byKey := make(map[string]*acc, len(writes))
 	var order []string
 	for i, op := range ops {
+		if op.Mode == NegativeHits {
+			continue // a refund is no charge, and leaves a key's order alone
+		}
 		a := byKey[op.Key]
 		if a == nil {
 			a = &acc{last: -1}
@@ -101,9 +105,16 @@ func Charges(ops []Op, decisions []Decision, before func(key string) State, writ
 // now that the op's read of the state did not hold is new.
 func addedEntries(ops []Op, key string, st State, now time.Time) []LogEntry {
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
+	// The batch's refunds came first (TakeAll): they removed entries
+	// stored before it, never one it added.
+	for _, op := range ops {
+		if op.Key == key && op.Mode == NegativeHits {
+			_, st, _ = refund(op.Limit, st, op.Hits, now)
+		}
+	}
 	var added []LogEntry
 	for _, op := range ops {
-		if op.Key != key {
+		if op.Key != key || op.Mode == NegativeHits {
 			continue
 		}
 		_, read := Take(op.Limit, st, 0, now)
@@ -124,7 +135,7 @@ func addedEntries(ops []Op, key string, st State, now time.Time) []LogEntry {
 // (usage, Shadow and Quota ops; recordPast skips a zero rate of an
 // algorithm whose ZeroRate is ZeroRefuses, and an invalid limit).
 func opCharged(op Op, d Decision) bool {
-	if op.Hits == 0 {
+	if op.Hits == 0 || op.Mode == NegativeHits {
 		return false
 	}
 	if d.Allowed {

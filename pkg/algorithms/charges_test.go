@@ -70,6 +70,24 @@ func TestCharges(t *testing.T) {
 			ops:    []Op{{Key: "l", Limit: yearLog, Hits: 1}, {Key: "l", Limit: dayLog, Hits: 1, Mode: Spare}},
 			want:   []want{{"l", dayLog, 2, State{Log: []LogEntry{{At: t0.UnixMicro(), Seq: 1, Hits: 1}}, ExpiresAt: t0.UnixMicro() + dayLog.Period.Microseconds()}}},
 		},
+		// A refund is never a charge (nothing takes it back); the ops it
+		// came before charge the refunded key as usual, and undoing them
+		// leaves the key refunded.
+		"a refund alone has no charge": {
+			stored: map[string]State{"a": window(4)},
+			ops:    []Op{{Key: "a", Limit: fw(5), Hits: 3, Mode: NegativeHits}},
+			want:   nil,
+		},
+		"an admission after a refund on its key is charged its own hits": {
+			stored: map[string]State{"a": window(4)},
+			ops:    []Op{{Key: "a", Limit: fw(5), Hits: 2}, {Key: "a", Limit: fw(5), Hits: 3, Mode: NegativeHits}},
+			want:   []want{{"a", fw(5), 2, window(3)}},
+		},
+		"sliding_log: a refund first, then the entries the batch added": {
+			stored: map[string]State{"l": {Log: []LogEntry{{At: t0.UnixMicro() - 1e6, Seq: 1, Hits: 2}, {At: t0.UnixMicro(), Seq: 1, Hits: 1}}, ExpiresAt: t0.UnixMicro() + 60e6}},
+			ops:    []Op{{Key: "l", Limit: log, Hits: 3}, {Key: "l", Limit: log, Hits: 1, Mode: NegativeHits}},
+			want:   []want{{"l", log, 3, State{Log: []LogEntry{{At: t0.UnixMicro(), Seq: 1, Hits: 3}}, ExpiresAt: t0.UnixMicro() + 60e6}}},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -89,10 +107,17 @@ func TestCharges(t *testing.T) {
 					g.After.ExpiresAt != w.after.ExpiresAt || !slices.Equal(g.After.Log, w.after.Log) {
 					t.Errorf("charge %d = %+v, want %+v", i, g, w)
 				}
-				// Undone at once, a charge leaves the key as the batch found it.
+				// Undone at once, a charge leaves the key as the batch found
+				// it, but for the batch's refunds.
 				undone := Undo(g.Limit, writes[g.Key], g.Charged, t0)
-				if d, _ := Take(g.Limit, undone, 0, t0); d != first(Take(g.Limit, load(g.Key), 0, t0)) {
-					t.Errorf("charge %d undone: %s, before the batch %s", i, fmtD(d), fmtD(first(Take(g.Limit, load(g.Key), 0, t0))))
+				before := load(g.Key)
+				for _, op := range tc.ops {
+					if op.Key == g.Key && op.Mode == NegativeHits {
+						_, before = Refund(op.Limit, before, op.Hits, t0)
+					}
+				}
+				if d, _ := Take(g.Limit, undone, 0, t0); d != first(Take(g.Limit, before, 0, t0)) {
+					t.Errorf("charge %d undone: %s, before the batch %s", i, fmtD(d), fmtD(first(Take(g.Limit, before, 0, t0))))
 				}
 			}
 		})

@@ -4,7 +4,7 @@ import "time"
 
 // fixedWindow counts hits in windows of lim.Period aligned to the Unix epoch,
 // like envoyproxy/ratelimit, so limit_remaining and duration_until_reset
-// match it.
+// match it; with lim.Calendar, in UTC calendar months (windowAt).
 //
 // State (Window): Start (µs) and Count, the hits admitted in that window.
 // TTL: the state expires at the end of its window.
@@ -21,14 +21,13 @@ import "time"
 // (Redis does, as one integer), since a state of any other window counts
 // for nothing here.
 func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) {
-	period := lim.Period.Microseconds()
-	start := now - now%period
+	start, end := windowAt(lim, now)
 	count := int64(0)
 	if w := st.Window(); w.Start == start && w.Count > 0 {
 		count = w.Count
 	}
 	limit := int64(lim.Requests)
-	reset := start + period - now
+	reset := end - now
 	room := limit - count
 	if room < 0 || hits > uint64(room) {
 		d := Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: micros(reset)}
@@ -39,7 +38,7 @@ func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	}
 	count += int64(hits)
 	return Decision{Allowed: true, Remaining: uint64(limit - count), ResetAfter: micros(reset)},
-		Window{Start: start, Count: count}.State(start + period)
+		Window{Start: start, Count: count}.State(end)
 }
 
 // micros converts µs to a Duration.
@@ -50,17 +49,16 @@ func micros(us int64) time.Duration {
 // fixedWindowForce counts hits past the limit: the window's count may exceed
 // Requests (up to MaxCount) until the window ends.
 func fixedWindowForce(lim Limit, st State, hits uint64, now int64) State {
-	period := lim.Period.Microseconds()
-	start := now - now%period
+	start, end := windowAt(lim, now)
 	count := int64(0)
 	if w := st.Window(); w.Start == start && w.Count > 0 {
 		count = w.Count
 	}
 	count = min(count+int64(hits), MaxCount)
-	return Window{Start: start, Count: count}.State(start + period)
+	return Window{Start: start, Count: count}.State(end)
 }
 
-func fixedWindowHorizon(l Limit) int64 { return l.Period.Microseconds() }
+func fixedWindowHorizon(l Limit) int64 { return longestWindow(l) }
 
 func fixedWindowValid(_ Limit, st State, _, _ int64) bool {
 	return between(st.Window().Count, 0, MaxCount)
@@ -72,4 +70,17 @@ func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
 		w.Count = max(w.Count-int64(ch.Hits), 0)
 	}
 	return w.State(st.ExpiresAt)
+}
+
+// fixedWindowRefund takes hits off the count of the current window, down
+// to 0 (envoyproxy's floored decrement). A count of an earlier window is
+// already gone: there is nothing to give back.
+func fixedWindowRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+	start, _ := windowAt(lim, now)
+	w := st.Window()
+	if st.ExpiresAt == 0 || w.Start != start || w.Count <= 0 {
+		return st, false
+	}
+	w.Count = max(w.Count-int64(hits), 0)
+	return w.State(st.ExpiresAt), true
 }

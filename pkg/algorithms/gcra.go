@@ -140,3 +140,31 @@ func gcraUndo(lim Limit, st State, ch Charged, now int64) State {
 	}
 	return Arrival{TAT: tat, Frac: frac}.State(st.ExpiresAt)
 }
+
+// gcraRefund moves the TAT back by hits emission intervals, never before
+// now (a TAT at now is a fresh key).
+func gcraRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+	if lim.Requests == 0 || st.ExpiresAt == 0 {
+		return st, false // no state at a zero rate; a fresh key is at now
+	}
+	p, r := lim.Period.Microseconds(), int64(lim.Requests)
+	tat, frac := gcraAt(lim, st, now)
+	if tat == now && frac == 0 {
+		return st, false
+	}
+	// The TAT is at most 2*Capacity()*T ahead: more hits than that reach
+	// now anyway, and the clamp keeps the product exact.
+	back, backFrac := mad(int64(min(hits, 2*lim.Capacity()+1)), p, 0, r)
+	tat, frac = tat-back, frac-backFrac
+	if frac < 0 {
+		tat, frac = tat-1, frac+r
+	}
+	if tat < now || (tat == now && frac == 0) {
+		return Arrival{TAT: now}.State(now), true // as fresh
+	}
+	expires := tat
+	if frac > 0 {
+		expires++
+	}
+	return Arrival{TAT: tat, Frac: frac}.State(expires), true
+}

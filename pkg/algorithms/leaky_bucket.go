@@ -116,3 +116,20 @@ func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	}
 	return Meter{Last: anchor, Level: level, Frac: frac}.State(st.ExpiresAt)
 }
+
+// leakyBucketRefund drains hits from the meter's level, down to empty.
+func leakyBucketRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+	if lim.Requests == 0 || st.ExpiresAt == 0 {
+		return st, false // no state at a zero rate; a fresh meter is empty
+	}
+	p, r := lim.Period.Microseconds(), int64(lim.Requests)
+	level, frac, anchor := leakyBucketAt(lim, st, now)
+	if level <= 0 {
+		return st, false
+	}
+	level -= int64(hits)
+	if level <= 0 {
+		return Meter{Last: anchor}.State(now), true // empty: as fresh
+	}
+	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, p, r)), true
+}

@@ -34,6 +34,16 @@ func randLimit(rng *rand.Rand, alg Algorithm, debt bool) Limit {
 	}
 }
 
+// maybeCalendar makes a third of the window limits calendar months (1 to
+// 3 of them), so that every property holds for months of every length.
+func maybeCalendar(rng *rand.Rand, lim Limit) Limit {
+	if !lim.Algorithm.Calendar() || rng.IntN(3) > 0 {
+		return lim
+	}
+	lim.Calendar, lim.Period = true, time.Duration(1+rng.IntN(3))*Month
+	return lim
+}
+
 func randHits(rng *rand.Rand, lim Limit) uint64 {
 	c := lim.Capacity() + lim.MaxDebt
 	switch rng.IntN(10) {
@@ -65,7 +75,7 @@ func randStep(rng *rand.Rand, lim Limit) time.Duration {
 func history(t *testing.T, alg Algorithm, debt bool, fn func(lim Limit, st State, now time.Time, hits uint64, d Decision, next State)) {
 	rng := rand.New(rand.NewPCG(uint64(alg), 7))
 	for range 200 {
-		lim := randLimit(rng, alg, debt)
+		lim := maybeCalendar(rng, randLimit(rng, alg, debt))
 		now := t0.Add(time.Duration(rng.Int64N(1e9)) * us)
 		var st State
 		for range 60 {

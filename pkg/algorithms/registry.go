@@ -90,6 +90,8 @@ type spec struct {
 	lease LeaseKind
 	lag   int64
 	zero  ZeroRate
+	// calendar: its windows may be calendar months (Limit.Calendar).
+	calendar bool
 	// used is what the counters API's used (Limit.Used) is of a counter.
 	used string
 	take func(Limit, State, uint64, int64) (Decision, State)
@@ -97,6 +99,9 @@ type spec struct {
 	// have written had the hits fitted, bounded as its doc comment says.
 	force func(Limit, State, uint64, int64) State
 	undo  func(Limit, State, Charged, int64) State
+	// refund gives hits back (see Refund) from a state read as Take reads
+	// it, reporting whether it changed anything.
+	refund func(Limit, State, uint64, int64) (State, bool)
 	// horizon and valid: see Limit.Horizon and inRange.
 	horizon func(Limit) int64
 	valid   func(lim Limit, st State, now, horizon int64) bool
@@ -107,17 +112,19 @@ type spec struct {
 // new algorithm"); tests fail until all of it exists.
 var registry = [...]spec{
 	FixedWindow - 1: {
-		name:    "fixed_window",
-		key:     "fixed_window.int",
-		family:  Counter,
-		lease:   WindowLease,
-		zero:    ZeroCounts,
-		used:    "hits admitted in the current window",
-		take:    fixedWindow,
-		force:   fixedWindowForce,
-		undo:    fixedWindowUndo,
-		horizon: fixedWindowHorizon,
-		valid:   fixedWindowValid,
+		name:     "fixed_window",
+		calendar: true,
+		key:      "fixed_window.int",
+		family:   Counter,
+		lease:    WindowLease,
+		zero:     ZeroCounts,
+		used:     "hits admitted in the current window",
+		take:     fixedWindow,
+		force:    fixedWindowForce,
+		undo:     fixedWindowUndo,
+		refund:   fixedWindowRefund,
+		horizon:  fixedWindowHorizon,
+		valid:    fixedWindowValid,
 	},
 	SlidingLog - 1: {
 		name:    "sliding_log",
@@ -126,20 +133,23 @@ var registry = [...]spec{
 		take:    slidingLog,
 		force:   slidingLogForce,
 		undo:    slidingLogUndo,
+		refund:  slidingLogRefund,
 		horizon: slidingLogHorizon,
 		valid:   slidingLogValid,
 	},
 	SlidingWindow - 1: {
-		name:    "sliding_window",
-		family:  Registers,
-		lease:   WindowLease,
-		lag:     1,
-		used:    "the weighted count: this window's hits plus the previous window's, weighted by how much of it the sliding period still covers",
-		take:    slidingWindow,
-		force:   slidingWindowForce,
-		undo:    slidingWindowUndo,
-		horizon: slidingWindowHorizon,
-		valid:   slidingWindowValid,
+		name:     "sliding_window",
+		calendar: true,
+		family:   Registers,
+		lease:    WindowLease,
+		lag:      1,
+		used:     "the weighted count: this window's hits plus the previous window's, weighted by how much of it the sliding period still covers",
+		take:     slidingWindow,
+		force:    slidingWindowForce,
+		undo:     slidingWindowUndo,
+		refund:   slidingWindowRefund,
+		horizon:  slidingWindowHorizon,
+		valid:    slidingWindowValid,
 	},
 	TokenBucket - 1: {
 		name:    "token_bucket",
@@ -151,6 +161,7 @@ var registry = [...]spec{
 		take:    tokenBucket,
 		force:   tokenBucketForce,
 		undo:    tokenBucketUndo,
+		refund:  tokenBucketRefund,
 		horizon: tokenBucketHorizon,
 		valid:   tokenBucketValid,
 	},
@@ -163,6 +174,7 @@ var registry = [...]spec{
 		take:    leakyBucket,
 		force:   leakyBucketForce,
 		undo:    leakyBucketUndo,
+		refund:  leakyBucketRefund,
 		horizon: leakyBucketHorizon,
 		valid:   leakyBucketValid,
 	},
@@ -175,6 +187,7 @@ var registry = [...]spec{
 		take:    gcra,
 		force:   gcraForce,
 		undo:    gcraUndo,
+		refund:  gcraRefund,
 		horizon: gcraHorizon,
 		valid:   gcraValid,
 	},
@@ -261,6 +274,13 @@ func (a Algorithm) Stepped() bool {
 	return s.stepped
 }
 
+// Calendar reports whether a's windows may be calendar months
+// (Limit.Calendar applies to it).
+func (a Algorithm) Calendar() bool {
+	s, _ := a.lookup()
+	return s.calendar
+}
+
 // Lease is how replicas may lease blocks of a's counters; NoLease for an
 // unknown algorithm. Limit.Leasable also checks the limit itself.
 func (a Algorithm) Lease() LeaseKind {
@@ -336,9 +356,13 @@ func Parse(name string) (Algorithm, error) {
 // sliding_log does not: each entry's time is its admission time, and a hit
 // admitted later from a block would leave the log early. A stepped or
 // indebted token bucket is not the continuous bucket the slots assume.
+// Nor does a window of calendar months whose ResetAfter lags (ResetLag,
+// sliding_window): a replica finds its window's end ResetLag periods
+// before ResetAfter, and a calendar month is not one Period long.
 func (l Limit) Leasable() bool {
 	s, ok := l.Algorithm.lookup()
-	return ok && s.lease != NoLease && l.Requests > 0 && l.RefillInterval == 0 && l.MaxDebt == 0 && l.Validate() == nil
+	return ok && s.lease != NoLease && l.Requests > 0 && l.RefillInterval == 0 && l.MaxDebt == 0 &&
+		(!l.Calendar || s.lag == 0) && l.Validate() == nil
 }
 
 // recordsAtZero reports whether l records hits past a limit of zero

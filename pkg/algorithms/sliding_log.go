@@ -124,3 +124,34 @@ func slidingLogUndo(lim Limit, st State, ch Charged, _ int64) State {
 	}
 	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}
 }
+
+// slidingLogRefund removes hits from the entries still in the period,
+// newest first (an entry that keeps some of its hits keeps its At and
+// Seq), and drops the entries that have left it, as a charge does.
+func slidingLogRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+	if lim.Requests == 0 {
+		return st, false // no state at a zero rate
+	}
+	log := st.Log
+	for len(log) > 0 && log[0].At <= now-lim.Period.Microseconds() {
+		log = log[1:]
+	}
+	if len(log) == 0 {
+		return st, false
+	}
+	log = slices.Clone(log)
+	left := int64(hits)
+	for left > 0 && len(log) > 0 {
+		last := &log[len(log)-1]
+		if last.Hits > left {
+			last.Hits -= left
+			break
+		}
+		left -= last.Hits
+		log = log[:len(log)-1]
+	}
+	if len(log) == 0 {
+		return State{ExpiresAt: 1}, true // as slidingLog leaves an empty log
+	}
+	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}, true
+}

@@ -26,42 +26,31 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)
 	}
-	p, r := lim.Period.Microseconds(), int64(lim.Requests)
-	start, cur, prev := slidingWindowAt(lim, st, now)
+	r := int64(lim.Requests)
+	start, end, cur, prev := slidingWindowAt(lim, st, now)
+	p := end - start // this window's length (a calendar month's varies)
 	elapsed := max(now-start, 0)
 	weighted, _ := mad(prev, p-elapsed, p-1, p)
 	room := r - cur - weighted
-	reset := int64(0)
-	switch {
-	case cur > 0:
-		reset = start + 2*p - now
-	case prev > 0:
-		reset = start + p - now
-	}
 	if hits > uint64(r) {
-		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: Never}, st
+		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(slidingWindowExpiry(lim, end, cur, prev, now) - now), RetryAfter: Never}, st
 	}
 	if room < 0 || hits > uint64(room) {
 		var at int64
 		if left := r - cur - int64(hits); left >= 0 {
-			// Later in this window: prev*(start+p-at) <= left*p.
+			// Later in this window: prev*(end-at) <= left*p.
 			q, _ := mad(left, p, 0, prev)
-			at = start + p - q
+			at = end - q
 		} else {
 			// In the next window, where cur becomes the previous count.
-			q, _ := mad(r-int64(hits), p, 0, cur)
-			at = start + 2*p - q
+			next := windowAfter(lim, end)
+			q, _ := mad(r-int64(hits), next-end, 0, cur)
+			at = next - q
 		}
-		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(reset), RetryAfter: micros(at - now)}, st
+		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(slidingWindowExpiry(lim, end, cur, prev, now) - now), RetryAfter: micros(at - now)}, st
 	}
 	cur += int64(hits)
-	next := Window{Start: start, Count: cur, Prev: prev}.State(now)
-	switch {
-	case cur > 0:
-		next.ExpiresAt = start + 2*p
-	case prev > 0:
-		next.ExpiresAt = start + p
-	}
+	next := Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now))
 	return Decision{
 		Allowed:    true,
 		Remaining:  uint64(room - int64(hits)),
@@ -69,40 +58,52 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 	}, next
 }
 
-// slidingWindowAt is the window st holds at now: its start, its count and
-// the previous window's.
-func slidingWindowAt(lim Limit, st State, now int64) (start, cur, prev int64) {
-	p := lim.Period.Microseconds()
-	start = now - now%p
+// slidingWindowExpiry is when counts cur and prev of the window ending at
+// end stop weighing: the end of the next window while cur has hits, the
+// end of this one while only prev has, now when neither has.
+func slidingWindowExpiry(lim Limit, end, cur, prev, now int64) int64 {
+	switch {
+	case cur > 0:
+		return windowAfter(lim, end)
+	case prev > 0:
+		return end
+	}
+	return now
+}
+
+// slidingWindowAt is the window st holds at now: its start and end, its
+// count and the previous window's.
+func slidingWindowAt(lim Limit, st State, now int64) (start, end, cur, prev int64) {
+	start, end = windowAt(lim, now)
 	if w := st.Window(); st.ExpiresAt != 0 {
 		switch {
 		case w.Start == start:
 			cur, prev = w.Count, w.Prev
-		case w.Start == start-p:
+		case w.Start == windowBefore(lim, start):
 			prev = w.Count
-		case w.Start > start && (w.Start-start)%p == 0:
+		case w.Start > start && isWindowStart(lim, w.Start):
 			// The clock went back a window or more: keep the newer counts.
-			start, cur, prev = w.Start, w.Count, w.Prev
+			start, end, cur, prev = w.Start, windowAfter(lim, w.Start), w.Count, w.Prev
 		}
 		cur, prev = max(cur, 0), max(prev, 0)
 	}
-	return start, cur, prev
+	return start, end, cur, prev
 }
 
 // slidingWindowForce counts hits past the limit in the current window (up
 // to MaxCount): they weigh on the next window too, as admitted hits do.
 func slidingWindowForce(lim Limit, st State, hits uint64, now int64) State {
-	start, cur, prev := slidingWindowAt(lim, st, now)
+	start, end, cur, prev := slidingWindowAt(lim, st, now)
 	cur = min(cur+int64(hits), MaxCount)
-	return Window{Start: start, Count: cur, Prev: prev}.State(start + 2*lim.Period.Microseconds())
+	return Window{Start: start, Count: cur, Prev: prev}.State(windowAfter(lim, end))
 }
 
-func slidingWindowHorizon(l Limit) int64 { return 2 * l.Period.Microseconds() }
+func slidingWindowHorizon(l Limit) int64 { return 2 * longestWindow(l) }
 
-// A window start one period ahead is a clock that went back a window.
+// A window start one window ahead is a clock that went back a window.
 func slidingWindowValid(lim Limit, st State, now, _ int64) bool {
 	w := st.Window()
-	return between(w.Count, 0, MaxCount) && between(w.Prev, 0, MaxCount) && w.Start <= now+lim.Period.Microseconds()
+	return between(w.Count, 0, MaxCount) && between(w.Prev, 0, MaxCount) && w.Start <= now+longestWindow(lim)
 }
 
 func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
@@ -110,8 +111,21 @@ func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
 	switch h := int64(ch.Hits); w.Start {
 	case charged:
 		w.Count = max(w.Count-h, 0)
-	case charged + lim.Period.Microseconds():
+	case windowAfter(lim, charged):
 		w.Prev = max(w.Prev-h, 0)
 	}
 	return w.State(st.ExpiresAt)
+}
+
+// slidingWindowRefund takes hits off the current window's count first,
+// then off the previous window's, each down to 0.
+func slidingWindowRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+	start, end, cur, prev := slidingWindowAt(lim, st, now)
+	if lim.Requests == 0 || (cur == 0 && prev == 0) {
+		return st, false
+	}
+	h := int64(hits)
+	fromCur := min(cur, h)
+	cur, prev = cur-fromCur, max(prev-(h-fromCur), 0)
+	return Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now)), true
 }

@@ -19,19 +19,31 @@ const Never = time.Duration(math.MaxInt64)
 // does a state out of its algorithm's range (see valid.go). now is clamped
 // to 0..MaxUnixMicro.
 func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
+	alg, st, us, ok := read(lim, st, now)
+	if !ok {
+		return Decision{RetryAfter: Never}, st
+	}
+	d, next := alg.take(lim, st, hits, us)
+	return d, next.As(alg.family)
+}
+
+// read is how Take (and Refund) read st under lim at now: the clock clamped
+// to 0..MaxUnixMicro in µs, and the state as the algorithm sees it (an
+// expired one, one of the other family or one out of range as fresh).
+// ok is false for a limit that fails Validate (st then only expired).
+func read(lim Limit, st State, now time.Time) (spec, State, int64, bool) {
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	if st.ExpiresAt != 0 && us >= st.ExpiresAt {
 		st = State{}
 	}
 	if lim.Validate() != nil {
-		return Decision{RetryAfter: Never}, st
+		return spec{}, st, us, false
 	}
 	alg, _ := lim.Algorithm.lookup() // Validate rejected unknown algorithms
 	if !st.readableAs(alg.family) || (st.ExpiresAt != 0 && !inRange(alg, lim, st, us)) {
 		st = State{}
 	}
-	d, next := alg.take(lim, st, hits, us)
-	return d, next.As(alg.family)
+	return alg, st, us, true
 }
 
 // zeroRate is the decision of every algorithm whose ZeroRate is
@@ -65,6 +77,13 @@ const (
 	// never recorded past its limit: an admitted batch charges it when it
 	// was allowed, a denied batch never does.
 	Spare
+	// NegativeHits: Hits given back (Envoy's is_negative_hits), as Refund
+	// gives them: never below the key's fresh state, never denied. A batch
+	// applies these refunds before anything else, whatever their place in
+	// it and whatever its verdict, and decides its other ops on the
+	// refunded states (see TakeAll). A refund never denies its batch and
+	// is never a charge (Charges, Undo): nothing takes it back.
+	NegativeHits
 )
 
 // Op is one charge of Hits against Key under Limit.
@@ -139,10 +158,19 @@ func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (
 // (a denied Usage op also reports its first decision), so the decisions'
 // Verdict is the batch's.
 //
+// Refunds (NegativeHits ops) come first: each gives its hits back (Refund)
+// in batch order,
+// admitted or denied, and every other op is then decided as above on the
+// refunded states, as if the batch held only them and the store held
+// those states (see takeRefunded).
+//
 // It returns the decisions and the states to write: one per key that an
 // op with hits > 0 charged, a state that no longer matters at now as
 // State{ExpiresAt: 1} (see settle).
 func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
+	if hasRefund(ops) {
+		return takeRefunded(ops, load, now)
+	}
 	if distinctKeys(ops) {
 		return takeDistinct(ops, load, now)
 	}

@@ -200,6 +200,68 @@ func TestTakeAll(t *testing.T) {
 				"a": {ExpiresAt: 1},
 			},
 		},
+		// Refunds (NegativeHits): applied first, whatever the verdict;
+		// the other ops are judged on the refunded states.
+		"a refund is kept in a denied batch": {
+			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6)},
+			ops:    []Op{{Key: "a", Limit: fw(5), Hits: 3, Mode: NegativeHits}, {Key: "d", Limit: fw(1), Hits: 2}},
+			want:   []Decision{ok(3, 40*s), no(1, 40*s, Never)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"an admission is judged after the refunds, wherever they are": {
+			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6)},
+			ops:    []Op{{Key: "a", Limit: fw(5), Hits: 2}, {Key: "a", Limit: fw(5), Hits: 3, Mode: NegativeHits}},
+			want:   []Decision{ok(1, 40*s), ok(3, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a refund is allowed past the limit too": {
+			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 25}.State(t0.UnixMicro() + 40e6)},
+			ops:    []Op{{Key: "a", Limit: fw(10), Hits: 3, Mode: NegativeHits}},
+			want:   []Decision{ok(0, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 22}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a refund of a fresh key writes nothing": {
+			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 3, Mode: NegativeHits}},
+			want: []Decision{ok(5, 40*s)},
+		},
+		"a refund ends a quota alternative": {
+			ops: []Op{
+				{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota},
+				{Key: "r", Limit: fw(5), Hits: 1, Mode: NegativeHits},
+				{Key: "q2", Limit: fw(5), Hits: 2, Mode: Quota, Joined: true},
+			},
+			want: []Decision{no(0, 40*s, 40*s), ok(5, 40*s), ok(3, 40*s)},
+			wantWrites: map[string]State{
+				"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+				"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"usage, an admission and a refund on one key": {
+			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 9}.State(t0.UnixMicro() + 40e6)},
+			ops: []Op{
+				{Key: "a", Limit: fw(10), Hits: 2},
+				{Key: "a", Limit: fw(10), Hits: 4, Usage: true},
+				{Key: "a", Limit: fw(10), Hits: 5, Mode: NegativeHits},
+			},
+			want: []Decision{ok(4, 40*s), ok(0, 40*s), ok(6, 40*s)},
+			wantWrites: map[string]State{
+				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.State(t0.UnixMicro() + 40e6),
+			},
+		},
+		"a refund to fresh writes the key expired": {
+			stored: map[string]State{"a": Bucket{Last: t0.UnixMicro(), Tokens: 4}.State(t0.UnixMicro() + 600e3)},
+			ops:    []Op{{Key: "a", Limit: tb, Hits: 7, Mode: NegativeHits}},
+			want:   []Decision{ok(10, 0)},
+			wantWrites: map[string]State{
+				"a": {ExpiresAt: 1},
+			},
+		},
 		"an invalid limit denies the batch": {
 			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "b", Limit: Limit{Algorithm: FixedWindow, Requests: 1}, Hits: 0}},
 			want: []Decision{ok(3, 40*s), no(0, 0, Never)},
@@ -271,7 +333,7 @@ func TestTakeDistinctMatchesGeneral(t *testing.T) {
 		ops := make([]Op, 1+rng.IntN(len(keys)))
 		for i, k := range rng.Perm(len(keys))[:len(ops)] {
 			lim := randLimit(rng, All()[rng.IntN(len(All()))], rng.IntN(2) == 0)
-			ops[i] = Op{Key: keys[k], Limit: lim, Hits: randHits(rng, lim), Mode: Mode(rng.IntN(5))} // 0 (Enforce) .. Spare
+			ops[i] = Op{Key: keys[k], Limit: lim, Hits: randHits(rng, lim), Mode: Mode(rng.IntN(5))} // 0 (Enforce) .. Spare; refunds take another path (takeRefunded)
 		}
 		if !distinctKeys(ops) {
 			t.Fatalf("step %d: distinct keys %v not recognised", step, ops)

@@ -142,3 +142,23 @@ func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	}
 	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(st.ExpiresAt)
 }
+
+// tokenBucketRefund puts hits back in the bucket, up to its capacity (a
+// bucket in debt repays it first).
+func tokenBucketRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+	if lim.Requests == 0 || st.ExpiresAt == 0 {
+		return st, false // no state at a zero rate; a fresh bucket is full
+	}
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	step := max(lim.RefillInterval.Microseconds(), 1)
+	tokens, frac, anchor := tokenBucketAt(lim, st, now)
+	if tokens >= capacity {
+		return st, false
+	}
+	// tokens >= -(capacity+debt) and hits <= MaxCount: no overflow.
+	tokens += int64(hits)
+	if tokens >= capacity {
+		return Bucket{Last: anchor, Tokens: capacity}.State(now), true // full: as fresh
+	}
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step)), true
+}

@@ -46,6 +46,9 @@ func (l Limit) Validate() error {
 	if (l.RefillInterval != 0 || l.MaxDebt != 0) && !l.Algorithm.Stepped() {
 		errs = append(errs, fmt.Errorf("refill_interval and max_debt apply to %s only", NamesOf(Algorithm.Stepped)))
 	}
+	if l.Calendar {
+		errs = append(errs, l.validateCalendar()...)
+	}
 	if len(errs) == 0 && !l.refillsInTime() {
 		errs = append(errs, fmt.Errorf("a bucket of %d (2*burst+max_debt, the deepest recorded usage) refilling at %d per %s takes longer than %s to refill", 2*l.Capacity()+l.MaxDebt, l.Requests, l.Period, MaxPeriod))
 	}
@@ -65,4 +68,18 @@ func (l Limit) refillsInTime() bool {
 	budget := uint64((MaxPeriod - l.RefillInterval).Microseconds())
 	hiHave, loHave := bits.Mul64(budget, l.Requests)
 	return hiNeed < hiHave || (hiNeed == hiHave && loNeed <= loHave)
+}
+
+// validateCalendar checks a Limit with Calendar set: a window algorithm
+// (Algorithm.Calendar), and a Period of whole Months no longer, at the
+// longest months, than MaxPeriod.
+func (l Limit) validateCalendar() []error {
+	var errs []error
+	if l.Algorithm.Valid() && !l.Algorithm.Calendar() {
+		errs = append(errs, fmt.Errorf("calendar months apply to %s only, not %s", NamesOf(Algorithm.Calendar), l.Algorithm))
+	}
+	if l.Period < Month || l.Period%Month != 0 || l.Period/Month*longestMonth > MaxPeriod {
+		errs = append(errs, fmt.Errorf("a calendar period must be 1 to %d months of %s, not %s", MaxPeriod/longestMonth, Month, l.Period))
+	}
+	return errs
 }

@@ -5,9 +5,11 @@ package algorithms
 // an Enforce op is denied, or when it has Quota alternatives and every one
 // of them is denied. A Quota alternative is a Quota op with the Joined
 // Quota ops that follow it (the limits of one descriptor), denied when any
-// of its ops is. A denied Shadow or Spare op, or a denied alternative
-// beside an allowed one, denies nothing. The zero Verdict is an empty, admitted
-// batch; add every op in batch order with Add, or build it with VerdictOf.
+// of its ops is. A denied Shadow or Spare op, a refund (NegativeHits,
+// never denied anyway), or a denied alternative beside an allowed one,
+// denies nothing.
+// The zero Verdict is an empty, admitted batch; add every op in batch order
+// with Add, or build it with VerdictOf.
 type Verdict struct {
 	enforcedDenied     bool
 	quotaOps, quotaDen int
@@ -38,9 +40,9 @@ func VerdictOf[D Decided](ops []Op, ds []D) Verdict {
 func (v *Verdict) Add(m Mode, joined, allowed bool) {
 	if m != Quota {
 		v.inQuota = false
-		// Shadow and Spare ops never deny: a Spare op is a lease top-up
-		// the request itself did not ask for.
-		if m != Shadow && m != Spare {
+		// Shadow, Spare and NegativeHits ops never deny: a Spare op is a lease
+		// top-up the request itself did not ask for, a Refund gives back.
+		if m != Shadow && m != Spare && m != NegativeHits {
 			v.enforcedDenied = v.enforcedDenied || !allowed
 		}
 		return
@@ -83,7 +85,7 @@ const (
 // any one of them getting room would do.
 func (v Verdict) Hold(m Mode, allowed bool) Hold {
 	switch {
-	case allowed || m == Shadow || m == Spare:
+	case allowed || m == Shadow || m == Spare || m == NegativeHits:
 		return Free
 	case m == Quota:
 		if v.quotaDen == v.quotaOps {

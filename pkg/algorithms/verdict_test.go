@@ -12,6 +12,7 @@ func TestVerdict(t *testing.T) {
 		S = algorithms.Shadow
 		Q = algorithms.Quota
 		P = algorithms.Spare
+		R = algorithms.NegativeHits
 	)
 	type op struct {
 		mode    algorithms.Mode
@@ -41,6 +42,10 @@ func TestVerdict(t *testing.T) {
 		{"joined quota: one limit denies the alternative", []op{{Q, true, false}, {Q, false, true}}, true, []algorithms.Hold{algorithms.Free, algorithms.Either}},
 		{"joined quota beside an alternative with room", []op{{Q, true, false}, {Q, false, true}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
 		{"two joined alternatives both denied", []op{{Q, false, false}, {Q, true, true}, {Q, true, false}, {Q, false, true}}, true, []algorithms.Hold{algorithms.Either, algorithms.Free, algorithms.Free, algorithms.Either}},
+		{"a refund alone never denies", []op{{R, true, false}}, false, []algorithms.Hold{algorithms.Free}},
+		{"a refund does not rescue a denied enforce", []op{{R, true, false}, {E, false, false}}, true, []algorithms.Hold{algorithms.Free, algorithms.Must}},
+		{"a refund ends a quota alternative", []op{{Q, false, false}, {R, true, false}, {Q, true, true}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
+		{"a refund is no quota alternative", []op{{Q, false, false}, {R, true, false}}, true, []algorithms.Hold{algorithms.Either, algorithms.Free}},
 		{"joined after a non-quota op starts an alternative", []op{{E, true, false}, {Q, false, true}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

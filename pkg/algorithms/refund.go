@@ -1,0 +1,110 @@
+package algorithms
+
+import "time"
+
+// Refund gives hits back to st at now under lim: Envoy's is_negative_hits,
+// which a gateway sends to return what an estimate charged beyond the real
+// cost. A refund never takes a key below its fresh state and is never
+// denied:
+//
+//   - fixed_window: the count of the current window, down to 0 (an earlier
+//     window's count is gone already);
+//   - sliding_window: the current window's count first, then the previous
+//     window's, each down to 0;
+//   - sliding_log: the entries still in the period, newest first;
+//   - token_bucket: tokens back, up to the capacity (debt repaid first);
+//   - leaky_bucket: the level down, to empty;
+//   - gcra: the TAT back by hits emission intervals, never before now.
+//
+// Its decision is what a check answers on the state after the refund, but
+// allowed, whatever the limit says (envoyproxy answers a refund OK). A
+// fresh, expired or out-of-range state, zero hits, an invalid limit and a
+// zero rate (but for fixed_window, whose count envoyproxy keeps at any
+// limit) give nothing back, and the state is returned as it was read.
+func Refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
+	d, next, _ := refund(lim, st, hits, now)
+	return d, next
+}
+
+// refund is Refund, also saying whether it changed the state (so that a
+// store writes it).
+func refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State, bool) {
+	alg, read, us, ok := read(lim, st, now)
+	if !ok {
+		return Decision{Allowed: true}, st, false
+	}
+	next, changed := read, false
+	if hits > 0 && read.ExpiresAt != 0 {
+		next, changed = alg.refund(lim, read, min(hits, MaxCount), us)
+		next = next.As(alg.family)
+	}
+	if !changed {
+		next = st
+	}
+	d, _ := Take(lim, next, 0, now)
+	d.Allowed, d.RetryAfter = true, 0
+	return d, next, changed
+}
+
+// hasRefund reports whether any op of a batch is a refund (NegativeHits).
+func hasRefund(ops []Op) bool {
+	for _, op := range ops {
+		if op.Mode == NegativeHits {
+			return true
+		}
+	}
+	return false
+}
+
+// takeRefunded is TakeAll for a batch with NegativeHits ops (refunds):
+// every refund first, in batch order, on the running state of its key;
+// then the other ops, as TakeAll decides a batch of them alone, against
+// the refunded states. A refund is written whatever the verdict; a key
+// that a later op charges is written once, with that op's state.
+//
+// Dropping the refunds from the batch keeps its Verdict: a refund never
+// denies, and ends a Quota alternative as any op of another mode does, so
+// the op after it is not Joined to the one before it.
+func takeRefunded(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
+	decisions := make([]Decision, len(ops))
+	refunded := make(map[string]State, len(ops))
+	changed := make(map[string]bool, len(ops))
+	rest := make([]Op, 0, len(ops))
+	at := make([]int, 0, len(ops))
+	afterRefund := false
+	for i, op := range ops {
+		if op.Mode != NegativeHits {
+			if afterRefund {
+				op.Joined = false
+			}
+			rest, at, afterRefund = append(rest, op), append(at, i), false
+			continue
+		}
+		afterRefund = true
+		st, seen := refunded[op.Key]
+		if !seen {
+			st = load(op.Key)
+		}
+		var ch bool
+		decisions[i], refunded[op.Key], ch = refund(op.Limit, st, op.Hits, now)
+		changed[op.Key] = changed[op.Key] || ch
+	}
+	ds, writes := TakeAll(rest, func(key string) State {
+		if st, ok := refunded[key]; ok {
+			return st
+		}
+		return load(key)
+	}, now)
+	for j, i := range at {
+		decisions[i] = ds[j]
+	}
+	for key, ch := range changed {
+		if _, charged := writes[key]; ch && !charged {
+			if writes == nil {
+				writes = make(map[string]State, len(changed))
+			}
+			writes[key] = settle(refunded[key], now)
+		}
+	}
+	return decisions, writes
+}
