@@ -126,7 +126,9 @@ func encodeUndo(charges []Charge, now time.Time, short bool) ([]string, []any, e
 		keys[i] = c.Key
 		st := c.After
 		a, b, cc := st.Registers()
-		if short && c.Limit.Algorithm.Family() == algorithms.Counter && c.Limit.Validate() == nil && c.Hits > 0 && len(st.Log) == 0 {
+		// A counter of calendar months goes in the long form: its tag needs
+		// its limit's months (lua/counter.lua).
+		if short && c.Limit.Algorithm.Family() == algorithms.Counter && !c.Limit.Calendar && c.Limit.Validate() == nil && c.Hits > 0 && len(st.Log) == 0 {
 			args = append(args, undoCounterTag, min(c.Hits, maxHits), a, st.ExpiresAt)
 			continue
 		}

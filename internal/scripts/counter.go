@@ -8,8 +8,14 @@ import (
 )
 
 // counterTag is the tag of the window [start, start+p) in a Counter value
-// (lua/counter.lua's counter_tag): its index mod counterTags.
-func counterTag(start, p int64) int64 {
+// (lua/counter.lua's counter_tag): its index mod counterTags; for a window
+// of calendar months (months > 0), its first month's index since January
+// 1970 mod counterTags.
+func counterTag(start, p, months int64) int64 {
+	if months > 0 {
+		t := time.UnixMicro(start).UTC()
+		return ((int64(t.Year())-1970)*12 + int64(t.Month()) - 1) % counterTags
+	}
 	if p <= 0 {
 		return 0
 	}
@@ -23,9 +29,13 @@ func counterTag(start, p int64) int64 {
 // PackCounter is the Redis value the scripts store for a Counter state
 // (fixed_window's: State.Window's Count in the window [Start, ExpiresAt)),
 // for tools and tests that write one.
-func PackCounter(st algorithms.State) string {
+func PackCounter(st algorithms.State) string { return PackCounterMonths(st, 0) }
+
+// PackCounterMonths is PackCounter for a limit whose windows are months
+// calendar months (algorithms.Limit.Months; 0 for epoch windows).
+func PackCounterMonths(st algorithms.State, months int64) string {
 	w := st.Window()
-	return strconv.FormatInt(w.Count*counterTags+counterTag(w.Start, st.ExpiresAt-w.Start), 10)
+	return strconv.FormatInt(w.Count*counterTags+counterTag(w.Start, st.ExpiresAt-w.Start, months), 10)
 }
 
 // counterValue is the integer v holds where the scripts read one
@@ -59,7 +69,7 @@ func UnpackCounter(v string, p time.Duration, now time.Time) (st algorithms.Stat
 	}
 	us := now.UnixMicro()
 	start := us - us%period
-	if n%counterTags != counterTag(start, period) {
+	if n%counterTags != counterTag(start, period, 0) {
 		return algorithms.State{}, true
 	}
 	return algorithms.Window{Start: start, Count: n / counterTags}.State(start + period).As(algorithms.Counter), true

@@ -58,6 +58,11 @@ func randomLimit(rng *rand.Rand, alg algorithms.Algorithm) algorithms.Limit {
 				lim.MaxDebt = rng.Uint64N(2*lim.Capacity() + 2)
 			}
 		}
+		if alg.Calendar() && rng.IntN(4) == 0 {
+			// Calendar months (USE_CALENDAR_MONTH_RATE_LIMIT), 1 to 3 or 12.
+			lim.Calendar = true
+			lim.Period = algorithms.Month * time.Duration([]int{1, 1, 2, 3, 12}[rng.IntN(5)])
+		}
 		if lim.Validate() == nil {
 			return lim
 		}
@@ -142,6 +147,9 @@ type sequence struct {
 	// KeyBuilder), and its value only a tag of its window (lua/counter.lua),
 	// which tells the windows of one period apart, not of two.
 	counterPeriod time.Duration
+	// counterMonths, when above 0, makes the sequence's counters count in
+	// calendar months (USE_CALENDAR_MONTH_RATE_LIMIT; a key names that too).
+	counterMonths int64
 	history       []string
 }
 
@@ -149,7 +157,10 @@ type sequence struct {
 // valid: an invalid period stays invalid).
 func (s *sequence) pin(lim algorithms.Limit) algorithms.Limit {
 	if lim.Algorithm.Family() == algorithms.Counter && lim.Period != 0 {
-		lim.Period = s.counterPeriod
+		lim.Period, lim.Calendar = s.counterPeriod, s.counterMonths > 0
+		if lim.Calendar {
+			lim.Period = time.Duration(s.counterMonths) * algorithms.Month
+		}
 	}
 	return lim
 }
@@ -165,17 +176,21 @@ func (s *sequence) note(format string, args ...any) {
 // batches of 2-4 ops, half of them over the first two keys (so keys repeat:
 // the script's general path), half on distinct keys (its distinct-keys
 // path), with limit variants and, rarely, another algorithm; every mode
-// (0 = Enforce .. Spare) is drawn alike.
+// (0 = Enforce .. NegativeHits, a refund) is drawn alike.
 func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 	if rng.IntN(10) == 0 {
 		s.lim = s.pin(mutate(rng, s.lim))
 	}
 	if rng.IntN(8) != 0 {
 		// One in four is a usage report, recorded past the limit; one in
-		// six a lease top-up on its own (Spare: taken only if it fits).
+		// six a lease top-up on its own (Spare: taken only if it fits);
+		// one in six a refund.
 		op := algorithms.Op{Key: s.keys[0], Limit: s.lim, Hits: randomHits(rng, s.lim), Usage: rng.IntN(4) == 0}
-		if rng.IntN(6) == 0 {
+		switch rng.IntN(6) {
+		case 0:
 			op.Mode = algorithms.Spare
+		case 1:
+			op.Mode = algorithms.NegativeHits
 		}
 		return []algorithms.Op{op}
 	}
@@ -199,7 +214,7 @@ func (s *sequence) nextOps(rng *rand.Rand) []algorithms.Op {
 			key = s.keys[distinct[i]]
 		}
 		lim = s.pin(lim)
-		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(4) == 0, Joined: rng.IntN(2) == 0}
+		ops[i] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(6)), Usage: rng.IntN(4) == 0, Joined: rng.IntN(2) == 0}
 	}
 	return ops
 }
@@ -268,7 +283,9 @@ type diffRun struct {
 	// and in the model (as memstore's sweep does), once its TTL has passed.
 	// A counter's value only tags its window (lua/counter.lua): it relies on
 	// its key not outliving that window.
-	deadline              map[string]int64
+	deadline map[string]int64
+	// months is each key's sequence's counterMonths.
+	months                map[string]int64
 	allowed, denied, kept int
 }
 
@@ -282,7 +299,7 @@ type diffPending struct {
 }
 
 func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorithms.Algorithm) {
-	r := &diffRun{t: t, rdb: rdb, queue: queue, rng: newRand(t), goState: model{}, ttlFor: map[string]int64{}, deadline: map[string]int64{}}
+	r := &diffRun{t: t, rdb: rdb, queue: queue, rng: newRand(t), goState: model{}, ttlFor: map[string]int64{}, deadline: map[string]int64{}, months: map[string]int64{}}
 	r.seqs = make([]*sequence, diffSequences)
 	for i := range r.seqs {
 		s := &sequence{
@@ -290,6 +307,12 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 				fmt.Sprintf("diff:%s:%d:c", alg, i), fmt.Sprintf("diff:%s:%d:d", alg, i)},
 			now:           1_700_000_000_000_000 + r.rng.Int64N(1e12),
 			counterPeriod: periods[r.rng.IntN(len(periods))],
+		}
+		if r.rng.IntN(4) == 0 {
+			s.counterMonths = []int64{1, 1, 2, 3, 12}[r.rng.IntN(5)]
+		}
+		for _, key := range s.keys {
+			r.months[key] = s.counterMonths
 		}
 		s.lim = s.pin(randomLimit(r.rng, alg))
 		r.seqs[i] = s
@@ -328,7 +351,7 @@ func (r *diffRun) queueStep() []diffPending {
 		ops := s.nextOps(r.rng)
 		if r.rng.IntN(40) == 0 {
 			key := s.keys[0]
-			s.note("corrupted %s: %s", key, corrupt(ctx, pipe, r.goState, key, s.now, s.counterPeriod, r.rng))
+			s.note("corrupted %s: %s", key, corrupt(ctx, pipe, r.goState, key, s.now, s.counterPeriod, s.counterMonths > 0, r.rng))
 			r.ttlFor[key] = r.goState[key].ExpiresAt
 			delete(r.deadline, key)
 			if st := r.goState[key]; st.Family() == algorithms.Counter {
@@ -458,7 +481,7 @@ func judgeCharges(p diffPending, reply any, want []algorithms.Decision, writes m
 // judgeKey compares what Redis holds at key after a take with the Go
 // model, and the TTL the take gave it.
 func (r *diffRun) judgeKey(key string, st stored, writes map[string]algorithms.State, pttl int64, ops []algorithms.Op, now int64) error {
-	if err := sameState(r.goState[key], st, now); err != nil {
+	if err := sameStateMonths(r.goState[key], st, now, r.months[key]); err != nil {
 		return fmt.Errorf("key %s: %w", key, err)
 	}
 	if st.kind == "counter" {
@@ -472,6 +495,9 @@ func (r *diffRun) judgeKey(key string, st stored, writes map[string]algorithms.S
 		delete(r.deadline, key) // deleted: a state that no longer matters
 	}
 	switch {
+	case written && !live(st.st, now):
+		// Deleted (sameState checked Redis holds nothing), maybe after an
+		// earlier write of the same take (a refund's) recorded its TTL.
 	case written && pttl == scripts.KeptTTL:
 		r.kept++
 		if st.st.ExpiresAt != r.ttlFor[key] {
@@ -494,12 +520,13 @@ func (r *diffRun) judgeKey(key string, st stored, writes map[string]algorithms.S
 // far out of range or negative, times years ahead, integers Lua cannot hold
 // exactly, counters of other windows or not quite integers, and the TTL
 // removed. It returns what it wrote.
-func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now int64, counterPeriod time.Duration, rng *rand.Rand) string {
+func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now int64, counterPeriod time.Duration, calendar bool, rng *rand.Rand) string {
 	const year = 365 * 24 * 3600 * 1_000_000
 	pick := func(vals ...int64) int64 { return vals[rng.IntN(len(vals))] }
 	expires := pick(now+10*year, now+1, now+1000, 1<<60)
 	pipe.Del(ctx, key)
-	if rng.IntN(4) == 0 {
+	// A corrupted counter is modelled for epoch windows (counterModel).
+	if rng.IntN(4) == 0 && !calendar {
 		v := corruptCounter(rng, now, counterPeriod)
 		m[key] = counterModel(v, now, counterPeriod)
 		pipe.Set(ctx, key, v, 0)

@@ -60,12 +60,12 @@ func appendOp(buf []byte, op algorithms.Op) []byte {
 			float64(lim.Requests),
 			float64(lim.Period.Microseconds()),
 			float64(lim.Burst),
-			float64(lim.RefillInterval.Microseconds()),
+			float64(refillField(lim)),
 			float64(lim.MaxDebt),
 		}
 	}
 	mode := float64(op.Mode)
-	if op.Mode > algorithms.Spare {
+	if op.Mode > algorithms.NegativeHits {
 		// algorithms.TakeAll reads an unknown mode as Enforce; so must the
 		// script, and a mode of usageFlag or more would read as the flags.
 		mode = float64(algorithms.Enforce)
@@ -95,9 +95,19 @@ func appendLimit(args []any, lim algorithms.Limit) []any {
 		lim.Requests,
 		lim.Period.Microseconds(),
 		lim.Burst,
-		lim.RefillInterval.Microseconds(),
+		refillField(lim),
 		lim.MaxDebt,
 	)
+}
+
+// refillField is the refill interval in µs, or for a window of calendar
+// months (Limit.Calendar, whose algorithms have no refill interval) the
+// months (lua/calendar.lua).
+func refillField(lim algorithms.Limit) int64 {
+	if lim.Calendar {
+		return lim.Months()
+	}
+	return lim.RefillInterval.Microseconds()
 }
 
 // nowArg is ARGV[1] of both scripts: now in µs, 0 for Redis TIME.

@@ -188,7 +188,7 @@ func (r *fastPathRig) batch(lims []algorithms.Limit) []algorithms.Op {
 func (r *fastPathRig) spoil(op *algorithms.Op, i int, first string) {
 	switch r.rng.IntN(5) {
 	case 0:
-		op.Mode = []algorithms.Mode{algorithms.Shadow, algorithms.Quota}[r.rng.IntN(2)]
+		op.Mode = []algorithms.Mode{algorithms.Shadow, algorithms.Quota, algorithms.NegativeHits}[r.rng.IntN(3)]
 	case 1:
 		op.Usage = true
 	case 2:

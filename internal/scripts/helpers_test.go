@@ -123,13 +123,21 @@ func live(st algorithms.State, now int64) bool {
 }
 
 // sameState compares the Go state of a key with what Redis holds, both read
-// at now; a state at or past its ExpiresAt counts as absent.
+// at now; a state at or past its ExpiresAt counts as absent. A counter may
+// be of epoch windows or of calendar months (its tag says which only where
+// the two differ).
 func sameState(want algorithms.State, got stored, now int64) error {
+	return sameStateMonths(want, got, now, -1)
+}
+
+// sameStateMonths is sameState for a key whose counters count in windows
+// of months calendar months (0: epoch windows; -1: either).
+func sameStateMonths(want algorithms.State, got stored, now, months int64) error {
 	if got.err != "" {
 		return fmt.Errorf("malformed %s: %s", got.kind, got.err)
 	}
 	if want.Family() == algorithms.Counter || got.kind == "counter" {
-		return sameCounter(want, got, now)
+		return sameCounter(want, got, now, months)
 	}
 	wantLive := live(want, now)
 	gotLive := got.kind != "none" && live(got.st, now)
@@ -167,14 +175,18 @@ func sameState(want algorithms.State, got stored, now int64) error {
 // packs to, whether or not its window is over (a script never rewrites a
 // counter it reads as another window's, and the recording scripts set no
 // TTL), or nothing where the state no longer matters.
-func sameCounter(want algorithms.State, got stored, now int64) error {
+func sameCounter(want algorithms.State, got stored, now, months int64) error {
 	switch {
 	case got.kind == "none" && !live(want, now):
 		return nil
 	case want.Family() != algorithms.Counter:
 		return fmt.Errorf("go state %+v, redis a counter %q", want, got.raw)
-	case got.kind != "counter" || got.raw != scripts.PackCounter(want):
-		return fmt.Errorf("go counter %+v packs to %q, redis %s %q %+v", want, scripts.PackCounter(want), got.kind, got.raw, got.st)
+	case got.kind != "counter":
+		return fmt.Errorf("go counter %+v, redis %s %q %+v", want, got.kind, got.raw, got.st)
+	case months < 0 && (got.raw == scripts.PackCounterMonths(want, 0) || got.raw == scripts.PackCounterMonths(want, 1)):
+		return nil
+	case got.raw != scripts.PackCounterMonths(want, max(months, 0)):
+		return fmt.Errorf("go counter %+v packs to %q, redis %q %+v", want, scripts.PackCounterMonths(want, max(months, 0)), got.raw, got.st)
 	}
 	return nil
 }

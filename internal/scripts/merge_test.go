@@ -96,7 +96,7 @@ func TestMergedTakes(t *testing.T) {
 				}
 			}
 			for j := range ops {
-				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(4) == 0}
+				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(6)), Usage: rng.IntN(4) == 0}
 			}
 			charged[i] = rng.IntN(2) == 0
 			takes[i], calls[i] = ops, mergeableCall(t, ops, now, charged[i])
@@ -261,13 +261,13 @@ func (r *mergeRig) draw(lim algorithms.Limit) []algorithms.Op {
 			if rng.IntN(2) == 0 {
 				key = keys[rng.IntN(4)]
 			}
-			ops[j] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5))}
+			ops[j] = algorithms.Op{Key: key, Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(6))}
 		}
 		return ops
 	}
 	ops := make([]algorithms.Op, 1+rng.IntN(3))
 	for j := range ops {
-		ops[j] = algorithms.Op{Key: keys[rng.IntN(4)], Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(5)), Usage: rng.IntN(6) == 0}
+		ops[j] = algorithms.Op{Key: keys[rng.IntN(4)], Limit: lim, Hits: randomHits(rng, lim), Mode: algorithms.Mode(rng.IntN(6)), Usage: rng.IntN(6) == 0}
 	}
 	return ops
 }

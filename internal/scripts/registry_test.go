@@ -18,7 +18,7 @@ import (
 // else is dispatched.
 func TestDispatchMatchesRegistry(t *testing.T) {
 	src := scripts.UndoSource()
-	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (REGS|LOG|COUNT), zero = (true|false), take = (\w+), force = (\w+), undo = (\w+), valid = (\w+) \},$`).FindAllStringSubmatch(src, -1)
+	rows := regexp.MustCompile(`(?m)^  \[(\d+)\] = \{ kind = (REGS|LOG|COUNT), zero = (true|false), take = (\w+), force = (\w+), undo = (\w+), valid = (\w+), refund = (\w+) \},$`).FindAllStringSubmatch(src, -1)
 	if strings.Contains(scripts.Source(), "_undo") {
 		t.Error("the take script defines or refers to undo functions: it runs its whole body on every call")
 	}
@@ -33,7 +33,7 @@ func TestDispatchMatchesRegistry(t *testing.T) {
 		n, _ := strconv.Atoi(rows[i][1])
 		kind, zero := kinds[a.Family()], strconv.FormatBool(a.ZeroRate() == algorithms.ZeroCounts)
 		if algorithms.Algorithm(n) != a || rows[i][2] != kind || rows[i][3] != zero || rows[i][4] != a.String() || rows[i][5] != a.String()+"_force" ||
-			rows[i][6] != a.String()+"_undo" || rows[i][7] != a.String()+"_valid" {
+			rows[i][6] != a.String()+"_undo" || rows[i][7] != a.String()+"_valid" || rows[i][8] != a.String()+"_refund" {
 			t.Errorf("ALGS row %d is %q, want [%d] kind %s zero %s take %s", i, rows[i][0], a, kind, zero, a)
 		}
 		body, err := os.ReadFile("lua/" + a.String() + ".lua")
@@ -52,14 +52,17 @@ func TestDispatchMatchesRegistry(t *testing.T) {
 // luaParams is the parameters the drivers pass a's Lua functions, by
 // family: a register or counter algorithm's take and valid get numbers
 // (take.lua's decide_stored), a log's tables; a register algorithm's undo
-// gets the stored state, the others' the key to work on (undo.lua).
+// gets the stored state, the others' the key to work on (undo.lua); a
+// refund gets numbers too, but a log's works on its key (refund.lua).
 func luaParams(a algorithms.Algorithm) map[string]string {
 	name := a.String()
-	params := map[string]string{name: "lim, ", name + "_force": "lim, ", name + "_valid": "lim, ", name + "_undo": "lim, key, ch, now)"}
+	params := map[string]string{name: "lim, ", name + "_force": "lim, ", name + "_valid": "lim, ", name + "_undo": "lim, key, ch, now)",
+		name + "_refund": "lim, key, h, now)"}
 	if a.Family() != algorithms.Log {
 		params[name] = "r, p, cap, refill, debt, a, b, c, e, h, now)"
 		params[name+"_force"] = "r, p, cap, refill, debt, a, b, c, e, h, now)"
 		params[name+"_valid"] = "r, p, cap, refill, debt, a, b, c, now)"
+		params[name+"_refund"] = "r, p, cap, refill, debt, a, b, c, e, h, now)"
 	}
 	if a.Family() == algorithms.Registers {
 		params[name+"_undo"] = "lim, st, ch, now)"

@@ -19,10 +19,14 @@
 -- of a counter's key (internal/config's KeyBuilder), so a key is only ever
 -- read under one period. Every value stays below 2^53 (count <= MAX_COUNT).
 
--- counter_tag is the tag of the window [start, start + p): start is a
--- multiple of p, so start / p is exact, and so is % on integers below 2^53.
-local function counter_tag(start, p)
-  return (start / p) % COUNT_TAGS
+-- counter_tag is the tag of the window [start, stop): start is a multiple
+-- of its length, so start / (stop - start) is exact, and so is % on
+-- integers below 2^53. A window of months calendar months (calendar.lua)
+-- is tagged by its first month's index instead: consecutive windows are
+-- months < COUNT_TAGS apart, so their tags differ too.
+local function counter_tag(start, stop, months)
+  if months > 0 then return month_index(start) % COUNT_TAGS end
+  return (start / (stop - start)) % COUNT_TAGS
 end
 
 -- counter_value is the integer v holds, or nil when v is not what INCRBY
@@ -39,24 +43,24 @@ local function counter_value(v)
 end
 
 -- counter_of reads the value n (counter_value's) for the window of period
--- p current at now: the state a, b, c, e of that window (a fresh one when
--- n is another window's, or nil) and n again when the window is that one
--- (a write then keeps the key's TTL, see counter_put), else nil.
-local function counter_of(n, p, now)
+-- p (or of months calendar months) current at now: the state a, b, c, e
+-- of that window (a fresh one when n is another window's, or nil) and n
+-- again when the window is that one (a write then keeps the key's TTL, see
+-- counter_put), else nil.
+local function counter_of(n, p, months, now)
   if n == nil then return 0, 0, 0, 0, nil end
-  local _, off = divmod(now, p)
-  local start = now - off
+  local start, stop = window_at(p, months, now)
   local tag = n % COUNT_TAGS
-  if tag ~= counter_tag(start, p) then
+  if tag ~= counter_tag(start, stop, months) then
     return 0, 0, 0, 0, nil
   end
-  return start, (n - tag) / COUNT_TAGS, 0, start + p, n
+  return start, (n - tag) / COUNT_TAGS, 0, stop, n
 end
 
 -- counter_get is counter_of on key's stored value (pcall: GET's WRONGTYPE
 -- must not fail the batch).
-local function counter_get(key, p, now)
-  return counter_of(counter_value(redis.pcall('GET', key)), p, now)
+local function counter_get(key, p, months, now)
+  return counter_of(counter_value(redis.pcall('GET', key)), p, months, now)
 end
 
 -- counter_set stores the value string v with its TTL argument (ttl_arg)
@@ -71,17 +75,18 @@ local function counter_incr(key, d)
 end
 
 -- counter_put writes the state a, b (the count), e of the window [a, e)
--- to key. kept is the stored value when it is that window's (counter_of):
--- then INCRBY moves it to the new one and the key keeps the TTL its
--- window's first write set, for that same end. Otherwise SET ... PX
--- replaces whatever the key held; a state that no longer matters at now
--- (e <= now, algorithms.TakeAll's settle) deletes it.
-local function counter_put(key, a, b, e, now, kept)
+-- (of months calendar months, or none) to key. kept is the stored value
+-- when it is that window's (counter_of): then INCRBY moves it to the new
+-- one and the key keeps the TTL its window's first write set, for that
+-- same end. Otherwise SET ... PX replaces whatever the key held; a state
+-- that no longer matters at now (e <= now, algorithms.TakeAll's settle)
+-- deletes it.
+local function counter_put(key, a, b, e, now, kept, months)
   if e <= now then
     redis.call('DEL', key)
     return
   end
-  local v = b * COUNT_TAGS + counter_tag(a, e - a)
+  local v = b * COUNT_TAGS + counter_tag(a, e, months)
   if kept then
     counter_incr(key, int(v - kept))
   else
@@ -94,16 +99,18 @@ end
 -- keep the TTL: the stored value and its window's end, or false.
 
 local function counter_load(key, now, lim)
-  local a, b, c, e, n = counter_get(key, lim.period, now)
+  local a, b, c, e, n = counter_get(key, lim.period, lim.refill, now)
   local kept = false
   if n ~= nil then kept = { n = n, e = e } end
-  return { a = a, b = b, c = c, e = e }, kept
+  return { a = a, b = b, c = c, e = e, m = lim.refill }, kept
 end
 
+-- counter_write writes st, whose m is its limit's calendar months (take.lua's
+-- decide sets it).
 local function counter_write(key, st, kept, now)
   local n = nil
   if kept and kept.e == st.e then n = kept.n end
-  counter_put(key, st.a, st.b, st.e, now, n)
+  counter_put(key, st.a, st.b, st.e, now, n, st.m or 0)
 end
 
 -- undo only {
@@ -111,11 +118,11 @@ end
 -- the count drops by at most what it holds (floored at 0) while that
 -- window is current, and nothing after (algorithms.fixedWindowUndo). It
 -- reports whether it found a live count, of that window or another.
-local function counter_undo(key, hits, a, e, now)
+local function counter_undo(key, hits, a, e, now, months)
   local n = counter_value(redis.pcall('GET', key))
   if n == nil then return false end
   local tag = n % COUNT_TAGS
-  if tag ~= counter_tag(a, e - a) then return true end
+  if tag ~= counter_tag(a, e, months) then return true end
   if now >= e then return false end
   local b = (n - tag) / COUNT_TAGS
   if b > 0 then

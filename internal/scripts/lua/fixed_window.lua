@@ -4,18 +4,18 @@
 -- start (µs), b = count, c = 0, e = the window's end.
 --
 -- Every register algorithm takes the limit (requests r, period p µs,
--- capacity, refill interval µs, max debt), the state a, b, c, e, the hits
+-- capacity, refill interval µs (a window's: its calendar months,
+-- calendar.lua), max debt), the state a, b, c, e, the hits
 -- and now, and returns allowed, remaining, reset, retry and the new state
 -- (the same one when it denies): numbers only, see registers.lua.
 
 local function fixed_window(r, p, cap, refill, debt, a, b, c, e, h, now)
-  local _, off = divmod(now, p)
-  local start = now - off
+  local start, stop = window_at(p, refill, now)
   local count = 0
   if a == start and b > 0 then
     count = b
   end
-  local reset = start + p - now
+  local reset = stop - now
   local room = r - count
   if room < 0 or h > room then
     local retry = reset
@@ -23,19 +23,30 @@ local function fixed_window(r, p, cap, refill, debt, a, b, c, e, h, now)
     return false, math.max(room, 0), reset, retry, a, b, c, e
   end
   count = count + h
-  return true, r - count, reset, 0, start, count, 0, start + p
+  return true, r - count, reset, 0, start, count, 0, stop
 end
 
 -- fixed_window_force mirrors algorithms.fixedWindowForce: count hits past
 -- the limit, up to MAX_COUNT, until the window ends.
 local function fixed_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
-  local _, off = divmod(now, p)
-  local start = now - off
+  local start, stop = window_at(p, refill, now)
   local count = 0
   if a == start and b > 0 then
     count = b
   end
-  return start, math.min(count + h, MAX_COUNT), 0, start + p
+  return start, math.min(count + h, MAX_COUNT), 0, stop
+end
+
+-- fixed_window_refund mirrors algorithms.fixedWindowRefund: the count of
+-- the current window down by h, floored at 0 (the driver writes it as a
+-- decrement that keeps the key's TTL, counter_put). It returns whether it
+-- changed anything, and the state.
+local function fixed_window_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
+  local start = window_at(p, refill, now)
+  if e == 0 or a ~= start or b <= 0 then
+    return false, a, b, c, e
+  end
+  return true, a, math.max(b - h, 0), c, e
 end
 
 -- undo only {
@@ -43,7 +54,7 @@ end
 -- as every undo of a family other than registers does (undo.lua):
 -- counter_undo, which the short form of a charge calls directly.
 local function fixed_window_undo(lim, key, ch, now)
-  return counter_undo(key, ch.hits, ch.a, ch.e, now)
+  return counter_undo(key, ch.hits, ch.a, ch.e, now, lim.refill)
 end
 -- } undo only
 

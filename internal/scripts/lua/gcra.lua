@@ -68,6 +68,28 @@ local function gcra_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   return tat, frac, 0, expires
 end
 
+-- gcra_refund mirrors algorithms.gcraRefund: the TAT back by h emission
+-- intervals, never before now. It returns whether it changed anything, and
+-- the state.
+local function gcra_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 or e == 0 then
+    return false, a, b, c, e
+  end
+  local tat, frac = gcra_at(r, p, cap, a, b, e, now)
+  if tat == now and frac == 0 then
+    return false, a, b, c, e
+  end
+  local back, back_frac = mad(math.min(h, 2 * cap + 1), p, 0, r)
+  tat, frac = tat - back, frac - back_frac
+  if frac < 0 then tat, frac = tat - 1, frac + r end
+  if tat < now or (tat == now and frac == 0) then
+    return true, now, 0, 0, now
+  end
+  local expires = tat
+  if frac > 0 then expires = expires + 1 end
+  return true, tat, frac, 0, expires
+end
+
 -- undo only {
 -- gcra_undo mirrors algorithms.gcraUndo: move the TAT back by
 -- min(hits*T, how far the charged TAT was still ahead of now).

@@ -62,6 +62,23 @@ local function leaky_bucket_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   return anchor, level, frac, leaky_bucket_when(0, level, frac, anchor, p, r)
 end
 
+-- leaky_bucket_refund mirrors algorithms.leakyBucketRefund: the level
+-- down, to empty. It returns whether it changed anything, and the state.
+local function leaky_bucket_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 or e == 0 then
+    return false, a, b, c, e
+  end
+  local level, frac, anchor = leaky_bucket_at(r, p, cap, a, b, c, e, now)
+  if level <= 0 then
+    return false, a, b, c, e
+  end
+  level = level - h
+  if level <= 0 then
+    return true, anchor, 0, 0, now
+  end
+  return true, anchor, level, frac, leaky_bucket_when(0, level, frac, anchor, p, r)
+end
+
 -- undo only {
 -- leaky_bucket_undo mirrors algorithms.leakyBucketUndo: drain
 -- min(hits, the charged meter's level now had nothing else happened).

@@ -234,3 +234,56 @@ local function sliding_log_valid(lim, view, now)
   -- The newest entry's bound is checked in sliding_log, which reads it anyway.
   return sum >= 1 and sum <= MAX_COUNT and exact(view.exp) and view.exp <= now + 2 * lim.period
 end
+
+-- sliding_log_refund mirrors algorithms.slidingLogRefund on the stored
+-- ZSET: the entries still in the period lose h hits, newest first (by
+-- score, then seq); the entries that left the period go, as a charge
+-- prunes them; the meta sum and ExpiresAt follow, and an emptied log is
+-- deleted. A key that is not a live, valid log of some requests is left
+-- alone. It reports whether it changed the key.
+local function sliding_log_refund(lim, key, h, now)
+  if lim.req == 0 then return false end
+  local view, typeok = log_load(key, now)
+  if not typeok or view.fresh or now >= view.exp or not sliding_log_valid(lim, view, now) then
+    return false
+  end
+  local p, cut = lim.period, now - lim.period
+  local v = redis.call('ZRANGEBYSCORE', key, '(' .. int(cut), '+inf')
+  local entries = {}
+  for _, m in ipairs(v) do
+    local at, seq, hits = string.match(m, '^(%-?%d+):(%d+):(%d+)$')
+    if at ~= nil then
+      entries[#entries + 1] = { at = tonumber(at), seq = tonumber(seq), hits = tonumber(hits), m = m }
+    end
+  end
+  table.sort(entries, function(x, y) return x.at < y.at or (x.at == y.at and x.seq < y.seq) end)
+  if #entries == 0 or entries[#entries].at > now + p then
+    -- Nothing in the period; or out of range (algorithms.slidingLogValid):
+    -- read as absent.
+    return false
+  end
+  local left, n = h, #entries
+  while left > 0 and n >= 1 do
+    local en = entries[n]
+    redis.call('ZREM', key, en.m)
+    if en.hits > left then
+      en.hits = en.hits - left
+      redis.call('ZADD', key, int(en.at), int(en.at) .. ':' .. int(en.seq) .. ':' .. int(en.hits))
+      left = 0
+    else
+      left, n = left - en.hits, n - 1
+    end
+  end
+  local sum = 0
+  for i = 1, n do sum = sum + entries[i].hits end
+  if sum == 0 then
+    redis.call('DEL', key)
+    return true
+  end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(cut))
+  redis.call('ZREM', key, view.meta)
+  local exp = entries[n].at + p
+  redis.call('ZADD', key, int(exp), '~' .. int(sum))
+  expire_at(key, exp, now)
+  return true
+end

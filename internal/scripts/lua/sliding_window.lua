@@ -1,43 +1,45 @@
 -- sliding_window.lua: mirror of algorithms/sliding_window.go (read it for
 -- the semantics). Registers as Go's window view: a = start (µs) of the
 -- current window, b = count (its hits), c = prev (the previous window's).
+-- The refill field carries the limit's calendar months (0: windows of p µs
+-- from the epoch; calendar.lua).
 
--- sliding_window_at mirrors algorithms.slidingWindowAt: the window's start,
--- its count and the previous window's at now.
-local function sliding_window_at(p, a, b, c, e, now)
-  local _, off = divmod(now, p)
-  local start = now - off
+-- sliding_window_at mirrors algorithms.slidingWindowAt: the window's start
+-- and end, its count and the previous window's at now.
+local function sliding_window_at(p, months, a, b, c, e, now)
+  local start, stop = window_at(p, months, now)
   local cur, prev = 0, 0
   if e ~= 0 then
     if a == start then
       cur, prev = b, c
-    elseif a == start - p then
+    elseif a == window_before(p, months, start) then
       prev = b
-    elseif a > start then
-      local _, m = divmod(a - start, p)
-      if m == 0 then
-        start, cur, prev = a, b, c
-      end
+    elseif a > start and is_window_start(p, months, a) then
+      start, stop, cur, prev = a, window_after(p, months, a), b, c
     end
     cur, prev = math.max(cur, 0), math.max(prev, 0)
   end
-  return start, cur, prev
+  return start, stop, cur, prev
+end
+
+-- sliding_window_expiry mirrors algorithms.slidingWindowExpiry.
+local function sliding_window_expiry(p, months, stop, cur, prev, now)
+  if cur > 0 then return window_after(p, months, stop) end
+  if prev > 0 then return stop end
+  return now
 end
 
 local function sliding_window(r, p, cap, refill, debt, a, b, c, e, h, now)
+  local months = refill
   if r == 0 then
     return zero_rate(h, a, b, c, e)
   end
-  local start, cur, prev = sliding_window_at(p, a, b, c, e, now)
+  local start, stop, cur, prev = sliding_window_at(p, months, a, b, c, e, now)
+  local len = stop - start
   local elapsed = math.max(now - start, 0)
-  local weighted = mad(prev, p - elapsed, p - 1, p)
+  local weighted = mad(prev, len - elapsed, len - 1, len)
   local room = r - cur - weighted
-  local reset = 0
-  if cur > 0 then
-    reset = start + 2 * p - now
-  elseif prev > 0 then
-    reset = start + p - now
-  end
+  local reset = sliding_window_expiry(p, months, stop, cur, prev, now) - now
   if h > r then
     return false, math.max(room, 0), reset, NEVER, a, b, c, e
   end
@@ -45,26 +47,37 @@ local function sliding_window(r, p, cap, refill, debt, a, b, c, e, h, now)
     local at
     local left = r - cur - h
     if left >= 0 then
-      at = start + p - mad(left, p, 0, prev)
+      at = stop - mad(left, len, 0, prev)
     else
-      at = start + 2 * p - mad(r - h, p, 0, cur)
+      local nxt = window_after(p, months, stop)
+      at = nxt - mad(r - h, nxt - stop, 0, cur)
     end
     return false, math.max(room, 0), reset, at - now, a, b, c, e
   end
   cur = cur + h
-  local expires = now
-  if cur > 0 then
-    expires = start + 2 * p
-  elseif prev > 0 then
-    expires = start + p
-  end
+  local expires = sliding_window_expiry(p, months, stop, cur, prev, now)
   return true, room - h, expires - now, 0, start, cur, prev, expires
 end
 
 -- sliding_window_force mirrors algorithms.slidingWindowForce.
 local function sliding_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
-  local start, cur, prev = sliding_window_at(p, a, b, c, e, now)
-  return start, math.min(cur + h, MAX_COUNT), prev, start + 2 * p
+  local months = refill
+  local start, stop, cur, prev = sliding_window_at(p, months, a, b, c, e, now)
+  return start, math.min(cur + h, MAX_COUNT), prev, window_after(p, months, stop)
+end
+
+-- sliding_window_refund mirrors algorithms.slidingWindowRefund: the
+-- current window's count first, then the previous one's, each down to 0.
+-- It returns whether it changed anything, and the state.
+local function sliding_window_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
+  local months = refill
+  local start, stop, cur, prev = sliding_window_at(p, months, a, b, c, e, now)
+  if r == 0 or (cur == 0 and prev == 0) then
+    return false, a, b, c, e
+  end
+  local from_cur = math.min(cur, h)
+  cur, prev = cur - from_cur, math.max(prev - (h - from_cur), 0)
+  return true, start, cur, prev, sliding_window_expiry(p, months, stop, cur, prev, now)
 end
 
 -- undo only {
@@ -72,7 +85,7 @@ end
 local function sliding_window_undo(lim, st, ch, now)
   if st.a == ch.a then
     st.b = math.max(st.b - ch.hits, 0)
-  elseif st.a == ch.a + lim.period then
+  elseif st.a == window_after(lim.period, lim.refill, ch.a) then
     st.c = math.max(st.c - ch.hits, 0)
   end
   return st
@@ -81,5 +94,5 @@ end
 
 -- sliding_window_valid mirrors algorithms.slidingWindowValid.
 local function sliding_window_valid(r, p, cap, refill, debt, a, b, c, now)
-  return b >= 0 and b <= MAX_COUNT and c >= 0 and c <= MAX_COUNT and a <= now + p
+  return b >= 0 and b <= MAX_COUNT and c >= 0 and c <= MAX_COUNT and a <= now + longest_window(p, refill)
 end

@@ -78,7 +78,7 @@ local function decide(alg, lim, key, st, h, now)
     end
     local ok, rem, reset, retry
     ok, rem, reset, retry, a, b, c, e = alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
-    return ok, rem, reset, retry, { a = a, b = b, c = c, e = e }
+    return ok, rem, reset, retry, { a = a, b = b, c = c, e = e, m = refill }
   end
   if lim.req > 0 and not alg.valid(lim, st, now) then
     st = KINDS[alg.kind].fresh(key)
@@ -93,7 +93,7 @@ local function record(alg, lim, key, st, h, now)
   local forced
   if alg.kind ~= LOG then
     local a, b, c, e = alg.force(lim.req, lim.period, lim.capacity, lim.refill, lim.debt, st.a, st.b, st.c, st.e, h, now)
-    forced = { a = a, b = b, c = c, e = e }
+    forced = { a = a, b = b, c = c, e = e, m = lim.refill }
   else
     forced = alg.force(lim, st, h, now)
   end
@@ -125,7 +125,7 @@ local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, re
     if alg.kind == REGS then
       a, b, c, e = regs_get(key)
     else
-      a, b, c, e, kept = counter_get(key, p, now)
+      a, b, c, e, kept = counter_get(key, p, refill, now)
     end
     -- Expired, or out of range: fresh (a fresh state is always in range).
     if (e ~= 0 and now >= e) or (r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now)) then
@@ -149,12 +149,13 @@ local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, re
   return false, rem, reset, retry, nview, typeok, nil, nil, true
 end
 
--- write_state stores what decide_stored returned for an allowed op.
-local function write_state(kind, key, x1, x2, x3, x4, now, kept)
+-- write_state stores what decide_stored returned for an allowed op (months:
+-- a counter's calendar months, its limit's refill field).
+local function write_state(kind, key, x1, x2, x3, x4, now, kept, months)
   if kind == REGS then
     regs_set(key, x1, x2, x3, x4, now)
   elseif kind == COUNT then
-    counter_put(key, x1, x2, x4, now, kept)
+    counter_put(key, x1, x2, x4, now, kept, months)
   else
     log_write(key, x1, x2, now)
   end
@@ -253,11 +254,11 @@ local PENDING = {}
 -- per key, only what the end writes.
 -- pend keeps what decide_stored returned for op i (PENDING's slot j) to
 -- write at the end.
-local function pend(j, kind, x1, x2, x3, x4, now, kept)
+local function pend(j, kind, x1, x2, x3, x4, now, kept, months)
   if kind == REGS then
     PENDING[j], PENDING[j + 1], PENDING[j + 2] = REGS, struct.pack(REGS_FORMAT, x1, x2, x3, x4), regs_ttl(x4, now)
   elseif kind == COUNT then
-    PENDING[j], PENDING[j + 1], PENDING[j + 2] = COUNT, { a = x1, b = x2, c = x3, e = x4 }, kept or false
+    PENDING[j], PENDING[j + 1], PENDING[j + 2] = COUNT, { a = x1, b = x2, c = x3, e = x4, m = months }, kept or false
   else
     PENDING[j], PENDING[j + 1], PENDING[j + 2] = LOG, x1, x2
   end
@@ -267,7 +268,7 @@ end
 -- key's stored state into out, its write kept in PENDING (or, for one op
 -- the verdict cannot undo, made at once). It returns the verdict and
 -- whether anything is pending.
-local function distinct_first(now, keys, k0, ops, n, charges, out)
+local function distinct_first(now, keys, k0, ops, n, charges, out, refunded)
   local pending, verdict = false, verdict_new()
   for i = 1, n do
     local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
@@ -275,7 +276,12 @@ local function distinct_first(now, keys, k0, ops, n, charges, out)
     local alg, ok, rem, reset, retry = ALGS[an], false, 0, 0, NEVER
     local j = 4 * i - 3
     PENDING[j], PENDING[j + 3] = false, usage
-    if alg ~= nil then
+    local refund = refunded and refunded[i]
+    if refund then
+      -- Done already (refund.lua), and kept whatever the verdict: as usage,
+      -- phase 2 leaves its decision alone.
+      ok, rem, reset, retry, PENDING[j + 3] = true, refund[1], refund[2], 0, true
+    elseif alg ~= nil then
       local key = keys[k0 + i]
       local x1, x2, x3, x4, forced, kept
       ok, rem, reset, retry, x1, x2, x3, x4, forced, kept =
@@ -284,9 +290,9 @@ local function distinct_first(now, keys, k0, ops, n, charges, out)
         if n == 1 and not charges and (ok or usage or mode == SHADOW) then
           -- One op that the batch's verdict cannot undo: write at once,
           -- there is nothing to keep for the end.
-          write_state(alg.kind, key, x1, x2, x3, x4, now, kept)
+          write_state(alg.kind, key, x1, x2, x3, x4, now, kept, refill)
         else
-          pend(j, alg.kind, x1, x2, x3, x4, now, kept)
+          pend(j, alg.kind, x1, x2, x3, x4, now, kept, refill)
           pending = true
         end
       end
@@ -329,7 +335,7 @@ local function distinct_write(now, keys, k0, ops, n, out, charges)
       regs_put(keys[k0 + i], PENDING[j + 1], PENDING[j + 2])
     elseif kind == COUNT then
       local st = PENDING[j + 1]
-      counter_put(keys[k0 + i], st.a, st.b, st.e, now, PENDING[j + 2])
+      counter_put(keys[k0 + i], st.a, st.b, st.e, now, PENDING[j + 2], st.m)
     elseif kind == LOG then
       log_write(keys[k0 + i], PENDING[j + 1], PENDING[j + 2], now)
     end
@@ -345,11 +351,11 @@ local function distinct_write(now, keys, k0, ops, n, out, charges)
   end
 end
 
-local function take_distinct(now, keys, k0, ops, n, charges, denials)
+local function take_distinct(now, keys, k0, ops, n, charges, denials, refunded)
   -- Sized for one op by its constructor: filling an empty table reallocates
   -- it at every power of two.
   local out = { 0, 0, 0, 0 }
-  local verdict, pending = distinct_first(now, keys, k0, ops, n, charges, out)
+  local verdict, pending = distinct_first(now, keys, k0, ops, n, charges, out, refunded)
   local admitted = admits(verdict)
   -- The denials go after the decisions: phase 2 writes them there when the
   -- batch is admitted (and changes nothing it writes), else it denies the
@@ -404,35 +410,48 @@ local function step(op, rec_past, now)
   end
 end
 
+-- general_op decides op i of general_first on its key's running state.
+local function general_op(ops, verdict, recs, order, key, i, lim, h, mode, usage, joined, now)
+  local rec = recs[key]
+  if rec == nil then
+    rec = { key = key, orig = {}, typeok = {} }
+    recs[key] = rec
+    order[#order + 1] = rec
+  end
+  local alg = ALGS[lim.alg]
+  local op = { i = i, rec = rec, lim = lim, h = h, alg = alg, usage = usage }
+  ops[i] = op
+  if alg == nil then
+    op.ok, op.rem, op.reset, op.retry = false, 0, 0, NEVER
+    -- algorithms.Take still drops an expired pending state.
+    if rec.kind ~= nil then rec.cur = KINDS[rec.kind].expire(rec.cur, now) end
+  else
+    step(op, records(alg, usage, mode, h, lim.req), now)
+  end
+  verdict_add(verdict, mode, joined, op.ok)
+end
+
 -- general_first is take_general's first pass: each op decided on its key's
 -- running state (recs, by key, in order of first use). It returns the ops
 -- and the verdict.
-local function general_first(now, keys, k0, ops_packed, n, recs, order)
+local function general_first(now, keys, k0, ops_packed, n, recs, order, refunded)
   local ops, verdict = {}, verdict_new()
   for i = 1, n do
     local lim, h, packed = op_of(ops_packed, i)
     local mode, usage, joined = mode_of(packed)
-    local key = keys[k0 + i]
-    local rec = recs[key]
-    if rec == nil then
-      rec = { key = key, orig = {}, typeok = {} }
-      recs[key] = rec
-      order[#order + 1] = rec
-    end
-    local alg = ALGS[lim.alg]
-    local op = { i = i, rec = rec, lim = lim, h = h, alg = alg, usage = usage }
-    ops[i] = op
-    if alg == nil then
-      op.ok, op.rem, op.reset, op.retry = false, 0, 0, NEVER
-      -- algorithms.Take still drops an expired pending state.
-      if rec.kind ~= nil then rec.cur = KINDS[rec.kind].expire(rec.cur, now) end
+    local refund = refunded and refunded[i]
+    if refund then
+      -- Done already (refund.lua): no key state to follow, and no alg, so
+      -- that phase 2 leaves it alone.
+      ops[i] = { i = i, ok = true, rem = refund[1], reset = refund[2], retry = 0 }
+      verdict_add(verdict, mode, joined, true)
     else
-      step(op, records(alg, usage, mode, h, lim.req), now)
+      general_op(ops, verdict, recs, order, keys[k0 + i], i, lim, h, mode, usage, joined, now)
     end
-    verdict_add(verdict, mode, joined, op.ok)
   end
   return ops, verdict
 end
+
 
 -- general_denied starts again from the stored states and records usage
 -- only, as algorithms.TakeAll does for a denied batch: every other op is
@@ -493,9 +512,9 @@ end
 
 -- take_general decides a batch whose ops may share keys: a key's later ops
 -- see its earlier ops' pending state, as in algorithms.TakeAll.
-local function take_general(now, keys, k0, ops_packed, n, charges, denials)
+local function take_general(now, keys, k0, ops_packed, n, charges, denials, refunded)
   local recs, order = {}, {}
-  local ops, verdict = general_first(now, keys, k0, ops_packed, n, recs, order)
+  local ops, verdict = general_first(now, keys, k0, ops_packed, n, recs, order, refunded)
   local admitted = admits(verdict)
   local kept
   if denials and admitted then kept = general_kept(order, ops, nil) end
@@ -551,16 +570,19 @@ end
 -- takes, whose replies only scripts.Decode reads.
 local function take_keys(now, keys, k0, ops, n, charges, denials, packed)
   local d = distinct(keys, k0, n)
+  -- Refunds first (refund.lua); take_fixed declines a take with any.
+  local refunded = nil
+  if refunds_in(ops, n) then refunded = refund_pass(now, keys, k0, ops, n) end
   -- take_fixed does not reply denials: a take that asks for them
   -- (redisstore's Cluster spread) is take_distinct's or take_general's.
-  if not denials then
+  if not denials and not refunded then
     local out = take_fixed(now, keys, k0, ops, n, charges, not d, packed)
     if out then return out end
   end
   if d then
-    return take_distinct(now, keys, k0, ops, n, charges, denials)
+    return take_distinct(now, keys, k0, ops, n, charges, denials, refunded)
   end
-  return take_general(now, keys, k0, ops, n, charges, denials)
+  return take_general(now, keys, k0, ops, n, charges, denials, refunded)
 end
 
 local function take_main()

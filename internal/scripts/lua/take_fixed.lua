@@ -87,7 +87,7 @@ local function window_of(now, p)
       if WINDOWS_N >= WINDOWS_MAX then WINDOWS, WINDOWS_N = {}, 0 end
       WINDOWS_N = WINDOWS_N + 1
     end
-    w = { start = start, e = start + p, tag = counter_tag(start, p), vals = {}, n = 0, count = {}, m = 0 }
+    w = { start = start, e = start + p, tag = counter_tag(start, start + p, 0), vals = {}, n = 0, count = {}, m = 0 }
     WINDOWS[p] = w
   end
   WIN, WIN_P, WIN_NOW = w, p, now

@@ -67,6 +67,24 @@ local function token_bucket_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   return anchor, tokens, frac, token_bucket_when(cap, tokens, frac, anchor, p, r, step)
 end
 
+-- token_bucket_refund mirrors algorithms.tokenBucketRefund: tokens back,
+-- up to the capacity. It returns whether it changed anything, and the state.
+local function token_bucket_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if r == 0 or e == 0 then
+    return false, a, b, c, e
+  end
+  local step = math.max(refill, 1)
+  local tokens, frac, anchor = token_bucket_at(r, p, cap, refill, debt, a, b, c, e, now)
+  if tokens >= cap then
+    return false, a, b, c, e
+  end
+  tokens = tokens + h
+  if tokens >= cap then
+    return true, anchor, cap, 0, now
+  end
+  return true, anchor, tokens, frac, token_bucket_when(cap, tokens, frac, anchor, p, r, step)
+end
+
 -- undo only {
 -- token_bucket_undo mirrors algorithms.tokenBucketUndo: give back
 -- min(hits, what the charged bucket would still lack now).

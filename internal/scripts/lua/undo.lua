@@ -6,8 +6,8 @@
 -- ARGV[1]: now in µs, or 0 to use the server's TIME.
 -- ARGV[2..]: per charge, the limit (6 integers, limit.lua), hits, a, b, c,
 --   e, n, then n pairs (seq, hits): the charge take.lua replied; or, for a
---   charge of the Counter family (a valid limit, hits > 0), UNDO_COUNTER,
---   hits, a and e (scripts.EncodeUndo).
+--   charge of the Counter family (a valid limit of epoch windows, hits >
+--   0), UNDO_COUNTER, hits, a and e (scripts.EncodeUndo).
 -- Reply: the number of charges that found state to undo.
 --
 -- An undo never sets a TTL: it only ever shortens how long a state matters.
@@ -55,7 +55,7 @@ local function undo_main()
   for i = 1, #KEYS do
     local key, found = KEYS[i], false
     if ARGV[j] == UNDO_COUNTER then
-      found = counter_undo(key, tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), now)
+      found = counter_undo(key, tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), now, 0)
       j = j + 4
     else
       j, found = undo_long(key, j, now)

@@ -1,0 +1,106 @@
+-- refund.lua: a take's refunds (algorithms.NegativeHits ops, Envoy's
+-- is_negative_hits), applied before anything else of the take, as
+-- algorithms.TakeAll applies them: each gives its hits back on its key
+-- (ALGS' refund: never below the key's fresh state), in op order, and is
+-- never denied; its decision is what a check answers after it, allowed.
+-- A refund is written at once and stays whatever the take's verdict: it
+-- is no charge, and no undo takes it back. The take's other ops are then
+-- decided on the refunded keys (take.lua skips the refund ops).
+--
+-- A refund that gives room back to a counter a check found with none left
+-- publishes the key on REFUND_CHANNEL (redisstore.RefundChannel): the only
+-- denials a replica's local cache keeps are of such counters
+-- (pkg/store/localcache), and every replica drops its own on the message.
+
+local REFUND_CHANNEL = 'ratelimitd:refunds'
+
+-- refund_mode is an op's packed mode without its USAGE and JOINED flags.
+local function refund_mode(packed)
+  if packed >= JOINED then packed = packed - JOINED end
+  if packed >= USAGE then packed = packed - USAGE end
+  return packed
+end
+
+-- refunds_in reports whether any of a take's n ops is a refund.
+local function refunds_in(ops, n)
+  for i = 1, n do
+    local _, _, _, _, _, _, _, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+    if refund_mode(packed) == REFUND then return true end
+  end
+  return false
+end
+
+-- refund_regs refunds h hits of key, a register or counter state, as
+-- algorithms.Refund: the state read as Take reads it (expired or out of
+-- range: fresh, nothing to give back), the algorithm's refund, the write
+-- (a counter's as a decrement that keeps its TTL; deleted once it no
+-- longer matters). It returns whether it changed the key, the remaining a
+-- check gave before it, and the remaining and reset a check gives after.
+local function refund_regs(alg, r, p, cap, refill, debt, key, h, now)
+  local a, b, c, e, kept
+  if alg.kind == REGS then
+    a, b, c, e = regs_get(key)
+  else
+    a, b, c, e, kept = counter_get(key, p, refill, now)
+  end
+  if (e ~= 0 and now >= e) or (r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now)) then
+    a, b, c, e = 0, 0, 0, 0
+  end
+  local _, before = alg.take(r, p, cap, refill, debt, a, b, c, e, 0, now)
+  local changed = false
+  if h > 0 and e ~= 0 then
+    changed, a, b, c, e = alg.refund(r, p, cap, refill, debt, a, b, c, e, h, now)
+  end
+  if changed then
+    if alg.kind == REGS then
+      if e <= now then redis.call('DEL', key) else regs_set(key, a, b, c, e, now) end
+    else
+      counter_put(key, a, b, e, now, kept, refill)
+    end
+    if e <= now then a, b, c, e = 0, 0, 0, 0 end
+  end
+  local _, rem, reset = alg.take(r, p, cap, refill, debt, a, b, c, e, 0, now)
+  return changed, before, rem, reset
+end
+
+-- refund_log is refund_regs for a log (sliding_log_refund works on the
+-- ZSET itself; a check reads it back).
+local function refund_log(alg, lim, key, h, now)
+  local function check()
+    local view = log_expire(log_load(key, now), now)
+    if lim.req > 0 and not alg.valid(lim, view, now) then view = log_fresh(key) end
+    local _, rem, reset = alg.take(lim, view, 0, now)
+    return rem, reset
+  end
+  local before = check()
+  local changed = h > 0 and alg.refund(lim, key, h, now)
+  local rem, reset = check()
+  return changed, before, rem, reset
+end
+
+-- refund_pass applies the refunds among a take's n ops, in order, and
+-- returns their decisions by op index: { remaining, reset } (allowed,
+-- retry 0). An invalid limit gives nothing back and answers 0, 0.
+local function refund_pass(now, keys, k0, ops, n)
+  local done = {}
+  for i = 1, n do
+    local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+    if refund_mode(packed) == REFUND then
+      local alg, key = ALGS[an], keys[k0 + i]
+      local changed, before, rem, reset = false, 1, 0, 0
+      h = math.min(h, MAX_COUNT)
+      if alg ~= nil and alg.kind == LOG then
+        changed, before, rem, reset = refund_log(alg, limit_new(an, r, p, burst, refill, debt), key, h, now)
+      elseif alg ~= nil then
+        local cap = burst
+        if cap == 0 then cap = r end
+        changed, before, rem, reset = refund_regs(alg, r, p, cap, refill, debt, key, h, now)
+      end
+      if changed and before == 0 then
+        redis.call('PUBLISH', REFUND_CHANNEL, key)
+      end
+      done[i] = { rem, reset }
+    end
+  end
+  return done
+end
