@@ -33,23 +33,32 @@ type cacheKey struct {
 //     report a stale one. RetryAfter Never is never cached for the same
 //     reason.
 //
-// With nothing left (remaining 0) no replica can be admitted in the
-// meantime either, so the entry is exact across replicas. With some left, a
-// smaller request may be admitted elsewhere: the denial still holds but the
-// remaining count reported is the one at denial time (an admission on this
-// replica drops the entry).
+// Only denials with nothing left (remaining 0) are cached: no replica can be
+// admitted in the meantime either, so the entry is exact across replicas,
+// until a refund (is_negative_hits) gives the counter room back. A refund
+// of a counter with nothing left is published to every replica, which drops
+// its entry (Store.Invalidate); one of a counter with some room left is
+// not, which is why a denial with some room left (of more hits than that
+// room) is not cached.
 type entry struct {
 	k         cacheKey
 	hits      uint64 // fixed_window: the fewest hits denied; otherwise the hits denied
 	remaining uint64
 	until     time.Time // the denial holds before this instant
 	reset     time.Time // the backend's ResetAfter, as an instant
+	// stale: the entry is not answered from at or after this instant,
+	// though the denial may hold (WithMaxAge: a refund whose invalidation
+	// this replica missed may have lifted it). Zero: never.
+	stale time.Time
 }
 
 // newEntry makes the entry for a denial of hits at now, if it is one that
 // lasts (see entry).
 func newEntry(k cacheKey, hits uint64, d algorithms.Decision, now time.Time) (*entry, bool) {
-	if hits == 0 || d.Allowed {
+	if hits == 0 || d.Allowed || d.Remaining != 0 {
+		// Only a counter with nothing left: a refund of it is published
+		// to every replica (Invalidate), a refund of one with some room
+		// left is not, and would lift a denial of more hits than that.
 		return nil, false
 	}
 	e := &entry{k: k, hits: hits, remaining: d.Remaining, reset: now.Add(d.ResetAfter)}
@@ -69,7 +78,9 @@ func newEntry(k cacheKey, hits uint64, d algorithms.Decision, now time.Time) (*e
 
 func (e *entry) size() int { return len(e.k.key) + entryOverhead }
 
-func (e *entry) live(now time.Time) bool { return now.Before(e.until) }
+func (e *entry) live(now time.Time) bool {
+	return now.Before(e.until) && (e.stale.IsZero() || now.Before(e.stale))
+}
 
 // decide is the backend's answer to hits at now, if the entry knows it.
 // The caller has checked that the entry is live.
@@ -97,9 +108,10 @@ func (e *entry) decide(hits uint64, now time.Time) (algorithms.Decision, bool) {
 func (e *entry) merge(newer *entry) {
 	if e.k.limit.Algorithm == algorithms.FixedWindow {
 		// Same window (the entry is live): the older denial of fewer hits
-		// still holds, at the newer remaining count.
+		// still holds, at the newer remaining count, as the backend has
+		// just confirmed.
 		e.hits = min(e.hits, newer.hits)
-		e.remaining, e.until, e.reset = newer.remaining, newer.until, newer.reset
+		e.remaining, e.until, e.reset, e.stale = newer.remaining, newer.until, newer.reset, newer.stale
 		return
 	}
 	*e = *newer

@@ -33,6 +33,14 @@ type Store struct {
 	next     store.Store
 	now      func() time.Time
 	maxBytes int
+	maxAge   time.Duration
+
+	// gen counts invalidations (Invalidate, Flush), so that a backend
+	// answer computed before one is not cached after it (see dropped).
+	gen atomic.Uint64
+	// dropped remembers the generation at which keys were invalidated
+	// lately (guarded by mu).
+	dropped recentDrops
 
 	mu sync.Mutex
 	// One entry per key, under the limit of its latest denial: an admission
@@ -42,7 +50,19 @@ type Store struct {
 	bytes   int
 
 	hits, misses, evictions atomic.Uint64
+	// invalidated counts the keys Invalidate dropped or was told of.
+	invalidated atomic.Uint64
+
+	// watch, when set (WithInvalidations), runs from New until Close.
+	watch     Watch
+	stopWatch context.CancelFunc
+	watching  sync.WaitGroup
 }
+
+// Watch delivers invalidations until ctx ends: it calls drop with keys
+// whose cached denials another replica's refund may have lifted, and
+// flush when it may have missed some (redisstore's WatchRefunds is one).
+type Watch func(ctx context.Context, drop func(keys ...string), flush func()) error
 
 var _ store.Store = (*Store)(nil)
 
@@ -58,6 +78,20 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithMaxAge answers from a cached denial for at most d after the backend
+// last gave it, however long the denial holds: the bound on a stale answer
+// when this replica misses an invalidation (a refund on another replica,
+// see Invalidate). Zero (the default) keeps an entry until its denial lifts.
+func WithMaxAge(d time.Duration) Option {
+	return func(s *Store) { s.maxAge = max(d, 0) }
+}
+
+// WithInvalidations runs watch from New until Close, feeding Invalidate
+// and Flush: how refunds on other replicas reach this one.
+func WithInvalidations(watch Watch) Option {
+	return func(s *Store) { s.watch = watch }
+}
+
 // New wraps next with a cache of at most maxBytes (approximate: see
 // entryOverhead). maxBytes <= 0 caches nothing.
 func New(next store.Store, maxBytes int, opts ...Option) *Store {
@@ -71,6 +105,15 @@ func New(next store.Store, maxBytes int, opts ...Option) *Store {
 	for _, opt := range opts {
 		opt(s)
 	}
+	if s.watch != nil && maxBytes > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopWatch = cancel
+		s.watching.Add(1)
+		go func() {
+			defer s.watching.Done()
+			_ = s.watch(ctx, s.Invalidate, s.Flush)
+		}()
+	}
 	return s
 }
 
@@ -80,8 +123,17 @@ func (s *Store) Stats() (hits, misses, evictions uint64) {
 	return s.hits.Load(), s.misses.Load(), s.evictions.Load()
 }
 
-// Close closes the wrapped store.
-func (s *Store) Close() error { return s.next.Close() }
+// Invalidated reports how many keys Invalidate (and Forget) were given.
+func (s *Store) Invalidated() uint64 { return s.invalidated.Load() }
+
+// Close stops the invalidations' watch and closes the wrapped store.
+func (s *Store) Close() error {
+	if s.stopWatch != nil {
+		s.stopWatch()
+		s.watching.Wait()
+	}
+	return s.next.Close()
+}
 
 // Take answers reqs from the cache when every one of them is a known
 // denial, and otherwise from the backend, learning from its answer.
@@ -97,11 +149,14 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 		return res, nil
 	}
 	s.misses.Add(1)
+	// An invalidation after this may describe a change the backend's
+	// answer does not show yet: learn does not cache what it drops.
+	gen := s.gen.Load()
 	res, err := s.next.Take(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
-	s.learn(reqs, res, now)
+	s.learn(reqs, res, now, gen)
 	return res, nil
 }
 
@@ -115,10 +170,10 @@ func (s *Store) answer(reqs []store.Request, now time.Time) ([]store.Result, boo
 	// Most requests miss: look everything up before allocating anything.
 	var out []store.Result
 	for i, r := range reqs {
-		if r.Usage || r.Mode == algorithms.Shadow || r.Mode == algorithms.Quota || namedBefore(reqs, i) {
-			// Usage is recorded whatever the answer, a key named twice is
-			// charged twice in order, and a shadow or quota denial does not
-			// decide the batch: the backend's job.
+		if r.Usage || (r.Mode != 0 && r.Mode != algorithms.Enforce) || namedBefore(reqs, i) {
+			// Usage and refunds are recorded whatever the answer, a key
+			// named twice is charged twice in order, and a shadow, quota
+			// or spare denial does not decide the batch: the backend's job.
 			return nil, false
 		}
 		el, ok := s.entries[r.Key]
@@ -159,8 +214,9 @@ func namedBefore(reqs []store.Request, i int) bool {
 }
 
 // learn records the backend's lasting denials and forgets the keys it has
-// just charged, whose state changed.
-func (s *Store) learn(reqs []store.Request, res []store.Result, now time.Time) {
+// just charged, whose state changed. gen is the generation the backend was
+// asked at: a denial of a key invalidated since is not recorded.
+func (s *Store) learn(reqs []store.Request, res []store.Result, now time.Time, gen uint64) {
 	if len(res) != len(reqs) || s.maxBytes <= 0 {
 		return
 	}
@@ -190,8 +246,11 @@ func (s *Store) learn(reqs []store.Request, res []store.Result, now time.Time) {
 			if el, ok := s.entries[r.Key]; ok {
 				s.remove(el)
 			}
-		case !d.Allowed:
+		case !d.Allowed && !s.dropped.since(r.Key, gen):
 			if e, ok := newEntry(cacheKey{r.Key, r.Limit}, r.Hits, d, now); ok {
+				if s.maxAge > 0 {
+					e.stale = now.Add(s.maxAge)
+				}
 				s.record(e, now)
 			}
 		}
@@ -238,15 +297,38 @@ func (s *Store) Len() (entries, bytes int) {
 }
 
 // Forget drops keys' entries, for a counter reset: a cached denial would
-// otherwise outlive the counter it describes on this replica.
-func (s *Store) Forget(keys ...string) {
+// otherwise outlive the counter it describes on this replica. It is
+// Invalidate.
+func (s *Store) Forget(keys ...string) { s.Invalidate(keys...) }
+
+// Invalidate drops keys' entries: another replica refunded them (a refund
+// of a counter with nothing left is published to every replica; see
+// redisstore's WatchRefunds), or they were reset. A backend answer already
+// on its way when Invalidate runs is not cached either, whichever arrives
+// first.
+func (s *Store) Invalidate(keys ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	g := s.gen.Add(1)
+	s.invalidated.Add(uint64(len(keys)))
 	for _, k := range keys {
 		if el, ok := s.entries[k]; ok {
 			s.remove(el)
 		}
+		s.dropped.add(k, g)
 	}
+}
+
+// Flush drops every entry, and keeps any backend answer already on its way
+// from being cached: what the source of invalidations calls when it may
+// have missed some (a subscription (re)established).
+func (s *Store) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.lru.Len() > 0 {
+		s.remove(s.lru.Back())
+	}
+	s.dropped.forgetBefore(s.gen.Add(1) + 1)
 }
 
 // Unwrap returns the store the cache decorates.

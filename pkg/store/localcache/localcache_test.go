@@ -166,6 +166,9 @@ func TestUncachedDenials(t *testing.T) {
 		probe store.Request
 	}{
 		{"bucket: 3 hits denied with 1 left", []store.Request{req("k", bucket, 5)}, req("k", bucket, 3)},
+		// A refund of a counter with room left is not published: a denial
+		// it could lift is not cached.
+		{"fixed window: 4 hits denied with 2 left", []store.Request{req("k", fw(5), 3)}, req("k", fw(5), 4)},
 		{"bucket: more hits than it holds", nil, req("k", bucket, 7)},
 		{"check denied in debt", []store.Request{req("k", algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 6, Period: time.Minute, MaxDebt: 2}, 8)},
 			req("k", algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 6, Period: time.Minute, MaxDebt: 2}, 0)},
@@ -246,22 +249,26 @@ func TestStaleEntryIsReplaced(t *testing.T) {
 	}
 }
 
-// An admission on this replica changes the key: its entry goes.
-func TestAdmissionDropsEntry(t *testing.T) {
+// A refund on this replica changes the key: its entry goes, and the next
+// requests are the backend's to answer.
+func TestRefundDropsEntry(t *testing.T) {
 	r := newRig(t, 1<<20)
-	r.take(req("k", fw(5), 3))
-	if res, _ := r.one(req("k", fw(5), 4)); res.Allowed {
-		t.Fatal("4 hits with 2 left admitted")
+	r.take(req("k", fw(5), 5))
+	if res, _ := r.one(req("k", fw(5), 1)); res.Allowed {
+		t.Fatal("a 6th hit of 5 admitted")
 	}
-	if res, reached := r.one(req("k", fw(5), 4)); reached || res.Remaining != 2 {
-		t.Fatalf("cached: %+v (backend %v), want 2 remaining from the cache", res, reached)
+	if _, reached := r.one(req("k", fw(5), 1)); reached {
+		t.Fatal("the denial was not cached")
 	}
-	// 2 hits still fit: the entry (for >= 4) does not answer them.
-	if res, reached := r.one(req("k", fw(5), 2)); !res.Allowed || !reached {
-		t.Fatalf("2 hits with 2 left: %+v (backend %v), want admitted by the backend", res, reached)
+	refund := req("k", fw(5), 2)
+	refund.Mode = algorithms.NegativeHits
+	if res, reached := r.one(refund); !reached || !res.Allowed || res.Remaining != 2 {
+		t.Fatalf("refund: %+v (backend %v), want the backend's 2 remaining", res, reached)
 	}
-	if res, reached := r.one(req("k", fw(5), 4)); !reached || res.Remaining != 0 {
-		t.Fatalf("after the admission: %+v (backend %v), want the backend's 0 remaining", res, reached)
+	for i, want := range []bool{true, true, false} {
+		if res, reached := r.one(req("k", fw(5), 1)); !reached || res.Allowed != want {
+			t.Fatalf("hit %d after the refund: %+v (backend %v), want allowed=%v from the backend", i, res, reached, want)
+		}
 	}
 }
 

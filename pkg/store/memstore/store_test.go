@@ -9,7 +9,8 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, clock *storetest.Clock) store.Store {
+	factory := func(t *testing.T, clock *storetest.Clock) store.Store {
 		return memstore.New(memstore.WithClock(clock.Now))
-	})
+	}
+	storetest.Run(t, factory)
 }

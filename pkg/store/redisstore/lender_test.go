@@ -1,6 +1,8 @@
 package redisstore_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net"
 	"syscall"
@@ -19,9 +21,11 @@ import (
 
 // The lender case on a three-master Cluster: a request and its block on
 // keys in different slots (one take per slot group, charges from each),
-// and a Return of both (one undo per slot); and the spread case: denied
+// and a Return of both (one undo per slot); the spread case: denied
 // requests over several slot groups, some of which admitted their own ops,
-// answer as algorithms.TakeAll. TestConformance runs both on a single node.
+// answer as algorithms.TakeAll; and the refunds, over keys in different
+// slots (a refund is never undone). TestConformance runs them on a single
+// node.
 func TestLenderConformanceCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
 	admins := redistest.Clients(t, nodes)
@@ -35,6 +39,61 @@ func TestLenderConformanceCluster(t *testing.T) {
 	}
 	storetest.RunLender(t, factory)
 	storetest.RunSpread(t, factory)
+	storetest.RunRefunds(t, factory)
+	t.Run("refunds_published", func(t *testing.T) {
+		testRefundsPublished(t, newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), fixedClock()))
+	})
+}
+
+// testRefundsPublished: a refund that gives room back to a spent counter
+// is published (on a Cluster, whichever master ran it: every node forwards
+// it), one of a counter with room left is not, and WatchRefunds hears the
+// former and flushes first.
+func testRefundsPublished(t *testing.T, s *redisstore.Store) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	keys, flushed := make(chan string, 8), make(chan struct{}, 8)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.WatchRefunds(ctx, func(ks ...string) {
+			for _, k := range ks {
+				keys <- k
+			}
+		}, func() { flushed <- struct{}{} })
+	}()
+	select {
+	case <-flushed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never subscribed")
+	}
+	lim := window(2)
+	refund := func(key string) store.Request {
+		return store.Request{Key: key, Limit: lim, Hits: 1, Mode: algorithms.NegativeHits}
+	}
+	// Spent counters in three slots, refunded in one request; one with room
+	// left, refunded too.
+	spent := []string{"{pa}k", "{pb}k", "{pc}k"}
+	for _, k := range spent {
+		mustTake(t, s, []store.Request{{Key: k, Limit: lim, Hits: 2}})
+	}
+	mustTake(t, s, []store.Request{{Key: "{pd}k", Limit: lim, Hits: 1}})
+	mustTake(t, s, []store.Request{refund(spent[0]), refund(spent[1]), refund(spent[2]), refund("{pd}k")})
+	got := map[string]bool{}
+	for len(got) < len(spent) {
+		select {
+		case k := <-keys:
+			got[k] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("heard %v, want %v", got, spent)
+		}
+	}
+	if got["{pd}k"] || len(got) != len(spent) {
+		t.Errorf("heard %v, want exactly %v", got, spent)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("WatchRefunds ended with %v, want its context's error", err)
+	}
 }
 
 // Return follows the retry rule of every call: an undo that certainly did
