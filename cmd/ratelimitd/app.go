@@ -123,10 +123,7 @@ func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
 	} else {
 		w, err = config.NewWatcher(set.ConfigDir,
 			config.WithWatchPath(set.WatchPath),
-			config.WithLoadOptions(
-				config.WithMergeDomains(set.MergeDomains),
-				config.WithIgnoreDotfiles(set.IgnoreDotfiles),
-			),
+			config.WithLoadOptions(append(set.rulesOptions(), config.WithIgnoreDotfiles(set.IgnoreDotfiles))...),
 			config.WithLogger(log),
 			config.WithStartWithoutConfig(set.ForceStartWithoutConfig),
 			config.WithOnReload(onReload),

@@ -43,6 +43,7 @@ func runCheck(args []string, lookup func(string) (string, bool), out io.Writer) 
 	}
 	cfg, err := config.LoadDir(*dir,
 		config.WithMergeDomains(*merge),
+		config.WithCalendarMonths(set.CalendarMonths),
 		config.WithIgnoreDotfiles(set.IgnoreDotfiles),
 	)
 	if err != nil {

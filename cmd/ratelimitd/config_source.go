@@ -1,6 +1,10 @@
 package main
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/ratelimitd/ratelimitd/internal/config"
+)
 
 // readConfigSource reads where the rules are and how they load: the
 // settings the service and `ratelimitd check` share, so that check loads
@@ -17,4 +21,14 @@ func (s *settings) readConfigSource(env *envReader) {
 	}
 	s.IgnoreDotfiles = env.boolean("RUNTIME_IGNOREDOTFILES", false)
 	s.MergeDomains = env.boolean("MERGE_DOMAIN_CONFIG", false)
+	s.CalendarMonths = env.boolean("USE_CALENDAR_MONTH_RATE_LIMIT", false)
+}
+
+// rulesOptions are how every source loads rules (files, xDS, `ratelimitd
+// check`): MERGE_DOMAIN_CONFIG and USE_CALENDAR_MONTH_RATE_LIMIT.
+func (s settings) rulesOptions() []config.Option {
+	return []config.Option{
+		config.WithMergeDomains(s.MergeDomains),
+		config.WithCalendarMonths(s.CalendarMonths),
+	}
 }

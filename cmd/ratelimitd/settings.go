@@ -50,6 +50,8 @@ type settings struct {
 	WatchPath      string
 	IgnoreDotfiles bool
 	MergeDomains   bool
+	// CalendarMonths: USE_CALENDAR_MONTH_RATE_LIMIT.
+	CalendarMonths bool
 
 	GRPCAddr string
 	// gRPC server TLS, as envoyproxy names it: GRPC_SERVER_USE_TLS,
@@ -83,6 +85,9 @@ type settings struct {
 	MemoryMaxKeys          int
 	// LocalCacheBytes is LOCAL_CACHE_SIZE_IN_BYTES (0 = no cache).
 	LocalCacheBytes int
+	// LocalCacheMaxAge is LOCAL_CACHE_MAX_AGE: the longest a cached denial
+	// is answered without the backend (0 = until it lifts).
+	LocalCacheMaxAge time.Duration
 	// NearLimitRatio is NEAR_LIMIT_RATIO; MaxDetailedSeries caps metric
 	// series labelled with request values (detailed_metric).
 	NearLimitRatio    float64
@@ -246,6 +251,7 @@ func (s *settings) readBackend(env *envReader) (backend, redisType string) {
 	s.CacheKeyPrefix = env.str("CACHE_KEY_PREFIX", "")
 	s.MemoryMaxKeys = env.integer("MEMORY_MAX_KEYS", memstore.DefaultMaxKeys, 0, math.MaxInt32)
 	s.LocalCacheBytes = env.integer("LOCAL_CACHE_SIZE_IN_BYTES", 0, 0, math.MaxInt32)
+	s.LocalCacheMaxAge = env.duration("LOCAL_CACHE_MAX_AGE", defaultLocalCacheMaxAge)
 	return backend, redisType
 }
 

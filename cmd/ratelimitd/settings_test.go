@@ -67,6 +67,7 @@ func defaultSettings() settings {
 		NearLimitRatio:            0.8,
 		MaxDetailedSeries:         metrics.DefaultDetailedSeries,
 		MemoryMaxKeys:             memstore.DefaultMaxKeys,
+		LocalCacheMaxAge:          defaultLocalCacheMaxAge,
 		GRPCMaxStreams:            defaultGRPCMaxStreams,
 		MaxDecodingBytes:          service.DefaultDecodeBudget,
 		Queue:                     queueSettings{Enabled: true, MetricQueues: 100, KeyPrefix: "ratelimitd:queue:"},

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -28,7 +30,7 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *
 	if set.LocalCacheBytes == 0 {
 		return st, gate, nil
 	}
-	cache := localcache.New(st, set.LocalCacheBytes)
+	cache := localcache.New(st, set.LocalCacheBytes, localCacheOptions(set, st)...)
 	if err := m.AddLocalCache(cache); err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("local cache metrics: %w", err), st.Close())
 	}
@@ -119,4 +121,29 @@ func redisTLS(set settings) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// defaultLocalCacheMaxAge is LOCAL_CACHE_MAX_AGE's default: a replica that
+// misses a refund's invalidation answers the lifted denial from its cache
+// for at most this long.
+const defaultLocalCacheMaxAge = time.Second
+
+// localCacheOptions are LOCAL_CACHE_MAX_AGE and, on Redis, the refunds
+// other replicas publish (redisstore's WatchRefunds, found under the
+// decorators), which drop this replica's cached denials.
+func localCacheOptions(set settings, st store.Store) []localcache.Option {
+	opts := []localcache.Option{localcache.WithMaxAge(set.LocalCacheMaxAge)}
+	for st != nil {
+		if w, ok := st.(interface {
+			WatchRefunds(ctx context.Context, drop func(...string), flush func()) error
+		}); ok {
+			return append(opts, localcache.WithInvalidations(w.WatchRefunds))
+		}
+		u, ok := st.(interface{ Unwrap() store.Store })
+		if !ok {
+			break
+		}
+		st = u.Unwrap()
+	}
+	return opts
 }

@@ -22,7 +22,7 @@ func newXDSSource(set settings, log *zap.Logger, onUpdate func(*config.Config, e
 		xdsconfig.WithLogger(log),
 		xdsconfig.WithOnUpdate(onUpdate),
 		xdsconfig.WithUserAgent(version),
-		xdsconfig.WithLoadOptions(config.WithMergeDomains(set.MergeDomains)),
+		xdsconfig.WithLoadOptions(set.rulesOptions()...),
 	}
 	if len(x.NodeMetadata) > 0 {
 		fields := make(map[string]any, len(x.NodeMetadata))

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 )
 
 // File is one configuration file: Name appears in error messages.
@@ -22,6 +24,9 @@ type File struct {
 type Config struct {
 	domains map[string]*domainTree
 	names   []string // sorted
+	// calendarMonths: WithCalendarMonths, which a request's own limit
+	// (Config.OverrideRule) follows too.
+	calendarMonths bool
 }
 
 type domainTree struct {
@@ -33,7 +38,7 @@ type domainTree struct {
 // each is an *Error naming the file, line and field.
 func Parse(files []File, opts ...Option) (*Config, error) {
 	o := buildOptions(opts)
-	c := &Config{domains: map[string]*domainTree{}}
+	c := &Config{domains: map[string]*domainTree{}, calendarMonths: o.calendarMonths}
 	errs := &errorList{}
 	for _, f := range files {
 		spec := readFile(f, errs)
@@ -65,15 +70,16 @@ func (c *Config) addFile(spec *fileSpec, o options, errs *errorList) {
 		return
 	}
 	tree.files = append(tree.files, spec.name)
-	b := builder{file: spec.name, domain: spec.domain, errs: errs}
+	b := builder{file: spec.name, domain: spec.domain, errs: errs, calendarMonths: o.calendarMonths}
 	b.insert(tree.root, spec.descriptors)
 }
 
 // builder inserts one file's descriptors into a domain's tree.
 type builder struct {
-	file   string
-	domain string
-	errs   *errorList
+	file           string
+	domain         string
+	errs           *errorList
+	calendarMonths bool
 }
 
 func (b builder) insert(parent *node, specs []*descSpec) {
@@ -99,6 +105,9 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			rules = []*Rule{d.rule}
 		}
 		for i, r := range rules {
+			if !b.calendar(r, d.line) {
+				continue
+			}
 			r.Domain = b.domain
 			r.StatKey = statKey
 			r.ShadowMode = d.shadowMode
@@ -198,4 +207,19 @@ func (c *Config) Match(domain string, entries []Entry) *Rule {
 		}
 	}
 	return n.rule
+}
+
+// calendar makes r's windows calendar months when WithCalendarMonths asks
+// for it and r is a window rule with unit month. It reports a limit too
+// long for calendar months (at 31 days each) and returns false.
+func (b builder) calendar(r *Rule, line int) bool {
+	if !b.calendarMonths || r.Unit != rlsv3.RateLimitResponse_RateLimit_MONTH || !r.Limit.Algorithm.Calendar() {
+		return true
+	}
+	r.Limit.Calendar = true
+	if err := r.Limit.Validate(); err != nil {
+		b.errs.add(b.file, line, "rate_limit", "USE_CALENDAR_MONTH_RATE_LIMIT: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return false
+	}
+	return true
 }

@@ -32,7 +32,8 @@ import (
 // pattern shared through share_threshold is written as *len:pattern, and a
 // shared value_regex as ~len:pattern, so neither equals a literal value or
 // the other. The algorithm and period are part of the key so that changing
-// either starts from fresh state instead of misreading the old one.
+// either starts from fresh state instead of misreading the old one; a
+// period of calendar months is written "3mo".
 type KeyBuilder struct {
 	Prefix string
 }
@@ -52,7 +53,15 @@ func newKeyParts(r *Rule) keyParts {
 	sb.WriteString("}:")
 	sb.WriteString(r.Limit.Algorithm.KeyName())
 	sb.WriteByte(':')
-	writePeriod(&sb, r.Limit.Period)
+	if r.Limit.Calendar {
+		// Calendar months are their own windows: a state of 30-day
+		// windows must not be read as one (USE_CALENDAR_MONTH_RATE_LIMIT
+		// turned on or off starts fresh counters).
+		sb.WriteString(strconv.FormatInt(r.Limit.Months(), 10))
+		sb.WriteString("mo")
+	} else {
+		writePeriod(&sb, r.Limit.Period)
+	}
 	if r.Index > 0 {
 		sb.WriteByte(':')
 		sb.WriteString(strconv.Itoa(r.Index))

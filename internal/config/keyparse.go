@@ -34,6 +34,8 @@ type ParsedKey struct {
 	// algorithm's KeyName is that: a key of another release).
 	Algorithm string
 	Period    time.Duration
+	// Calendar: the period is Period/algorithms.Month calendar months.
+	Calendar bool
 }
 
 var errKeySyntax = errors.New("not a counter key")
@@ -74,7 +76,7 @@ func (b KeyBuilder) ParseKey(key string) (ParsedKey, error) {
 			break
 		}
 	}
-	if pk.Algorithm, pk.Period, err = parseSuffix(rest); err != nil {
+	if pk.Algorithm, pk.Period, pk.Calendar, err = parseSuffix(rest); err != nil {
 		return pk, fmt.Errorf("%q: %w", key, err)
 	}
 	if a, ok := algorithms.ParseKeyName(pk.Algorithm); ok {
@@ -119,23 +121,26 @@ func unescape(s string, n int) (string, string, error) {
 	return sb.String(), s[i:], nil
 }
 
-// parseSuffix reads "}:algorithm:period" (see writePeriod).
-func parseSuffix(s string) (string, time.Duration, error) {
+// parseSuffix reads "}:algorithm:period" (see writePeriod; "3mo" is three
+// calendar months).
+func parseSuffix(s string) (alg string, period time.Duration, calendar bool, err error) {
 	rest, ok := strings.CutPrefix(s, "}:")
-	alg, period, ok2 := strings.Cut(rest, ":")
+	alg, spelled, ok2 := strings.Cut(rest, ":")
 	if !ok || !ok2 || alg == "" {
-		return "", 0, fmt.Errorf("%w: bad suffix %q", errKeySyntax, s)
+		return "", 0, false, fmt.Errorf("%w: bad suffix %q", errKeySyntax, s)
 	}
 	unit := time.Second
-	digits, isSec := strings.CutSuffix(period, "s")
-	if d, isMicro := strings.CutSuffix(period, "us"); isMicro {
+	digits, isSec := strings.CutSuffix(spelled, "s")
+	if d, isMicro := strings.CutSuffix(spelled, "us"); isMicro {
 		digits, unit = d, time.Microsecond
+	} else if d, isMonths := strings.CutSuffix(spelled, "mo"); isMonths {
+		digits, unit, calendar = d, algorithms.Month, true
 	} else if !isSec {
-		return "", 0, fmt.Errorf("%w: bad period %q", errKeySyntax, period)
+		return "", 0, false, fmt.Errorf("%w: bad period %q", errKeySyntax, spelled)
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n <= 0 {
-		return "", 0, fmt.Errorf("%w: bad period %q", errKeySyntax, period)
+	if err != nil || n <= 0 || n > int64(algorithms.MaxPeriod/unit) {
+		return "", 0, false, fmt.Errorf("%w: bad period %q", errKeySyntax, spelled)
 	}
-	return alg, time.Duration(n) * unit, nil
+	return alg, time.Duration(n) * unit, calendar, nil
 }

@@ -6,6 +6,7 @@ type Option func(*options)
 type options struct {
 	mergeDomains   bool
 	ignoreDotfiles bool
+	calendarMonths bool
 }
 
 // WithMergeDomains lets several files configure the same domain, their
@@ -19,6 +20,15 @@ func WithMergeDomains(merge bool) Option {
 // (RUNTIME_IGNOREDOTFILES), such as editors' swap files.
 func WithIgnoreDotfiles(ignore bool) Option {
 	return func(o *options) { o.ignoreDotfiles = ignore }
+}
+
+// WithCalendarMonths makes the windows of fixed_window and sliding_window
+// rules with unit month UTC calendar months (USE_CALENDAR_MONTH_RATE_LIMIT,
+// envoyproxy's setting): unit_multiplier of them, each as long as it is,
+// instead of 30-day windows counted from the epoch. Other algorithms keep
+// their rate over 30 days a month.
+func WithCalendarMonths(on bool) Option {
+	return func(o *options) { o.calendarMonths = on }
 }
 
 func buildOptions(opts []Option) options {

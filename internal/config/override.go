@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
@@ -44,5 +45,26 @@ func OverrideRule(domain string, entries []Entry, unit rlsv3.RateLimitResponse_R
 	}
 	r.key = newKeyParts(r)
 	r.limits = []*Rule{r}
+	return r, nil
+}
+
+// OverrideRule is the package's OverrideRule under this configuration: a
+// period of multiplier units (ratelimitd's extension; 0 and 1 are one
+// unit), and with WithCalendarMonths a monthly limit in calendar months,
+// as envoyproxy applies USE_CALENDAR_MONTH_RATE_LIMIT to a request's own
+// limit too.
+func (c *Config) OverrideRule(domain string, entries []Entry, unit rlsv3.RateLimitResponse_RateLimit_Unit, requestsPerUnit, multiplier uint32) (*Rule, error) {
+	r, err := OverrideRule(domain, entries, unit, requestsPerUnit)
+	if err != nil {
+		return nil, err
+	}
+	if multiplier > 1 {
+		r.Limit.Period *= time.Duration(multiplier)
+	}
+	r.Limit.Calendar = c.calendarMonths && unit == rlsv3.RateLimitResponse_RateLimit_MONTH
+	if err := r.Limit.Validate(); err != nil {
+		return nil, fmt.Errorf("config: descriptor limit override: unit_multiplier %d: %w", multiplier, err)
+	}
+	r.key = newKeyParts(r) // the period is part of the key
 	return r, nil
 }

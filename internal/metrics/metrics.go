@@ -32,7 +32,7 @@ const DefaultDetailedSeries = 1000
 type Metrics struct {
 	reg *prometheus.Registry
 
-	totalHits, overLimit, nearLimit, withinLimit, shadowMode, overLimitLocalCache, usageOverLimit *prometheus.CounterVec
+	totalHits, overLimit, nearLimit, withinLimit, shadowMode, overLimitLocalCache, usageOverLimit, negativeHits *prometheus.CounterVec
 
 	configLoads   *prometheus.CounterVec
 	backendErrors *prometheus.CounterVec
@@ -56,9 +56,9 @@ type ruleKey struct{ domain, rule string }
 // ruleCounters are one rule's resolved counters, so the hot path does one
 // map lookup instead of six label hashes.
 type ruleCounters struct {
-	owner                                                   *Metrics
-	total, over, near, within, shadow, overCache, usageOver prometheus.Counter
-	envoy                                                   *envoystats.Rule // nil without envoyproxy's stats
+	owner                                                             *Metrics
+	total, over, near, within, shadow, overCache, usageOver, negative prometheus.Counter
+	envoy                                                             *envoystats.Rule // nil without envoyproxy's stats
 }
 
 // Option configures Metrics.
@@ -117,6 +117,7 @@ func build(opts []Option) *Metrics {
 	m.shadowMode = rule("shadow_mode_total", "Hits over the limit of a shadow_mode rule (answered OK).")
 	m.overLimitLocalCache = rule("over_limit_with_local_cache_total", "Hits denied by the local over-limit cache, without the backend.")
 	m.usageOverLimit = rule("usage_over_limit_total", "Usage hits (a descriptor's own hits_addend, such as LLM tokens) recorded although they took the rule past its limit.")
+	m.negativeHits = rule("negative_hits_total", "Hits given back to a rule's counter (is_negative_hits refunds), as asked: a refund never takes a counter below fresh.")
 	m.configLoads = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "config_load_total",
 		Help: "Config loads by result (success, error); a failed load keeps the previous config."}, []string{"result"})
 	m.backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "backend_errors_total",
@@ -136,7 +137,7 @@ func build(opts []Option) *Metrics {
 // Register.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.undoFailures, m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode,
-		m.overLimitLocalCache, m.usageOverLimit, m.configLoads, m.backendErrors, m.storeAnswers, m.requests, m.roundTrips}
+		m.overLimitLocalCache, m.usageOverLimit, m.negativeHits, m.configLoads, m.backendErrors, m.storeAnswers, m.requests, m.roundTrips}
 }
 
 // latencyBuckets run from 50µs (an in-memory decision) to 2.5s.
@@ -226,9 +227,12 @@ func (m *Metrics) Observe(h Hit) {
 }
 
 // Refund counts hits given back to the counter of rule (a negative
-// hits_addend), as envoyproxy's total_negative_hits.
+// hits_addend): ratelimitd_negative_hits_total, and envoyproxy's
+// total_negative_hits. A refund counts in no other stat.
 func (m *Metrics) Refund(rule *config.Rule, entries []config.Entry, hits uint64) {
-	if c := m.countersOf(&Hit{Rule: rule, Entries: entries}); c.envoy != nil {
+	c := m.countersOf(&Hit{Rule: rule, Entries: entries})
+	c.negative.Add(float64(hits))
+	if c.envoy != nil {
 		c.envoy.Refund(hits)
 	}
 }
@@ -309,6 +313,7 @@ func (m *Metrics) newCounters(domain, label string) *ruleCounters {
 		shadow:    m.shadowMode.WithLabelValues(dl, ll),
 		overCache: m.overLimitLocalCache.WithLabelValues(dl, ll),
 		usageOver: m.usageOverLimit.WithLabelValues(dl, ll),
+		negative:  m.negativeHits.WithLabelValues(dl, ll),
 	}
 	if m.envoy != nil {
 		c.envoy = m.envoy.Rule(ll)

@@ -7,10 +7,11 @@ import (
 )
 
 // LocalCache is what the local over-limit cache (pkg/store/localcache)
-// reports: batches answered from it, batches sent on to the backend, and
-// entries evicted to stay within its size.
+// reports: batches answered from it, batches sent on to the backend,
+// entries evicted to stay within its size, and keys invalidated.
 type LocalCache interface {
 	Stats() (hits, misses, evictions uint64)
+	Invalidated() uint64
 }
 
 // AddLocalCache exports c's counters as ratelimitd_local_cache_*. It fails
@@ -24,6 +25,9 @@ func (m *Metrics) AddLocalCache(c LocalCache) error {
 		stat("hits_total", "Requests answered from the local over-limit cache.", func(h, _, _ uint64) uint64 { return h }),
 		stat("misses_total", "Requests the local cache sent to the backend.", func(_, m, _ uint64) uint64 { return m }),
 		stat("evictions_total", "Entries evicted to keep the cache within LOCAL_CACHE_SIZE_IN_BYTES.", func(_, _, e uint64) uint64 { return e }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ratelimitd", Subsystem: "local_cache", Name: "invalidations_total",
+			Help: "Keys whose cached denials were dropped because a refund on another replica (or a counters API reset) may have lifted them."},
+			func() float64 { return float64(c.Invalidated()) }),
 	)
 }
 

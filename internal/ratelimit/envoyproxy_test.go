@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,6 +27,8 @@ type envoyRule struct {
 // when its count after the increment exceeds the limit; limit_remaining is
 // what is left after it (0 when over); shadow_mode answers OK; the request
 // is over when an enforced descriptor is, or when every quota descriptor is.
+// A refund (is_negative_hits) decrements its counter, floored at 0, and
+// answers OK with what is left.
 type envoyModel struct {
 	rules  []envoyRule
 	counts map[string]uint64
@@ -63,6 +66,13 @@ func (m *envoyModel) answer(req *rlsv3.RateLimitRequest) (over bool, st []envoyS
 			continue
 		}
 		c := r.key + "=" + e.GetValue()
+		if d.GetIsNegativeHits() {
+			// A refund (envoyproxy PR #1140): the counter decremented,
+			// floored at 0; OK, never over, in no quota group.
+			m.counts[c] -= min(m.counts[c], descriptorHits(req, d))
+			st = append(st, envoyStatus{limited: true, remaining: r.limit - min(m.counts[c], r.limit)})
+			continue
+		}
 		m.counts[c] += descriptorHits(req, d)
 		s := envoyStatus{limited: true, over: m.counts[c] > r.limit}
 		if !s.over {
@@ -136,8 +146,21 @@ func randomEnvoyRequest(rng *rand.Rand) *rlsv3.RateLimitRequest {
 		case 1:
 			d = withHits(d, 1+rng.Uint64N(6))
 		}
+		d.IsNegativeHits = rng.IntN(6) == 0
 		req.Descriptors = append(req.Descriptors, d)
 	}
+	// ratelimitd applies a request's refunds before its other descriptors
+	// (README's Differences), envoyproxy in their order: with the refunds
+	// first the two agree.
+	slices.SortStableFunc(req.Descriptors, func(a, b *ratelimitv3.RateLimitDescriptor) int {
+		switch {
+		case a.GetIsNegativeHits() == b.GetIsNegativeHits():
+			return 0
+		case a.GetIsNegativeHits():
+			return -1
+		}
+		return 1
+	})
 	return req
 }
 
@@ -152,7 +175,9 @@ func randomEnvoyRequest(rng *rand.Rand) *rlsv3.RateLimitRequest {
 //     descriptor of the request named the same counter (envoyproxy counted
 //     that one's uncharged hits), usage reports envoyproxy's
 //     limit_remaining on the same condition, and the others report what is
-//     left before the request.
+//     left before the request;
+//   - refunds are kept and answered as envoyproxy does (the requests put
+//     them first, where envoyproxy and ratelimitd agree on the order).
 //
 // After a denied request the model takes ratelimitd's counts, so every
 // step compares the two from the same state.
@@ -190,8 +215,12 @@ func TestEnvoyproxyAnswers(t *testing.T) {
 				e := d.GetEntries()[0]
 				r, limited := m.match(e.GetKey(), e.GetValue())
 				counter := r.key + "=" + e.GetValue()
-				usage := d.GetHitsAddend().GetValue() > 0
-				if over && usage && limited {
+				refund := d.GetIsNegativeHits()
+				usage := d.GetHitsAddend().GetValue() > 0 && !refund
+				switch {
+				case over && refund && limited:
+					m.counts[counter] -= min(m.counts[counter], descriptorHits(req, d))
+				case over && usage && limited:
 					m.counts[counter] += d.GetHitsAddend().GetValue()
 				}
 				st, w := got.GetStatuses()[i], want[i]
@@ -200,7 +229,7 @@ func TestEnvoyproxyAnswers(t *testing.T) {
 				}
 				repeated := limited && named[counter]
 				named[counter] = named[counter] || limited
-				exact := !over || (usage && !repeated)
+				exact := !over || refund || (usage && !repeated)
 				if (exact || !repeated) && (st.GetCode() == OVER) != w.over {
 					fail("descriptor %d: code %s, envoyproxy over=%v", i, st.GetCode(), w.over)
 				}
@@ -222,6 +251,9 @@ func compact(req *rlsv3.RateLimitRequest) string {
 	for _, d := range req.GetDescriptors() {
 		e := d.GetEntries()[0]
 		fmt.Fprintf(&b, " %s=%s", e.GetKey(), e.GetValue())
+		if d.GetIsNegativeHits() {
+			b.WriteString("(refund)")
+		}
 		if h := d.GetHitsAddend(); h != nil {
 			fmt.Fprintf(&b, "(%d)", h.GetValue())
 		}

@@ -49,8 +49,8 @@ descriptors:
 
 // TestOpLease: the ops of a request carry store.Request.Lease exactly when
 // their rule leases (its lease field, else LEASE_ENABLED), their limit can
-// lease, and they are enforced admissions: never shadow, quota or usage
-// ops.
+// lease, and they are enforced admissions or refunds: never shadow, quota
+// or usage ops.
 func TestOpLease(t *testing.T) {
 	cfg := parse(t, leaseConfig)
 	usage := func(d *ratelimitv3.RateLimitDescriptor) *ratelimitv3.RateLimitDescriptor { return withHits(d, 5) }
@@ -74,6 +74,7 @@ func TestOpLease(t *testing.T) {
 		{"SHADOW_MODE", true, true, false, request("l", desc("on", "a"), desc("unset", "a")), []bool{false, false}},
 		{"QUOTA_MODE", true, false, true, request("l", desc("on", "a"), desc("unset", "a")), []bool{false, false}},
 		{"usage", true, false, false, request("l", usage(desc("on", "a")), desc("unset", "a")), []bool{false, true}},
+		{"a refund reaches the backend through the lease store", true, false, false, request("l", refund(desc("on", "a")), refund(desc("shadow", "a"))), []bool{true, true}},
 		{"a check is an admission of 0 hits: the store decides", false, false, false, request("l", withHits(desc("on", "a"), 0)), []bool{true}},
 		{"each limit of rate_limits, global on", true, false, false, request("l", desc("several", "a")), []bool{true, false}},
 		{"each limit of rate_limits, global off", false, false, false, request("l", desc("several", "a")), []bool{false, false}},

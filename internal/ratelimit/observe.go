@@ -5,6 +5,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -55,6 +56,10 @@ func (s *Service) observe(cfg *config.Config, domain string, p *plan, results []
 		// A descriptor counts once, as the limit that decided it: its
 		// stats key is the descriptor's, whatever its number of limits.
 		r, res, req := p.rules[sl.decider], results[sl.decider], p.reqs[sl.decider]
+		if req.Mode == algorithms.NegativeHits {
+			s.obs.Refund(sl.rule, sl.entries, req.Hits)
+			continue
+		}
 		s.obs.Observe(metrics.Hit{
 			Rule:       sl.rule,
 			Entries:    sl.entries,

@@ -96,7 +96,8 @@ func WithDecodeBudget(n int64) Option {
 // lease themselves (all rules from xDS, which has no such field) let the
 // store lease blocks of their counters (store.Request.Lease, read by
 // pkg/store/lease), where their limit can lease. Shadow, quota and usage
-// ops never carry Lease, whatever the rule says.
+// ops never carry Lease, whatever the rule says; refunds do, so that the
+// lease store sees them on their way to the backend.
 func WithLease(on bool) Option {
 	return func(s *Service) { s.globalLease = on }
 }

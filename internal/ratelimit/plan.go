@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"fmt"
-	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -122,7 +121,7 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 			if !cfg.HasDomain(domain) {
 				continue
 			}
-			r, err := overrideRule(domain, entries, o)
+			r, err := cfg.OverrideRule(domain, entries, rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit()), o.GetRequestsPerUnit(), o.GetUnitMultiplier().GetValue())
 			if err != nil {
 				return nil, fmt.Errorf("descriptor %d: %w", i, err)
 			}
@@ -162,17 +161,25 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 // rule replaces; the descriptor is replaced when every limit is. The
 // limits after the first are Joined to it: one descriptor, so one quota
 // alternative. Usage (the descriptor's own hits_addend) is recorded on
-// every limit. Each op carries Lease when its limit leases (the rule's
+// every limit, and so is a refund (is_negative_hits: the hits hits says,
+// given back as algorithms.NegativeHits ops). Each op carries Lease when its limit leases (the rule's
 // lease field, else WithLease) and it is an enforced admission.
 func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor, replacing map[string]struct{}) {
 	r := sl.rule
 	sl.quota = !r.ShadowMode && (r.QuotaMode || s.globalQuota)
 	mode := s.modeOf(r, sl.quota)
 	h, usage := hits(req, d)
+	if d.GetIsNegativeHits() {
+		// A refund: never denied, so neither shadow nor quota, and never
+		// usage (see "Refunds" in README.md).
+		mode, usage, sl.quota = algorithms.NegativeHits, false, false
+	}
 	// Only enforced admissions lease: a block is taken and answered from
 	// as all-or-nothing admissions are; shadow and quota ops may be
-	// recorded past the limit and usage always is.
-	lease := mode == algorithms.Enforce && !usage
+	// recorded past the limit and usage always is. A refund is marked too,
+	// though never answered from a lease: it reaches the backend through
+	// the lease store, whose view of the counter then follows it.
+	lease := (mode == algorithms.Enforce && !usage) || mode == algorithms.NegativeHits
 	first := len(p.reqs)
 	for _, l := range r.Limits() {
 		if l.Name != "" && isReplaced(replacing, l.Name) {
@@ -267,21 +274,4 @@ func hits(req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor) (n ui
 		return uint64(n), false
 	}
 	return 1, false
-}
-
-// overrideRule is config.OverrideRule (envoyproxy's fixed window for a
-// descriptor's own limit), which we extend with unit_multiplier because our
-// windows may span any whole number of units.
-func overrideRule(domain string, entries []config.Entry, o *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (*config.Rule, error) {
-	r, err := config.OverrideRule(domain, entries, rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit()), o.GetRequestsPerUnit())
-	if err != nil {
-		return nil, err
-	}
-	if m := o.GetUnitMultiplier(); m != nil && m.GetValue() > 1 {
-		r.Limit.Period *= time.Duration(m.GetValue())
-		if err := r.Limit.Validate(); err != nil {
-			return nil, fmt.Errorf("limit override unit_multiplier %d: %w", m.GetValue(), err)
-		}
-	}
-	return r, nil
 }

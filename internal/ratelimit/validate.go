@@ -47,9 +47,6 @@ func (c caps) validate(req *rlsv3.RateLimitRequest) error {
 				return fmt.Errorf("descriptor %d entry %d (key %q) value is %d bytes long, more than the maximum of %d", i, j, e.GetKey(), len(e.GetValue()), c.valueLen)
 			}
 		}
-		if d.GetIsNegativeHits() {
-			return fmt.Errorf("descriptor %d: is_negative_hits (refunds) is not supported", i)
-		}
 		// Beyond MaxCount the Lua scripts lose exactness, and no limit can
 		// admit that many hits anyway.
 		if h := d.GetHitsAddend(); h != nil && h.GetValue() > algorithms.MaxCount {

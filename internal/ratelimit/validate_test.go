@@ -43,8 +43,6 @@ func TestInvalidRequests(t *testing.T) {
 		{"long key", request("test", desc(strings.Repeat("k", 9), "")), "key is 9 bytes long, more than the maximum of 8"},
 		{"long value", request("test", desc("one", strings.Repeat("v", 9))), "value is 9 bytes long, more than the maximum of 8"},
 		{"long domain", request(strings.Repeat("d", 9), desc("one", "")), "domain is 9 bytes long"},
-		{"negative hits", request("test", &ratelimitv3.RateLimitDescriptor{
-			Entries: desc("one", "").Entries, IsNegativeHits: true}), "is_negative_hits"},
 		{"hits beyond the exact range", request("test", &ratelimitv3.RateLimitDescriptor{
 			Entries: desc("one", "").Entries, HitsAddend: wrapperspb.UInt64(1 << 41)}), "hits_addend 2199023255552 is more than the maximum"},
 		{"override window too long", request("test", withMultiplierOverride(desc("one", ""), 5, typev3.RateLimitUnit_YEAR, 1000)), "unit_multiplier 1000"},
