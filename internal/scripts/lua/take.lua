@@ -570,15 +570,16 @@ end
 -- takes, whose replies only scripts.Decode reads.
 local function take_keys(now, keys, k0, ops, n, charges, denials, packed)
   local d = distinct(keys, k0, n)
-  -- Refunds first (refund.lua); take_fixed declines a take with any.
-  local refunded = nil
-  if refunds_in(ops, n) then refunded = refund_pass(now, keys, k0, ops, n) end
   -- take_fixed does not reply denials: a take that asks for them
   -- (redisstore's Cluster spread) is take_distinct's or take_general's.
-  if not denials and not refunded then
+  -- Nor refunds: it declines a take with any before reading a key.
+  if not denials then
     local out = take_fixed(now, keys, k0, ops, n, charges, not d, packed)
     if out then return out end
   end
+  -- Refunds first (refund.lua).
+  local refunded = nil
+  if refunds_in(ops, n) then refunded = refund_pass(now, keys, k0, ops, n) end
   if d then
     return take_distinct(now, keys, k0, ops, n, charges, denials, refunded)
   end
