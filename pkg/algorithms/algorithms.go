@@ -12,6 +12,13 @@ import "time"
 // Limit is a rate of Requests per Period, as configured for one rule.
 type Limit struct {
 	Algorithm Algorithm
+	// Calendar makes the windows of fixed_window and sliding_window UTC
+	// calendar months (USE_CALENDAR_MONTH_RATE_LIMIT): Period is then a
+	// whole number of Months, and each window spans that many calendar
+	// months, however long they are (see Months). On any other algorithm
+	// it fails Validate. (Beside Algorithm, it fits in that byte's word:
+	// Limit stays six words, and every op and request that holds one.)
+	Calendar bool
 	// Requests admitted per Period (requests_per_unit). Zero admits nothing.
 	Requests uint64
 	// Period is unit x unit_multiplier; a whole number of seconds in config.
@@ -26,12 +33,6 @@ type Limit struct {
 	RefillInterval time.Duration
 	// MaxDebt lets token_bucket lend up to this many tokens it does not have.
 	MaxDebt uint64
-	// Calendar makes the windows of fixed_window and sliding_window UTC
-	// calendar months (USE_CALENDAR_MONTH_RATE_LIMIT): Period is then a
-	// whole number of Months, and each window spans that many calendar
-	// months, however long they are (see Months). On any other algorithm
-	// it fails Validate.
-	Calendar bool
 }
 
 // Capacity is Burst, or Requests when Burst is unset.

@@ -193,13 +193,18 @@ var registry = [...]spec{
 	},
 }
 
-// lookup returns a's row; ok is false for zero and unknown values.
-func (a Algorithm) lookup() (spec, bool) {
+// lookup returns a's row, or for zero and unknown values an empty one and
+// ok false. It points into registry, which nothing writes: a row is a
+// dozen words that Take reads several times per op, too many to copy.
+func (a Algorithm) lookup() (*spec, bool) {
 	if a == 0 || int(a) > len(registry) {
-		return spec{}, false
+		return &noSpec, false
 	}
-	return registry[a-1], true
+	return &registry[a-1], true
 }
+
+// noSpec is the row of zero and unknown algorithms: every field zero.
+var noSpec spec
 
 // All lists every algorithm in declaration order.
 func All() []Algorithm {

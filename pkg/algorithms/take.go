@@ -31,13 +31,13 @@ func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 // to 0..MaxUnixMicro in µs, and the state as the algorithm sees it (an
 // expired one, one of the other family or one out of range as fresh).
 // ok is false for a limit that fails Validate (st then only expired).
-func read(lim Limit, st State, now time.Time) (spec, State, int64, bool) {
+func read(lim Limit, st State, now time.Time) (*spec, State, int64, bool) {
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	if st.ExpiresAt != 0 && us >= st.ExpiresAt {
 		st = State{}
 	}
 	if lim.Validate() != nil {
-		return spec{}, st, us, false
+		return &noSpec, st, us, false
 	}
 	alg, _ := lim.Algorithm.lookup() // Validate rejected unknown algorithms
 	if !st.readableAs(alg.family) || (st.ExpiresAt != 0 && !inRange(alg, lim, st, us)) {

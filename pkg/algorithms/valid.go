@@ -32,7 +32,7 @@ func (l Limit) Horizon() time.Duration {
 
 // inRange reports whether a live state st can be trusted under lim at now:
 // every integer exact in binary64, then the algorithm's own check.
-func inRange(alg spec, lim Limit, st State, now int64) bool {
+func inRange(alg *spec, lim Limit, st State, now int64) bool {
 	// A store reads an integer Lua cannot hold exactly as no state at all,
 	// whatever the limit (internal/scripts' regs_get).
 	for _, x := range [...]int64{st.regs[0], st.regs[1], st.regs[2], st.ExpiresAt} {
