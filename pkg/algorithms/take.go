@@ -172,9 +172,31 @@ func TakeAll(ops []Op, load func(key string) State, now time.Time) ([]Decision, 
 		return takeRefunded(ops, load, now)
 	}
 	if distinctKeys(ops) {
-		return takeDistinct(ops, load, now)
+		var writes map[string]State
+		decisions := takeDistinct(ops, load, func(key string, st State) {
+			if writes == nil {
+				writes = make(map[string]State, len(ops))
+			}
+			writes[key] = st
+		}, now)
+		return decisions, writes
 	}
 	return takeGeneral(ops, load, now)
+}
+
+// TakeAllInto is TakeAll handing each state to write to save, once per
+// key and only after every call to load, instead of returning a map: a
+// store that writes states where it keeps them (pkg/store/memstore) is
+// spared building one per batch.
+func TakeAllInto(ops []Op, load func(key string) State, save func(key string, st State), now time.Time) []Decision {
+	if !hasRefund(ops) && distinctKeys(ops) {
+		return takeDistinct(ops, load, save, now)
+	}
+	decisions, writes := TakeAll(ops, load, now)
+	for key, st := range writes {
+		save(key, st)
+	}
+	return decisions
 }
 
 // firstPass decides one op in a batch's first pass, which assumes the batch
@@ -298,35 +320,48 @@ func distinctKeys(ops []Op) bool {
 
 // takeDistinct is TakeAll for ops on distinct keys, nearly every request:
 // each op sees its key's stored state, so no op's pending state needs
-// tracking by key (the Lua take's distinct-keys path mirrors it).
-func takeDistinct(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
-	decisions, taken := decisionPair(len(ops))
-	states := make([]State, 2*len(ops)) // stored, then next, per op
-	original, next := states[:len(ops)], states[len(ops):]
-	charged := make([]bool, len(ops))
+// tracking by key (the Lua take's distinct-keys path mirrors it). It hands
+// each state to write to save, after every load.
+func takeDistinct(ops []Op, load func(key string) State, save func(key string, st State), now time.Time) []Decision {
+	decisions := make([]Decision, len(ops))
+	// A request carries a few descriptors: their scratch stays on the stack.
+	var buf [4]distinctPass
+	pass := buf[:0]
+	if len(ops) > len(buf) {
+		pass = make([]distinctPass, len(ops))
+	} else {
+		pass = buf[:len(ops)]
+	}
 	var verdict Verdict
 	for i, op := range ops {
-		original[i] = load(op.Key)
-		decisions[i], next[i], charged[i], taken[i] = firstPass(op, original[i], now)
+		p := &pass[i]
+		p.original = load(op.Key)
+		decisions[i], p.next, p.charged, p.taken = firstPass(op, p.original, now)
 		verdict.Add(op.Mode, op.Joined, decisions[i].Allowed)
 	}
 	denied := verdict.Denied()
-	var writes map[string]State
 	for i, op := range ops {
+		p := &pass[i]
 		if denied && !op.Usage {
 			if decisions[i].Allowed {
-				decisions[i], _ = Take(op.Limit, original[i], 0, now)
+				decisions[i], _ = Take(op.Limit, p.original, 0, now)
 			} else {
-				decisions[i] = taken[i]
+				decisions[i] = p.taken
 			}
 			continue
 		}
-		if charged[i] {
-			if writes == nil {
-				writes = make(map[string]State, len(ops))
-			}
-			writes[op.Key] = settle(next[i], now)
+		if p.charged {
+			save(op.Key, settle(p.next, now))
 		}
 	}
-	return decisions, writes
+	return decisions
+}
+
+// distinctPass is what takeDistinct's first pass leaves of one op: its
+// key's stored state, the state it charged (when charged) and Take's
+// decision (firstPass).
+type distinctPass struct {
+	original, next State
+	taken          Decision
+	charged        bool
 }

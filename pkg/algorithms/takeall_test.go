@@ -338,7 +338,7 @@ func TestTakeDistinctMatchesGeneral(t *testing.T) {
 		if !distinctKeys(ops) {
 			t.Fatalf("step %d: distinct keys %v not recognised", step, ops)
 		}
-		gd, gw := takeDistinct(ops, load, now)
+		gd, gw := distinctWrites(t, ops, load, now)
 		wd, ww := takeGeneral(ops, load, now)
 		if !slices.Equal(gd, wd) || len(gw) != len(ww) {
 			t.Fatalf("step %d %+v: distinct %v writes %v, general %v writes %v", step, ops, gd, gw, wd, ww)
@@ -360,5 +360,73 @@ func TestTakeDistinctMatchesGeneral(t *testing.T) {
 	}
 	if distinctKeys([]Op{{Key: "a"}, {Key: "b"}, {Key: "a"}}) {
 		t.Error("a repeated key counts as distinct")
+	}
+}
+
+// distinctWrites is takeDistinct with the states it saves gathered as
+// TakeAll returns them; a key saved twice fails t.
+func distinctWrites(t *testing.T, ops []Op, load func(string) State, now time.Time) ([]Decision, map[string]State) {
+	t.Helper()
+	var writes map[string]State
+	decisions := takeDistinct(ops, load, func(key string, st State) {
+		if _, again := writes[key]; again {
+			t.Fatalf("takeDistinct saved %s twice", key)
+		}
+		if writes == nil {
+			writes = map[string]State{}
+		}
+		writes[key] = st
+	}, now)
+	return decisions, writes
+}
+
+// TestTakeAllIntoMatchesTakeAll: TakeAllInto decides as TakeAll and saves
+// exactly its writes, each key once and after every load, on random
+// batches of every algorithm and mode, refunds and repeated keys included.
+func TestTakeAllIntoMatchesTakeAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 19))
+	keys := []string{"a", "b", "c"}
+	stored := map[string]State{}
+	now := t0
+	saved := 0
+	for step := range 5000 {
+		now = now.Add(time.Duration(rng.Int64N(int64(2 * s))))
+		ops := make([]Op, 1+rng.IntN(4))
+		for i := range ops {
+			lim := randLimit(rng, All()[rng.IntN(len(All()))], rng.IntN(2) == 0)
+			ops[i] = Op{Key: keys[rng.IntN(len(keys))], Limit: lim, Hits: randHits(rng, lim), Mode: Mode(rng.IntN(int(NegativeHits) + 1))}
+		}
+		wantD, wantW := TakeAll(ops, func(key string) State {
+			st := stored[key]
+			st.Log = slices.Clone(st.Log)
+			return st
+		}, now)
+		got := map[string]State{}
+		gotD := TakeAllInto(ops, func(key string) State {
+			if len(got) > 0 {
+				t.Fatalf("step %d: load(%s) after a save", step, key)
+			}
+			st := stored[key]
+			st.Log = slices.Clone(st.Log)
+			return st
+		}, func(key string, st State) {
+			if _, again := got[key]; again {
+				t.Fatalf("step %d: %s saved twice", step, key)
+			}
+			got[key] = st
+		}, now)
+		if !slices.Equal(gotD, wantD) || len(got) != len(wantW) {
+			t.Fatalf("step %d %+v: TakeAllInto %v saved %v, TakeAll %v writes %v", step, ops, gotD, got, wantD, wantW)
+		}
+		for k, w := range wantW {
+			if g, found := got[k]; !found || !sameState(g, w) || g.Family() != w.Family() {
+				t.Fatalf("step %d: %s saved %+v, TakeAll writes %+v", step, k, g, w)
+			}
+			stored[k] = w
+		}
+		saved += len(got)
+	}
+	if saved < 1000 {
+		t.Errorf("the random batches barely write: %d states saved", saved)
 	}
 }

@@ -134,31 +134,30 @@ func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64,
 	}
 	now := s.now()
 	nowMicro := now.UnixMicro()
-	load := func(key string) algorithms.State {
-		return s.shardOf(key).load(key, nowMicro)
-	}
-	// The charges of a sliding_log key are the entries the batch added,
-	// which takes the log as it was before the batch: kept only when asked.
-	var before map[string]algorithms.State
-	if withCharges {
-		before = make(map[string]algorithms.State, len(ops))
-		load = func(key string) algorithms.State {
-			st := s.shardOf(key).load(key, nowMicro)
-			before[key] = cloneLog(st)
-			return st
-		}
-	}
-	decisions, writes := algorithms.TakeAll(ops, load, now)
 	var added int64
-	for key, st := range writes {
+	save := func(key string, st algorithms.State) {
 		if s.shardOf(key).save(key, st) {
 			added++
 		}
 	}
-	var charges []store.Charge
-	if withCharges {
-		charges = algorithms.Charges(ops, decisions, func(key string) algorithms.State { return before[key] }, writes, now)
+	if !withCharges {
+		decisions := algorithms.TakeAllInto(ops, func(key string) algorithms.State {
+			return s.shardOf(key).load(key, nowMicro)
+		}, save, now)
+		return decisions, nil, added, now, nil
 	}
+	// The charges of a sliding_log key are the entries the batch added,
+	// which takes the log as it was before the batch: kept only when asked.
+	before := make(map[string]algorithms.State, len(ops))
+	decisions, writes := algorithms.TakeAll(ops, func(key string) algorithms.State {
+		st := s.shardOf(key).load(key, nowMicro)
+		before[key] = cloneLog(st)
+		return st
+	}, now)
+	for key, st := range writes {
+		save(key, st)
+	}
+	charges := algorithms.Charges(ops, decisions, func(key string) algorithms.State { return before[key] }, writes, now)
 	return decisions, charges, added, now, nil
 }
 
