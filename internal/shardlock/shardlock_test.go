@@ -2,6 +2,7 @@ package shardlock_test
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"testing"
 
@@ -16,18 +17,32 @@ type shard struct {
 func (s *shard) Lock()   { s.mu.Lock(); s.held = true }
 func (s *shard) Unlock() { s.held = false; s.mu.Unlock() }
 
-// Lock takes exactly the shards of the set and Unlock gives them back.
+func lock(shards *[shardlock.N]shard, set shardlock.Set) {
+	set.Each(func(i uint8) { shards[i].Lock() })
+}
+
+func unlock(shards *[shardlock.N]shard, set shardlock.Set) {
+	set.Each(func(i uint8) { shards[i].Unlock() })
+}
+
+// Each visits exactly the shards of the set, in ascending order: locking
+// with it takes exactly them, and unlocking gives them back.
 func TestLockTakesTheSet(t *testing.T) {
 	var shards [shardlock.N]shard
 	set := shardlock.Bit(0) | shardlock.Bit(7) | shardlock.Bit(63)
-	shardlock.Lock(&shards, set)
+	var order []uint8
+	set.Each(func(i uint8) { order = append(order, i) })
+	if !slices.Equal(order, []uint8{0, 7, 63}) {
+		t.Fatalf("Each visits %v, want [0 7 63]", order)
+	}
+	lock(&shards, set)
 	for i := range shards {
 		want := set&shardlock.Bit(uint8(i)) != 0
 		if shards[i].held != want {
 			t.Fatalf("shard %d held = %v, want %v", i, shards[i].held, want)
 		}
 	}
-	shardlock.Unlock(&shards, set)
+	unlock(&shards, set)
 	for i := range shards {
 		if shards[i].held || !shards[i].mu.TryLock() {
 			t.Fatalf("shard %d still held after Unlock", i)
@@ -51,8 +66,8 @@ func TestOverlappingSets(t *testing.T) {
 					return
 				}
 				set := shardlock.Bit(a) | shardlock.Bit(b) | shardlock.Bit(uint8(i%shardlock.N))
-				shardlock.Lock(&shards, set)
-				shardlock.Unlock(&shards, set)
+				lock(&shards, set)
+				unlock(&shards, set)
 			}
 		})
 	}

@@ -23,7 +23,7 @@ func (s *Store) Forget(keys ...string) {
 	for _, key := range keys {
 		sh := s.shardOf(key)
 		shd := &s.shards[sh]
-		shd.Lock()
+		shd.mu.Lock()
 		if e := shd.entries[key]; e != nil {
 			// A window's unused hits would otherwise be given back:
 			// they lapse instead (endInto already lapsed anything else).
@@ -33,7 +33,7 @@ func (s *Store) Forget(keys ...string) {
 			shd.lru.Remove(e.el)
 			delete(shd.entries, key)
 		}
-		shd.Unlock()
+		shd.mu.Unlock()
 	}
 	s.dropPending(keys)
 	// Wait out any sweep or ReturnAll that gathered charges before the

@@ -36,7 +36,7 @@ func (s *Store) refill(ctx context.Context, ops []store.Request, shards []uint8,
 	for i := range ops {
 		op, sh := &ops[i], shards[i]
 		shd := &s.shards[sh]
-		shd.Lock()
+		shd.mu.Lock()
 		e := s.current(sh, op.Key, gens[i])
 		switch {
 		case e != nil && !ok:
@@ -49,7 +49,7 @@ func (s *Store) refill(ctx context.Context, ops []store.Request, shards []uint8,
 			// the round trip: the block stays charged, unused.
 			shd.counters.lost(op.Hits)
 		}
-		shd.Unlock()
+		shd.mu.Unlock()
 	}
 	return err
 }

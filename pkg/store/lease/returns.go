@@ -61,13 +61,13 @@ func (s *Store) ReturnAll(ctx context.Context) error {
 	var charges []store.Charge
 	for i := range s.shards {
 		shd := &s.shards[i]
-		shd.Lock()
+		shd.mu.Lock()
 		for j := len(shd.leased) - 1; j >= 0; j-- {
 			if ch, ok := s.endInto(uint8(i), shd.leased[j], us); ok {
 				charges = append(charges, ch)
 			}
 		}
-		shd.Unlock()
+		shd.mu.Unlock()
 	}
 	return s.giveBack(ctx, s.takePending(charges))
 }

@@ -39,10 +39,6 @@ func (shd *shard) init() {
 	shd.lru = list.New()
 }
 
-// Lock and Unlock make a shard a shardlock.Shard.
-func (shd *shard) Lock()   { shd.mu.Lock() }
-func (shd *shard) Unlock() { shd.mu.Unlock() }
-
 // counters are a shard's share of Stats.
 type counters struct {
 	blocks, refills, localHits, lapsed uint64
@@ -88,8 +84,8 @@ func maskOf(reqs []store.Request, idx []uint8) shardlock.Set {
 	return m
 }
 
-func (s *Store) lock(set shardlock.Set)   { shardlock.Lock(&s.shards, set) }
-func (s *Store) unlock(set shardlock.Set) { shardlock.Unlock(&s.shards, set) }
+func (s *Store) lock(set shardlock.Set)   { set.Each(func(i uint8) { s.shards[i].mu.Lock() }) }
+func (s *Store) unlock(set shardlock.Set) { set.Each(func(i uint8) { s.shards[i].mu.Unlock() }) }
 
 // addLeased puts e in the leased set, if it is not there.
 func (shd *shard) addLeased(e *entry) {

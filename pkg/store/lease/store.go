@@ -96,9 +96,9 @@ func (s *Store) Stats() Stats {
 	var outstanding int64
 	for i := range s.shards {
 		shd := &s.shards[i]
-		shd.Lock()
+		shd.mu.Lock()
 		c := shd.counters
-		shd.Unlock()
+		shd.mu.Unlock()
 		st.Blocks += c.blocks
 		st.Refills += c.refills
 		st.LocalHits += c.localHits

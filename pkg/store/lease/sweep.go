@@ -93,7 +93,7 @@ func (s *Store) sweep(us int64, full bool) error {
 func (s *Store) visitAll(w *sweepWork, full bool) {
 	for i := range s.shards {
 		shd := &s.shards[i]
-		shd.Lock()
+		shd.mu.Lock()
 		if full {
 			// From the end: ending a lease moves the last entry into its
 			// slot.
@@ -109,7 +109,7 @@ func (s *Store) visitAll(w *sweepWork, full bool) {
 			}
 		}
 		shd.used = shd.used[:0]
-		shd.Unlock()
+		shd.mu.Unlock()
 	}
 }
 

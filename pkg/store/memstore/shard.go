@@ -25,9 +25,13 @@ func (s *Store) shardBit(key string) uint64 {
 
 // lockShards locks in ascending index order, the one order every Take
 // uses, so two batches can never wait on each other.
-func (s *Store) lockShards(set uint64) { shardlock.Lock(&s.shards, shardlock.Set(set)) }
+func (s *Store) lockShards(set uint64) {
+	shardlock.Set(set).Each(func(i uint8) { s.shards[i].mu.Lock() })
+}
 
-func (s *Store) unlockShards(set uint64) { shardlock.Unlock(&s.shards, shardlock.Set(set)) }
+func (s *Store) unlockShards(set uint64) {
+	shardlock.Set(set).Each(func(i uint8) { s.shards[i].mu.Unlock() })
+}
 
 // shard is one lock's worth of keys with their expiry heap.
 type shard struct {
@@ -41,10 +45,6 @@ type shard struct {
 	// shard without taking every lock.
 	top atomic.Int64
 }
-
-// Lock and Unlock make a shard a shardlock.Shard.
-func (sh *shard) Lock()   { sh.mu.Lock() }
-func (sh *shard) Unlock() { sh.mu.Unlock() }
 
 func (sh *shard) init() {
 	sh.entries = make(map[string]*entry)
