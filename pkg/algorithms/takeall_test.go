@@ -7,293 +7,318 @@ import (
 	"time"
 )
 
+// takeAllCase is one batch of TestTakeAll: the states stored before it,
+// its ops, and the decisions and writes TakeAll must return at t0.
+type takeAllCase struct {
+	stored     map[string]State
+	ops        []Op
+	want       []Decision
+	wantWrites map[string]State
+}
+
+// fwMinute is a fixed_window limit of n per minute; at t0 its window
+// started 20 s ago and ends in 40 s.
+func fwMinute(n uint64) Limit { return Limit{Algorithm: FixedWindow, Requests: n, Period: time.Minute} }
+
+var tb10 = Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second}
+
+// takeAllBasics: verdicts by mode, usage, repeated keys, stored states.
+var takeAllBasics = map[string]takeAllCase{
+	"all allowed writes every key with hits": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1}, {Key: "b", Limit: fwMinute(5), Hits: 2}, {Key: "c", Limit: fwMinute(5), Hits: 0}},
+		want: []Decision{ok(1, 40*s), ok(3, 40*s), ok(5, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"one denial consumes nothing and reports checks": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1}, {Key: "b", Limit: fwMinute(1), Hits: 2}, {Key: "c", Limit: fwMinute(3), Hits: 3}},
+		want: []Decision{ok(2, 40*s), no(1, 40*s, Never), ok(3, 40*s)},
+	},
+	"a denied shadow op denies nothing and is counted past its limit": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1}, {Key: "b", Limit: fwMinute(1), Hits: 2, Mode: Shadow}},
+		want: []Decision{ok(1, 40*s), no(0, 40*s, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"an allowed shadow op is charged": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1, Mode: Shadow}},
+		want: []Decision{ok(1, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"an enforced denial writes no shadow op either": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1, Mode: Shadow}, {Key: "b", Limit: fwMinute(1), Hits: 2}},
+		want: []Decision{ok(2, 40*s), no(1, 40*s, Never)},
+	},
+	"one quota op with room carries the batch": {
+		ops:  []Op{{Key: "q1", Limit: fwMinute(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fwMinute(3), Hits: 2, Mode: Quota}, {Key: "e", Limit: fwMinute(5), Hits: 2}},
+		want: []Decision{no(0, 40*s, 40*s), ok(1, 40*s), ok(3, 40*s)},
+		wantWrites: map[string]State{
+			"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			"e":  Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"every quota op denied denies the batch": {
+		ops:  []Op{{Key: "q1", Limit: fwMinute(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fwMinute(1), Hits: 2, Mode: Quota}, {Key: "e", Limit: fwMinute(5), Hits: 2}},
+		want: []Decision{no(1, 40*s, Never), no(1, 40*s, Never), ok(5, 40*s)},
+	},
+	"usage is recorded past the limit and denies": {
+		ops:  []Op{{Key: "u", Limit: fwMinute(3), Hits: 5, Usage: true}, {Key: "t", Limit: fwMinute(10), Hits: 5, Usage: true}},
+		want: []Decision{no(0, 40*s, 40*s), ok(5, 40*s)},
+		wantWrites: map[string]State{
+			"u": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+			"t": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a denied batch records its usage only": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(3), Hits: 1}, {Key: "u", Limit: fwMinute(10), Hits: 4, Usage: true}, {Key: "d", Limit: fwMinute(1), Hits: 2}},
+		want: []Decision{ok(3, 40*s), ok(6, 40*s), no(1, 40*s, Never)},
+		wantWrites: map[string]State{
+			"u": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a check after usage on one key sees the running total": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(10), Hits: 1699, Usage: true}, {Key: "a", Limit: fwMinute(10), Hits: 1}},
+		want: []Decision{no(0, 40*s, 40*s), no(0, 40*s, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1699}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"usage over only with the request's admission stays denied with it": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(7), Hits: 2}, {Key: "a", Limit: fwMinute(7), Hits: 6, Usage: true}, {Key: "b", Limit: fwMinute(7), Hits: 2}},
+		want: []Decision{ok(7, 40*s), no(0, 40*s, 40*s), ok(7, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 6}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a usage exactly at the limit is allowed": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(10), Hits: 10, Usage: true}, {Key: "a", Limit: fwMinute(10), Hits: 0}},
+		want: []Decision{ok(0, 40*s), ok(0, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a repeated key is charged twice": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(3), Hits: 2}, {Key: "a", Limit: fwMinute(3), Hits: 1}},
+		want: []Decision{ok(1, 40*s), ok(0, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a repeated key over the limit denies both": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(3), Hits: 2}, {Key: "a", Limit: fwMinute(3), Hits: 2}},
+		want: []Decision{ok(3, 40*s), no(1, 40*s, 40*s)},
+	},
+	"stored state counts": {
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6)},
+		ops:    []Op{{Key: "a", Limit: fwMinute(3), Hits: 1}, {Key: "b", Limit: fwMinute(3), Hits: 1}},
+		want:   []Decision{ok(0, 40*s), ok(2, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"expired state reads as fresh": {
+		stored: map[string]State{"a": Window{Start: 1, Count: 99}.State(t0.UnixMicro())},
+		ops:    []Op{{Key: "a", Limit: fwMinute(3), Hits: 0}},
+		want:   []Decision{ok(3, 40*s)},
+	},
+	"another family's state reads as fresh": {
+		stored: map[string]State{"a": {Log: []LogEntry{{At: t0.UnixMicro(), Seq: 1, Hits: 5}}, ExpiresAt: t0.UnixMicro() + 1e6}},
+		ops:    []Op{{Key: "a", Limit: tb10, Hits: 10}},
+		want:   []Decision{ok(0, s)},
+		wantWrites: map[string]State{
+			"a": Bucket{Last: t0.UnixMicro(), Tokens: 0}.State(t0.UnixMicro() + 1e6),
+		},
+	},
+	"an invalid limit denies the batch": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(3), Hits: 1}, {Key: "b", Limit: Limit{Algorithm: FixedWindow, Requests: 1}, Hits: 0}},
+		want: []Decision{ok(3, 40*s), no(0, 0, Never)},
+	},
+}
+
+// takeAllSpare: a Spare op (a lease top-up riding on a request) is taken
+// only if it fits, never denying, never recorded past its limit.
+var takeAllSpare = map[string]takeAllCase{
+	"an admitted batch charges an allowed Spare op": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 1}, {Key: "b", Limit: fwMinute(5), Hits: 3, Mode: Spare}},
+		want: []Decision{ok(4, 40*s), ok(2, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a denied Spare op denies nothing and is not charged": {
+		stored: map[string]State{"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6)},
+		ops:    []Op{{Key: "a", Limit: fwMinute(5), Hits: 1}, {Key: "b", Limit: fwMinute(3), Hits: 2, Mode: Spare}},
+		want:   []Decision{ok(4, 40*s), no(1, 40*s, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a Spare op alone over its limit is denied and writes nothing": {
+		ops:  []Op{{Key: "b", Limit: fwMinute(3), Hits: 4, Mode: Spare}},
+		want: []Decision{no(3, 40*s, Never)},
+	},
+	"a denied batch charges no Spare op": {
+		ops:  []Op{{Key: "b", Limit: fwMinute(5), Hits: 2, Mode: Spare}, {Key: "d", Limit: fwMinute(1), Hits: 2}},
+		want: []Decision{ok(5, 40*s), no(1, 40*s, Never)},
+	},
+	"a Spare op after an Enforce op on one key sees the running total": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 3}, {Key: "a", Limit: fwMinute(5), Hits: 3, Mode: Spare}},
+		want: []Decision{ok(2, 40*s), no(2, 40*s, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a Spare op that fits the running total is charged with it": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 3}, {Key: "a", Limit: fwMinute(5), Hits: 2, Mode: Spare}},
+		want: []Decision{ok(2, 40*s), ok(0, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"an Enforce op after a denied Spare op on one key is not held back by it": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 6, Mode: Spare}, {Key: "a", Limit: fwMinute(5), Hits: 5}},
+		want: []Decision{no(5, 40*s, Never), ok(0, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+}
+
+// takeAllAtRest: a key left at rest is written expired for good.
+var takeAllAtRest = map[string]takeAllCase{
+	// A key left at rest (here a full bucket, by a check under a lower
+	// Burst) is written expired for good, however the batch ends: an
+	// op with an invalid limit after it drops it through Take in the
+	// denied batch, and a clock that goes back must not tell the two
+	// apart (take.lua deletes the key either way).
+	"a key left at rest is written expired": {
+		ops:  []Op{{Key: "a", Limit: tb10, Hits: 1}, {Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second, Burst: 1}}},
+		want: []Decision{ok(9, 100*ms), ok(1, 0)},
+		wantWrites: map[string]State{
+			"a": {ExpiresAt: 1},
+		},
+	},
+	"a key left at rest is written expired in a denied batch too": {
+		ops: []Op{
+			{Key: "a", Limit: tb10, Hits: 1, Usage: true},
+			{Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second, Burst: 1}, Usage: true},
+			{Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10}, Usage: true},
+		},
+		want: []Decision{ok(9, 100*ms), ok(1, 0), no(0, 0, Never)},
+		wantWrites: map[string]State{
+			"a": {ExpiresAt: 1},
+		},
+	},
+}
+
+// takeAllRefunds: refunds (NegativeHits) are applied first, whatever the
+// verdict; the other ops are judged on the refunded states.
+var takeAllRefunds = map[string]takeAllCase{
+	"a refund is kept in a denied batch": {
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6)},
+		ops:    []Op{{Key: "a", Limit: fwMinute(5), Hits: 3, Mode: NegativeHits}, {Key: "d", Limit: fwMinute(1), Hits: 2}},
+		want:   []Decision{ok(3, 40*s), no(1, 40*s, Never)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"an admission is judged after the refunds, wherever they are": {
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6)},
+		ops:    []Op{{Key: "a", Limit: fwMinute(5), Hits: 2}, {Key: "a", Limit: fwMinute(5), Hits: 3, Mode: NegativeHits}},
+		want:   []Decision{ok(1, 40*s), ok(3, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a refund is allowed past the limit too": {
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 25}.State(t0.UnixMicro() + 40e6)},
+		ops:    []Op{{Key: "a", Limit: fwMinute(10), Hits: 3, Mode: NegativeHits}},
+		want:   []Decision{ok(0, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 22}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a refund of a fresh key writes nothing": {
+		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 3, Mode: NegativeHits}},
+		want: []Decision{ok(5, 40*s)},
+	},
+	"a refund ends a quota alternative": {
+		ops: []Op{
+			{Key: "q1", Limit: fwMinute(1), Hits: 2, Mode: Quota},
+			{Key: "r", Limit: fwMinute(5), Hits: 1, Mode: NegativeHits},
+			{Key: "q2", Limit: fwMinute(5), Hits: 2, Mode: Quota, Joined: true},
+		},
+		want: []Decision{no(0, 40*s, 40*s), ok(5, 40*s), ok(3, 40*s)},
+		wantWrites: map[string]State{
+			"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"usage, an admission and a refund on one key": {
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 9}.State(t0.UnixMicro() + 40e6)},
+		ops: []Op{
+			{Key: "a", Limit: fwMinute(10), Hits: 2},
+			{Key: "a", Limit: fwMinute(10), Hits: 4, Usage: true},
+			{Key: "a", Limit: fwMinute(10), Hits: 5, Mode: NegativeHits},
+		},
+		want: []Decision{ok(4, 40*s), ok(0, 40*s), ok(6, 40*s)},
+		wantWrites: map[string]State{
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.State(t0.UnixMicro() + 40e6),
+		},
+	},
+	"a refund to fresh writes the key expired": {
+		stored: map[string]State{"a": Bucket{Last: t0.UnixMicro(), Tokens: 4}.State(t0.UnixMicro() + 600e3)},
+		ops:    []Op{{Key: "a", Limit: tb10, Hits: 7, Mode: NegativeHits}},
+		want:   []Decision{ok(10, 0)},
+		wantWrites: map[string]State{
+			"a": {ExpiresAt: 1},
+		},
+	},
+}
+
 func TestTakeAll(t *testing.T) {
-	fw := func(n uint64) Limit { return Limit{Algorithm: FixedWindow, Requests: n, Period: time.Minute} }
-	tb := Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second}
-	now := t0
-	tests := map[string]struct {
-		stored     map[string]State
-		ops        []Op
-		want       []Decision
-		wantWrites map[string]State
-	}{
-		"all allowed writes every key with hits": {
-			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(5), Hits: 2}, {Key: "c", Limit: fw(5), Hits: 0}},
-			want: []Decision{ok(1, 40*s), ok(3, 40*s), ok(5, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-				"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"one denial consumes nothing and reports checks": {
-			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(1), Hits: 2}, {Key: "c", Limit: fw(3), Hits: 3}},
-			want: []Decision{ok(2, 40*s), no(1, 40*s, Never), ok(3, 40*s)},
-		},
-		"a denied shadow op denies nothing and is counted past its limit": {
-			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1}, {Key: "b", Limit: fw(1), Hits: 2, Mode: Shadow}},
-			want: []Decision{ok(1, 40*s), no(0, 40*s, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-				"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"an allowed shadow op is charged": {
-			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1, Mode: Shadow}},
-			want: []Decision{ok(1, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"an enforced denial writes no shadow op either": {
-			ops:  []Op{{Key: "a", Limit: fw(2), Hits: 1, Mode: Shadow}, {Key: "b", Limit: fw(1), Hits: 2}},
-			want: []Decision{ok(2, 40*s), no(1, 40*s, Never)},
-		},
-		"one quota op with room carries the batch": {
-			ops:  []Op{{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fw(3), Hits: 2, Mode: Quota}, {Key: "e", Limit: fw(5), Hits: 2}},
-			want: []Decision{no(0, 40*s, 40*s), ok(1, 40*s), ok(3, 40*s)},
-			wantWrites: map[string]State{
-				"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-				"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-				"e":  Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"every quota op denied denies the batch": {
-			ops:  []Op{{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fw(1), Hits: 2, Mode: Quota}, {Key: "e", Limit: fw(5), Hits: 2}},
-			want: []Decision{no(1, 40*s, Never), no(1, 40*s, Never), ok(5, 40*s)},
-		},
-		"usage is recorded past the limit and denies": {
-			ops:  []Op{{Key: "u", Limit: fw(3), Hits: 5, Usage: true}, {Key: "t", Limit: fw(10), Hits: 5, Usage: true}},
-			want: []Decision{no(0, 40*s, 40*s), ok(5, 40*s)},
-			wantWrites: map[string]State{
-				"u": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
-				"t": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a denied batch records its usage only": {
-			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "u", Limit: fw(10), Hits: 4, Usage: true}, {Key: "d", Limit: fw(1), Hits: 2}},
-			want: []Decision{ok(3, 40*s), ok(6, 40*s), no(1, 40*s, Never)},
-			wantWrites: map[string]State{
-				"u": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a check after usage on one key sees the running total": {
-			ops:  []Op{{Key: "a", Limit: fw(10), Hits: 1699, Usage: true}, {Key: "a", Limit: fw(10), Hits: 1}},
-			want: []Decision{no(0, 40*s, 40*s), no(0, 40*s, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1699}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"usage over only with the request's admission stays denied with it": {
-			ops:  []Op{{Key: "a", Limit: fw(7), Hits: 2}, {Key: "a", Limit: fw(7), Hits: 6, Usage: true}, {Key: "b", Limit: fw(7), Hits: 2}},
-			want: []Decision{ok(7, 40*s), no(0, 40*s, 40*s), ok(7, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 6}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a usage exactly at the limit is allowed": {
-			ops:  []Op{{Key: "a", Limit: fw(10), Hits: 10, Usage: true}, {Key: "a", Limit: fw(10), Hits: 0}},
-			want: []Decision{ok(0, 40*s), ok(0, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a repeated key is charged twice": {
-			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 2}, {Key: "a", Limit: fw(3), Hits: 1}},
-			want: []Decision{ok(1, 40*s), ok(0, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a repeated key over the limit denies both": {
-			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 2}, {Key: "a", Limit: fw(3), Hits: 2}},
-			want: []Decision{ok(3, 40*s), no(1, 40*s, 40*s)},
-		},
-		"stored state counts": {
-			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6)},
-			ops:    []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "b", Limit: fw(3), Hits: 1}},
-			want:   []Decision{ok(0, 40*s), ok(2, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
-				"b": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"expired state reads as fresh": {
-			stored: map[string]State{"a": Window{Start: 1, Count: 99}.State(t0.UnixMicro())},
-			ops:    []Op{{Key: "a", Limit: fw(3), Hits: 0}},
-			want:   []Decision{ok(3, 40*s)},
-		},
-		"another family's state reads as fresh": {
-			stored: map[string]State{"a": {Log: []LogEntry{{At: t0.UnixMicro(), Seq: 1, Hits: 5}}, ExpiresAt: t0.UnixMicro() + 1e6}},
-			ops:    []Op{{Key: "a", Limit: tb, Hits: 10}},
-			want:   []Decision{ok(0, s)},
-			wantWrites: map[string]State{
-				"a": Bucket{Last: t0.UnixMicro(), Tokens: 0}.State(t0.UnixMicro() + 1e6),
-			},
-		},
-		// Spare (a lease top-up riding on a request): taken only if it fits,
-		// never denying, never recorded past its limit.
-		"an admitted batch charges an allowed Spare op": {
-			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 1}, {Key: "b", Limit: fw(5), Hits: 3, Mode: Spare}},
-			want: []Decision{ok(4, 40*s), ok(2, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-				"b": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a denied Spare op denies nothing and is not charged": {
-			stored: map[string]State{"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6)},
-			ops:    []Op{{Key: "a", Limit: fw(5), Hits: 1}, {Key: "b", Limit: fw(3), Hits: 2, Mode: Spare}},
-			want:   []Decision{ok(4, 40*s), no(1, 40*s, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a Spare op alone over its limit is denied and writes nothing": {
-			ops:  []Op{{Key: "b", Limit: fw(3), Hits: 4, Mode: Spare}},
-			want: []Decision{no(3, 40*s, Never)},
-		},
-		"a denied batch charges no Spare op": {
-			ops:  []Op{{Key: "b", Limit: fw(5), Hits: 2, Mode: Spare}, {Key: "d", Limit: fw(1), Hits: 2}},
-			want: []Decision{ok(5, 40*s), no(1, 40*s, Never)},
-		},
-		"a Spare op after an Enforce op on one key sees the running total": {
-			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 3}, {Key: "a", Limit: fw(5), Hits: 3, Mode: Spare}},
-			want: []Decision{ok(2, 40*s), no(2, 40*s, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a Spare op that fits the running total is charged with it": {
-			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 3}, {Key: "a", Limit: fw(5), Hits: 2, Mode: Spare}},
-			want: []Decision{ok(2, 40*s), ok(0, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"an Enforce op after a denied Spare op on one key is not held back by it": {
-			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 6, Mode: Spare}, {Key: "a", Limit: fw(5), Hits: 5}},
-			want: []Decision{no(5, 40*s, Never), ok(0, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		// A key left at rest (here a full bucket, by a check under a lower
-		// Burst) is written expired for good, however the batch ends: an
-		// op with an invalid limit after it drops it through Take in the
-		// denied batch, and a clock that goes back must not tell the two
-		// apart (take.lua deletes the key either way).
-		"a key left at rest is written expired": {
-			ops:  []Op{{Key: "a", Limit: tb, Hits: 1}, {Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second, Burst: 1}}},
-			want: []Decision{ok(9, 100*ms), ok(1, 0)},
-			wantWrites: map[string]State{
-				"a": {ExpiresAt: 1},
-			},
-		},
-		"a key left at rest is written expired in a denied batch too": {
-			ops: []Op{
-				{Key: "a", Limit: tb, Hits: 1, Usage: true},
-				{Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Second, Burst: 1}, Usage: true},
-				{Key: "a", Limit: Limit{Algorithm: TokenBucket, Requests: 10}, Usage: true},
-			},
-			want: []Decision{ok(9, 100*ms), ok(1, 0), no(0, 0, Never)},
-			wantWrites: map[string]State{
-				"a": {ExpiresAt: 1},
-			},
-		},
-		// Refunds (NegativeHits): applied first, whatever the verdict;
-		// the other ops are judged on the refunded states.
-		"a refund is kept in a denied batch": {
-			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6)},
-			ops:    []Op{{Key: "a", Limit: fw(5), Hits: 3, Mode: NegativeHits}, {Key: "d", Limit: fw(1), Hits: 2}},
-			want:   []Decision{ok(3, 40*s), no(1, 40*s, Never)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"an admission is judged after the refunds, wherever they are": {
-			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6)},
-			ops:    []Op{{Key: "a", Limit: fw(5), Hits: 2}, {Key: "a", Limit: fw(5), Hits: 3, Mode: NegativeHits}},
-			want:   []Decision{ok(1, 40*s), ok(3, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a refund is allowed past the limit too": {
-			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 25}.State(t0.UnixMicro() + 40e6)},
-			ops:    []Op{{Key: "a", Limit: fw(10), Hits: 3, Mode: NegativeHits}},
-			want:   []Decision{ok(0, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 22}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a refund of a fresh key writes nothing": {
-			ops:  []Op{{Key: "a", Limit: fw(5), Hits: 3, Mode: NegativeHits}},
-			want: []Decision{ok(5, 40*s)},
-		},
-		"a refund ends a quota alternative": {
-			ops: []Op{
-				{Key: "q1", Limit: fw(1), Hits: 2, Mode: Quota},
-				{Key: "r", Limit: fw(5), Hits: 1, Mode: NegativeHits},
-				{Key: "q2", Limit: fw(5), Hits: 2, Mode: Quota, Joined: true},
-			},
-			want: []Decision{no(0, 40*s, 40*s), ok(5, 40*s), ok(3, 40*s)},
-			wantWrites: map[string]State{
-				"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-				"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"usage, an admission and a refund on one key": {
-			stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 9}.State(t0.UnixMicro() + 40e6)},
-			ops: []Op{
-				{Key: "a", Limit: fw(10), Hits: 2},
-				{Key: "a", Limit: fw(10), Hits: 4, Usage: true},
-				{Key: "a", Limit: fw(10), Hits: 5, Mode: NegativeHits},
-			},
-			want: []Decision{ok(4, 40*s), ok(0, 40*s), ok(6, 40*s)},
-			wantWrites: map[string]State{
-				"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.State(t0.UnixMicro() + 40e6),
-			},
-		},
-		"a refund to fresh writes the key expired": {
-			stored: map[string]State{"a": Bucket{Last: t0.UnixMicro(), Tokens: 4}.State(t0.UnixMicro() + 600e3)},
-			ops:    []Op{{Key: "a", Limit: tb, Hits: 7, Mode: NegativeHits}},
-			want:   []Decision{ok(10, 0)},
-			wantWrites: map[string]State{
-				"a": {ExpiresAt: 1},
-			},
-		},
-		"an invalid limit denies the batch": {
-			ops:  []Op{{Key: "a", Limit: fw(3), Hits: 1}, {Key: "b", Limit: Limit{Algorithm: FixedWindow, Requests: 1}, Hits: 0}},
-			want: []Decision{ok(3, 40*s), no(0, 0, Never)},
-		},
+	for _, table := range []map[string]takeAllCase{takeAllBasics, takeAllSpare, takeAllAtRest, takeAllRefunds} {
+		for name, tc := range table {
+			t.Run(name, func(t *testing.T) { checkTakeAll(t, tc) })
+		}
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			loads := 0
-			load := func(key string) State { loads++; return tc.stored[key] }
-			got, writes := TakeAll(tc.ops, load, now)
-			for i := range tc.want {
-				if got[i] != tc.want[i] {
-					t.Errorf("op %d: got %s, want %s", i, fmtD(got[i]), fmtD(tc.want[i]))
-				}
-			}
-			if len(writes) != len(tc.wantWrites) {
-				t.Fatalf("writes %+v, want %+v", writes, tc.wantWrites)
-			}
-			for k, w := range tc.wantWrites {
-				g, found := writes[k]
-				if !found || g.regs != w.regs || g.ExpiresAt != w.ExpiresAt || len(g.Log) != len(w.Log) {
-					t.Errorf("write %s = %+v, want %+v", k, g, w)
-				}
-			}
-			keys := map[string]bool{}
-			for _, op := range tc.ops {
-				keys[op.Key] = true
-			}
-			if loads != len(keys) {
-				t.Errorf("loaded %d times for %d keys", loads, len(keys))
-			}
-		})
+}
+
+// checkTakeAll runs tc's batch at t0: its decisions, its writes, and one
+// load per key.
+func checkTakeAll(t *testing.T, tc takeAllCase) {
+	loads := 0
+	load := func(key string) State { loads++; return tc.stored[key] }
+	got, writes := TakeAll(tc.ops, load, t0)
+	for i := range tc.want {
+		if got[i] != tc.want[i] {
+			t.Errorf("op %d: got %s, want %s", i, fmtD(got[i]), fmtD(tc.want[i]))
+		}
+	}
+	if len(writes) != len(tc.wantWrites) {
+		t.Fatalf("writes %+v, want %+v", writes, tc.wantWrites)
+	}
+	for k, w := range tc.wantWrites {
+		g, found := writes[k]
+		if !found || g.regs != w.regs || g.ExpiresAt != w.ExpiresAt || len(g.Log) != len(w.Log) {
+			t.Errorf("write %s = %+v, want %+v", k, g, w)
+		}
+	}
+	keys := map[string]bool{}
+	for _, op := range tc.ops {
+		keys[op.Key] = true
+	}
+	if loads != len(keys) {
+		t.Errorf("loaded %d times for %d keys", loads, len(keys))
 	}
 }
 
