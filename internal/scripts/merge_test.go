@@ -85,21 +85,9 @@ func TestMergedTakes(t *testing.T) {
 		calls := make([][]any, len(takes))
 		charged := make([]bool, len(takes))
 		for i := range takes {
-			alg := algorithms.All()[rng.IntN(len(algorithms.All()))]
-			ops := make([]algorithms.Op, 1+rng.IntN(3))
-			keyOf := func(int) string { return keys[rng.IntN(4)] }
-			if rng.IntN(8) == 0 {
-				ops = make([]algorithms.Op, 9+rng.IntN(4))
-				if rng.IntN(2) == 0 {
-					perm := rng.Perm(len(keys))
-					keyOf = func(j int) string { return keys[perm[j]] }
-				}
-			}
-			for j := range ops {
-				ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(6)), Usage: rng.IntN(4) == 0}
-			}
+			takes[i] = randomMergedTake(rng, keys, lims)
 			charged[i] = rng.IntN(2) == 0
-			takes[i], calls[i] = ops, mergeableCall(t, ops, now, charged[i])
+			calls[i] = mergeableCall(t, takes[i], now, charged[i])
 		}
 		cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
 		_ = rdb.Process(ctx, cmd)
@@ -109,37 +97,7 @@ func TestMergedTakes(t *testing.T) {
 			if errs[i] != nil {
 				t.Fatalf("group %d take %d: %v", group, i, errs[i])
 			}
-			got, err := scripts.Decode(replies[i], len(ops))
-			if err != nil {
-				t.Fatalf("group %d take %d: %v", group, i, err)
-			}
-			before := map[string]algorithms.State{}
-			for _, op := range ops {
-				st := m[op.Key]
-				st.Log = slices.Clone(st.Log)
-				before[op.Key] = st
-			}
-			want, writes := m.take(ops, time.UnixMicro(now))
-			for j := range ops {
-				if got[j] != want[j] {
-					t.Fatalf("group %d take %d op %d %+v: merged %s, one after the other %s", group, i, j, ops[j], fmtDecision(got[j]), fmtDecision(want[j]))
-				}
-			}
-			if !charged[i] {
-				if vals, err := scripts.ReplyValues(replies[i]); err != nil || len(vals) != 4*len(ops) {
-					t.Fatalf("group %d take %d without charges: %d values for %d ops (%v)", group, i, len(vals), len(ops), err)
-				}
-				continue
-			}
-			gotCh, err := scripts.DecodeCharges(replies[i], ops)
-			if err != nil {
-				t.Fatalf("group %d take %d: charges: %v", group, i, err)
-			}
-			wantCh := algorithms.Charges(ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(now))
-			if err := sameCharges(gotCh, wantCh); err != nil {
-				t.Fatalf("group %d take %d: charges: %v\n  lua %+v\n  go  %+v", group, i, err, gotCh, wantCh)
-			}
-			charges += len(gotCh)
+			charges += checkMergedTake(t, m, ops, replies[i], charged[i], now, fmt.Sprintf("group %d take %d", group, i))
 		}
 		for _, key := range keys {
 			pipe := rdb.Pipeline()
@@ -156,6 +114,65 @@ func TestMergedTakes(t *testing.T) {
 	if charges < 100 {
 		t.Errorf("only %d charges replied: the charged takes were barely admitted", charges)
 	}
+}
+
+// randomMergedTake is one take of TestMergedTakes: 1-3 ops of one random
+// algorithm on the first four keys, or one in eight 9-12 ops, on distinct
+// keys or on those four; any mode, a quarter of them usage.
+func randomMergedTake(rng *rand.Rand, keys []string, lims map[algorithms.Algorithm]algorithms.Limit) []algorithms.Op {
+	alg := algorithms.All()[rng.IntN(len(algorithms.All()))]
+	ops := make([]algorithms.Op, 1+rng.IntN(3))
+	keyOf := func(int) string { return keys[rng.IntN(4)] }
+	if rng.IntN(8) == 0 {
+		ops = make([]algorithms.Op, 9+rng.IntN(4))
+		if rng.IntN(2) == 0 {
+			perm := rng.Perm(len(keys))
+			keyOf = func(j int) string { return keys[perm[j]] }
+		}
+	}
+	for j := range ops {
+		ops[j] = algorithms.Op{Key: keyOf(j), Limit: lims[alg], Hits: randomHits(rng, lims[alg]), Mode: algorithms.Mode(rng.IntN(6)), Usage: rng.IntN(4) == 0}
+	}
+	return ops
+}
+
+// checkMergedTake requires one take's reply in a merged call to be the Go
+// model's decisions for ops run at now after the takes before it, with
+// algorithms.Charges' charges when charged asked for them, and four values
+// per op when not. It returns how many charges the reply held.
+func checkMergedTake(t *testing.T, m model, ops []algorithms.Op, reply any, charged bool, now int64, where string) int {
+	t.Helper()
+	got, err := scripts.Decode(reply, len(ops))
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	before := map[string]algorithms.State{}
+	for _, op := range ops {
+		st := m[op.Key]
+		st.Log = slices.Clone(st.Log)
+		before[op.Key] = st
+	}
+	want, writes := m.take(ops, time.UnixMicro(now))
+	for j := range ops {
+		if got[j] != want[j] {
+			t.Fatalf("%s op %d %+v: merged %s, one after the other %s", where, j, ops[j], fmtDecision(got[j]), fmtDecision(want[j]))
+		}
+	}
+	if !charged {
+		if vals, err := scripts.ReplyValues(reply); err != nil || len(vals) != 4*len(ops) {
+			t.Fatalf("%s without charges: %d values for %d ops (%v)", where, len(vals), len(ops), err)
+		}
+		return 0
+	}
+	gotCh, err := scripts.DecodeCharges(reply, ops)
+	if err != nil {
+		t.Fatalf("%s: charges: %v", where, err)
+	}
+	wantCh := algorithms.Charges(ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(now))
+	if err := sameCharges(gotCh, wantCh); err != nil {
+		t.Fatalf("%s: charges: %v\n  lua %+v\n  go  %+v", where, err, gotCh, wantCh)
+	}
+	return len(gotCh)
 }
 
 // TestMergedRepliesAsAlone: a merged call of takes with and without

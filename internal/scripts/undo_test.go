@@ -45,100 +45,11 @@ func TestUndoLua(t *testing.T) {
 			rng := newRand(t)
 			quiet, undone := 0, 0
 			for trial := range undoTrials {
-				key := fmt.Sprintf("undo:%s:%d", alg, trial)
-				lim := randomLimit(rng, alg)
-				now := 1_700_000_000_000_000 + rng.Int64N(1e12)
-				m := model{}
-				for range rng.IntN(5) {
-					now += forward(rng, lim, now)
-					u.take(m, []algorithms.Op{{Key: key, Limit: lim, Hits: randomHits(rng, lim)}}, now)
-				}
-				now += forward(rng, lim, now)
-				ops := []algorithms.Op{{Key: key, Limit: lim, Hits: 1 + rng.Uint64N(min(lim.Capacity(), 5)+1)}}
-				if rng.IntN(4) == 0 {
-					ops = append(ops, algorithms.Op{Key: key, Limit: lim, Hits: 1})
-				}
-				// Usage on another key (in shadow mode, so that it never denies the
-				// batch) is recorded and never charged; on the
-				// key itself it leaves the key without a charge (take.lua).
-				usage := algorithms.Op{Key: key + ":usage", Limit: lim, Hits: 1 + rng.Uint64N(3*lim.Capacity()+1), Usage: true, Mode: algorithms.Shadow}
-				switch rng.IntN(6) {
-				case 0:
-					ops = append(ops, usage)
-				case 1:
-					usage.Key = key
-					ops = append(ops, usage)
-				}
-				before := m[key]
-				before.Log = slices.Clone(before.Log)
-				ds, charges := u.take(m, ops, now)
-				if !ds[0].Allowed || (len(ops) >= 2 && !ds[1].Allowed && !ops[1].Usage) {
-					continue
-				}
-				if ops[len(ops)-1].Usage {
-					if ops[len(ops)-1].Key == key && len(charges) != 0 {
-						t.Fatalf("trial %d: a key usage also charged reported charges %+v", trial, charges)
+				if did, wasQuiet := u.trial(rng, alg, trial); did {
+					undone++
+					if wasQuiet {
+						quiet++
 					}
-					for _, c := range charges {
-						if c.Key != key {
-							t.Fatalf("trial %d: usage was reported as a charge %+v", trial, c)
-						}
-					}
-					if ops[len(ops)-1].Key == key {
-						continue
-					}
-					ops = ops[:len(ops)-1]
-				}
-				var hits uint64
-				for _, op := range ops {
-					hits += op.Hits
-				}
-				want := algorithms.Charged{Hits: hits, After: m[key]}
-				if alg.Family() == algorithms.Log {
-					want.After = algorithms.State{ExpiresAt: m[key].ExpiresAt}
-					for _, e := range m[key].Log {
-						if !slices.Contains(before.Log, e) {
-							want.After.Log = append(want.After.Log, e)
-						}
-					}
-				}
-				if len(charges) != 1 || charges[0].Key != key || charges[0].Limit != lim || !sameCharged(charges[0].Charged, want) {
-					t.Fatalf("trial %d: take reported charges %+v, want %+v", trial, charges, want)
-				}
-				never := model{key: before}
-				isQuiet := rng.IntN(3) == 0
-				for range rng.IntN(4) {
-					now += forward(rng, lim, now)
-					if !isQuiet {
-						op := []algorithms.Op{{Key: key, Limit: lim, Hits: randomHits(rng, lim)}}
-						if d, _ := u.take(m, op, now); d[0].Allowed && op[0].Hits > 0 {
-							never.take(op, time.UnixMicro(now))
-						}
-					}
-				}
-				keys, args, err := scripts.EncodeUndo(charges, time.UnixMicro(now))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := rdb.EvalSha(ctx, undo, keys, args...).Err(); err != nil {
-					t.Fatalf("trial %d: undo: %v", trial, err)
-				}
-				m[key] = algorithms.Undo(lim, m[key], charges[0].Charged, time.UnixMicro(now))
-				if err := sameState(m[key], u.read(key), now); err != nil {
-					t.Fatalf("trial %d %+v: after undo: %v", trial, lim, err)
-				}
-				undone++
-				if isQuiet {
-					quiet++
-				}
-				check := []algorithms.Op{{Key: key, Limit: lim}}
-				for range 3 {
-					dl, _ := u.take(m, check, now)
-					dn, _ := never.take(check, time.UnixMicro(now))
-					if dl[0].Remaining > dn[0].Remaining || (dl[0].Allowed && !dn[0].Allowed) || (isQuiet && dl[0] != dn[0]) {
-						t.Fatalf("trial %d %+v quiet=%v at %d: undone key %s %+v, never-charged %s %+v; charge %+v", trial, lim, isQuiet, now, fmtDecision(dl[0]), m[key], fmtDecision(dn[0]), never[key], charges[0])
-					}
-					now += forward(rng, lim, now)
 				}
 			}
 			t.Logf("%d undos, %d quiet", undone, quiet)
@@ -147,6 +58,138 @@ func TestUndoLua(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trial is one trial of TestUndoLua on alg: a few takes, the charge, its
+// check, then the undo and its checks. It reports whether a charge was
+// undone, and whether nothing hit the key between the charge and the undo.
+func (u *undoRun) trial(rng *rand.Rand, alg algorithms.Algorithm, trial int) (undone, quiet bool) {
+	key := fmt.Sprintf("undo:%s:%d", alg, trial)
+	lim := randomLimit(rng, alg)
+	now := 1_700_000_000_000_000 + rng.Int64N(1e12)
+	m := model{}
+	for range rng.IntN(5) {
+		now += forward(rng, lim, now)
+		u.take(m, []algorithms.Op{{Key: key, Limit: lim, Hits: randomHits(rng, lim)}}, now)
+	}
+	now += forward(rng, lim, now)
+	ops := undoBatch(rng, key, lim)
+	before := m[key]
+	before.Log = slices.Clone(before.Log)
+	ds, charges := u.take(m, ops, now)
+	if !ds[0].Allowed || (len(ops) >= 2 && !ds[1].Allowed && !ops[1].Usage) {
+		return false, false
+	}
+	ops, ok := u.withoutUsage(trial, key, ops, charges)
+	if !ok {
+		return false, false
+	}
+	var hits uint64
+	for _, op := range ops {
+		hits += op.Hits
+	}
+	want := wantCharged(alg, hits, m[key], before)
+	if len(charges) != 1 || charges[0].Key != key || charges[0].Limit != lim || !sameCharged(charges[0].Charged, want) {
+		u.t.Fatalf("trial %d: take reported charges %+v, want %+v", trial, charges, want)
+	}
+	return true, u.undoAndCheck(rng, trial, m, before, charges, now)
+}
+
+// undoBatch is the charge of a trial on key: one op, or two on the key,
+// and sometimes usage. Usage on another key (in shadow mode, so that it
+// never denies the batch) is recorded and never charged; on the key itself
+// it leaves the key without a charge (take.lua).
+func undoBatch(rng *rand.Rand, key string, lim algorithms.Limit) []algorithms.Op {
+	ops := []algorithms.Op{{Key: key, Limit: lim, Hits: 1 + rng.Uint64N(min(lim.Capacity(), 5)+1)}}
+	if rng.IntN(4) == 0 {
+		ops = append(ops, algorithms.Op{Key: key, Limit: lim, Hits: 1})
+	}
+	usage := algorithms.Op{Key: key + ":usage", Limit: lim, Hits: 1 + rng.Uint64N(3*lim.Capacity()+1), Usage: true, Mode: algorithms.Shadow}
+	switch rng.IntN(6) {
+	case 0:
+		ops = append(ops, usage)
+	case 1:
+		usage.Key = key
+		ops = append(ops, usage)
+	}
+	return ops
+}
+
+// withoutUsage checks that a batch's usage op was reported as no charge
+// and returns the ops charged; ok is false when the usage was on key
+// itself, which leaves it nothing to undo.
+func (u *undoRun) withoutUsage(trial int, key string, ops []algorithms.Op, charges []scripts.Charge) (_ []algorithms.Op, ok bool) {
+	last := ops[len(ops)-1]
+	if !last.Usage {
+		return ops, true
+	}
+	if last.Key == key && len(charges) != 0 {
+		u.t.Fatalf("trial %d: a key usage also charged reported charges %+v", trial, charges)
+	}
+	for _, c := range charges {
+		if c.Key != key {
+			u.t.Fatalf("trial %d: usage was reported as a charge %+v", trial, c)
+		}
+	}
+	if last.Key == key {
+		return nil, false
+	}
+	return ops[:len(ops)-1], true
+}
+
+// wantCharged is the charge of hits that left the key at after: for a log,
+// only the entries that were not in before.
+func wantCharged(alg algorithms.Algorithm, hits uint64, after, before algorithms.State) algorithms.Charged {
+	want := algorithms.Charged{Hits: hits, After: after}
+	if alg.Family() == algorithms.Log {
+		want.After = algorithms.State{ExpiresAt: after.ExpiresAt}
+		for _, e := range after.Log {
+			if !slices.Contains(before.Log, e) {
+				want.After.Log = append(want.After.Log, e)
+			}
+		}
+	}
+	return want
+}
+
+// undoAndCheck lets time pass, with other requests hitting the key or
+// (quiet) not, undoes charges[0] in Lua and in Go, requires the same state,
+// then checks the undone key against one never charged (before, hit by the
+// same admitted requests). It reports whether the trial was quiet.
+func (u *undoRun) undoAndCheck(rng *rand.Rand, trial int, m model, before algorithms.State, charges []scripts.Charge, now int64) bool {
+	t, key, lim := u.t, charges[0].Key, charges[0].Limit
+	never := model{key: before}
+	isQuiet := rng.IntN(3) == 0
+	for range rng.IntN(4) {
+		now += forward(rng, lim, now)
+		if !isQuiet {
+			op := []algorithms.Op{{Key: key, Limit: lim, Hits: randomHits(rng, lim)}}
+			if d, _ := u.take(m, op, now); d[0].Allowed && op[0].Hits > 0 {
+				never.take(op, time.UnixMicro(now))
+			}
+		}
+	}
+	keys, args, err := scripts.EncodeUndo(charges, time.UnixMicro(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.rdb.EvalSha(context.Background(), u.undoSHA, keys, args...).Err(); err != nil {
+		t.Fatalf("trial %d: undo: %v", trial, err)
+	}
+	m[key] = algorithms.Undo(lim, m[key], charges[0].Charged, time.UnixMicro(now))
+	if err := sameState(m[key], u.read(key), now); err != nil {
+		t.Fatalf("trial %d %+v: after undo: %v", trial, lim, err)
+	}
+	check := []algorithms.Op{{Key: key, Limit: lim}}
+	for range 3 {
+		dl, _ := u.take(m, check, now)
+		dn, _ := never.take(check, time.UnixMicro(now))
+		if dl[0].Remaining > dn[0].Remaining || (dl[0].Allowed && !dn[0].Allowed) || (isQuiet && dl[0] != dn[0]) {
+			t.Fatalf("trial %d %+v quiet=%v at %d: undone key %s %+v, never-charged %s %+v; charge %+v", trial, lim, isQuiet, now, fmtDecision(dl[0]), m[key], fmtDecision(dn[0]), never[key], charges[0])
+		}
+		now += forward(rng, lim, now)
+	}
+	return isQuiet
 }
 
 type undoRun struct {
