@@ -173,6 +173,40 @@ func redisMicrosPerCall(b *testing.B, rdb *redis.Client, cmd string) float64 {
 func BenchmarkTakeInRedis(b *testing.B) {
 	ctx := context.Background()
 	rdb := newRedis(b)
+	lib, variants := loopVariants(b, rdb)
+	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
+		b.Fatal(err)
+	}
+	for _, alg := range algorithms.All() {
+		for _, n := range []int{1, 3, 0} {
+			ops, name, ok := loopOps(alg, n)
+			if !ok {
+				continue
+			}
+			keys, args, err := scripts.Encode(ops, time.Time{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 {
+				args = scripts.WithCharges(args)
+			}
+			args = append(args, loopIters)
+			b.Run(alg.String()+name, func(b *testing.B) { benchLoop(b, rdb, variants, keys, args) })
+		}
+	}
+}
+
+// loopIters is how many takes one FCALL of a loop function runs.
+const loopIters = 2000
+
+// loopVariant is one loop function BenchmarkTakeInRedis times, and the
+// metric it reports.
+type loopVariant struct{ metric, fn string }
+
+// loopVariants is this commit's loop library and its variants: the take,
+// the floor and, given RATELIMITD_BASELINE_LOOP_LIBRARY, the baseline
+// (loaded into rdb); RATELIMITD_WRITE_LOOP_LIBRARY writes this commit's.
+func loopVariants(b *testing.B, rdb *redis.Client) (string, []loopVariant) {
 	lib, loop, floor, ok := scripts.LoopLibrary()
 	if !ok {
 		b.Fatal("LoopLibrary no longer finds the take function")
@@ -182,83 +216,79 @@ func BenchmarkTakeInRedis(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	type variant struct{ metric, fn string }
-	variants := []variant{{"take-µs", loop}, {"floor-µs", floor}}
-	if path := os.Getenv("RATELIMITD_BASELINE_LOOP_LIBRARY"); path != "" {
-		text, err := os.ReadFile(path)
+	variants := []loopVariant{{"take-µs", loop}, {"floor-µs", floor}}
+	path := os.Getenv("RATELIMITD_BASELINE_LOOP_LIBRARY")
+	if path == "" {
+		return lib, variants
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn, baseLib, ok := strings.Cut(string(text), "\n")
+	if !ok {
+		b.Fatalf("%s: want the loop function's name, a newline and the library", path)
+	}
+	if fn == loop {
+		b.Fatalf("%s is this commit's library", path)
+	}
+	if err := rdb.FunctionLoadReplace(context.Background(), baseLib).Err(); err != nil {
+		b.Fatalf("%s: %v", path, err)
+	}
+	return lib, append(variants, loopVariant{"baseline-µs", fn})
+}
+
+// loopOps is the batch timed for alg: n ops on distinct keys ("/opN"), or
+// for n 0 fixed_window's lease top-up (an op and a Spare op on its key,
+// "/topup"); ok is false for a top-up of another algorithm.
+func loopOps(alg algorithms.Algorithm, n int) (_ []algorithms.Op, name string, ok bool) {
+	lim := algorithms.Limit{Algorithm: alg, Requests: 1e9, Period: time.Second}
+	if n == 0 {
+		if alg != algorithms.FixedWindow {
+			return nil, "", false
+		}
+		op := algorithms.Op{Key: "loop:0:", Limit: lim, Hits: 1}
+		ops := []algorithms.Op{op, op}
+		ops[1].Hits, ops[1].Mode = 5, algorithms.Spare
+		return ops, "/topup", true
+	}
+	ops := make([]algorithms.Op, n)
+	for i := range ops {
+		ops[i] = algorithms.Op{Key: "loop:" + strconv.Itoa(i) + ":", Limit: lim, Hits: 1}
+	}
+	return ops, "/op" + strconv.Itoa(n), true
+}
+
+// benchLoop times each variant's loop over keys and args in turn, from a
+// flushed Redis each time.
+func benchLoop(b *testing.B, rdb *redis.Client, variants []loopVariant, keys []string, args []any) {
+	ctx := context.Background()
+	take := func(v loopVariant) int64 {
+		if err := rdb.FlushAll(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		us, err := rdb.FCall(ctx, v.fn, keys, args...).Int64()
 		if err != nil {
 			b.Fatal(err)
 		}
-		fn, baseLib, ok := strings.Cut(string(text), "\n")
-		if !ok {
-			b.Fatalf("%s: want the loop function's name, a newline and the library", path)
-		}
-		if fn == loop {
-			b.Fatalf("%s is this commit's library", path)
-		}
-		if err := rdb.FunctionLoadReplace(ctx, baseLib).Err(); err != nil {
-			b.Fatalf("%s: %v", path, err)
-		}
-		variants = append(variants, variant{"baseline-µs", fn})
+		return us
 	}
-	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
-		b.Fatal(err)
+	// One round untimed, so no variant pays for the change of algorithm
+	// or batch size alone.
+	for _, v := range variants {
+		take(v)
 	}
-	const iters = 2000
-	for _, alg := range algorithms.All() {
-		for _, n := range []int{1, 3, 0} {
-			lim := algorithms.Limit{Algorithm: alg, Requests: 1e9, Period: time.Second}
-			ops := make([]algorithms.Op, n)
-			for i := range ops {
-				ops[i] = algorithms.Op{Key: "loop:" + strconv.Itoa(i) + ":", Limit: lim, Hits: 1}
-			}
-			name := "/op" + strconv.Itoa(n)
-			if n == 0 {
-				if alg != algorithms.FixedWindow {
-					continue
-				}
-				op := algorithms.Op{Key: "loop:0:", Limit: lim, Hits: 1}
-				ops, name = []algorithms.Op{op, op}, "/topup"
-				ops[1].Hits, ops[1].Mode = 5, algorithms.Spare
-			}
-			keys, args, err := scripts.Encode(ops, time.Time{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n == 0 {
-				args = scripts.WithCharges(args)
-			}
-			args = append(args, iters)
-			b.Run(alg.String()+name, func(b *testing.B) {
-				take := func(v variant) int64 {
-					if err := rdb.FlushAll(ctx).Err(); err != nil {
-						b.Fatal(err)
-					}
-					us, err := rdb.FCall(ctx, v.fn, keys, args...).Int64()
-					if err != nil {
-						b.Fatal(err)
-					}
-					return us
-				}
-				// One round untimed, so no variant pays for the change of
-				// algorithm or batch size alone.
-				for _, v := range variants {
-					take(v)
-				}
-				us := make([]int64, len(variants))
-				var loops int64
-				for b.Loop() {
-					// In turn first, so none always runs right after another.
-					for j := range variants {
-						i := (j + int(loops)) % len(variants)
-						us[i] += take(variants[i])
-					}
-					loops++
-				}
-				for i, v := range variants {
-					b.ReportMetric(float64(us[i])/float64(loops*iters), v.metric)
-				}
-			})
+	us := make([]int64, len(variants))
+	var loops int64
+	for b.Loop() {
+		// In turn first, so none always runs right after another.
+		for j := range variants {
+			i := (j + int(loops)) % len(variants)
+			us[i] += take(variants[i])
 		}
+		loops++
+	}
+	for i, v := range variants {
+		b.ReportMetric(float64(us[i])/float64(loops*loopIters), v.metric)
 	}
 }

@@ -32,72 +32,15 @@ func BenchmarkMergedTakes(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 8})
 	b.Cleanup(func() { _ = rdb.Close() })
-	info, err := rdb.InfoMap(ctx, "server").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	pid, err := strconv.Atoi(info["Server"]["process_id"])
-	if err != nil {
-		b.Fatalf("redis-server process_id: %v", err)
-	}
-	if _, err := procstat.CPUTime(pid); err != nil {
-		b.Skipf("no CPU time of redis-server: %v", err)
-	}
+	pid := redisPID(b, rdb)
 	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
 		b.Fatal(err)
 	}
-	const merged, keys, callers = 11, 4096, 4
-	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1000, Period: time.Second}
-	key := func(rng *rand.Rand, d int) string {
-		return "bench:{d" + strconv.Itoa(d) + "}:" + strconv.Itoa(rng.IntN(keys))
-	}
-	// decide makes merged decisions of n descriptors.
+	mb := mergedBench{ctx: ctx, rdb: rdb, lim: algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1000, Period: time.Second}}
+	// decide makes mergedTakes decisions of n descriptors.
 	decide := map[string]func(rng *rand.Rand, n int) error{
-		"merged": func(rng *rand.Rand, n int) error {
-			calls := make([][]any, merged)
-			for i := range calls {
-				ops := make([]algorithms.Op, n)
-				for d := range ops {
-					ops[d] = algorithms.Op{Key: key(rng, d), Limit: lim, Hits: 1}
-				}
-				ks, args, err := scripts.Encode(ops, time.Time{})
-				if err != nil {
-					return err
-				}
-				call := []any{"fcall", scripts.TakeFunction(), len(ks)}
-				for _, k := range ks {
-					call = append(call, k)
-				}
-				calls[i] = append(call, args...)
-			}
-			cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
-			_ = rdb.Process(ctx, cmd)
-			replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), merged)
-			for i := range replies {
-				if errs[i] != nil {
-					return errs[i]
-				}
-				if _, err := scripts.Decode(replies[i], n); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		"envoy-model": func(rng *rand.Rand, n int) error {
-			for range merged {
-				window := "_" + strconv.FormatInt(time.Now().Unix(), 10)
-				pipe := rdb.Pipeline()
-				for d := range n {
-					k := key(rng, d) + window
-					pipe.IncrBy(ctx, k, 1)
-					pipe.Expire(ctx, k, time.Second)
-				}
-				if _, err := pipe.Exec(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		"merged":      mb.merged,
+		"envoy-model": mb.envoyModel,
 	}
 	for _, n := range []int{1, 3} {
 		for _, target := range []string{"merged", "envoy-model"} {
@@ -108,10 +51,8 @@ func BenchmarkMergedTakes(b *testing.B) {
 				}
 				var next atomic.Int64
 				var wg sync.WaitGroup
-				for c := range callers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
+				for c := range mergedCallers {
+					wg.Go(func() {
 						rng := rand.New(rand.NewPCG(uint64(c), uint64(n)))
 						for next.Add(1) <= int64(b.N) {
 							if err := decide[target](rng, n); err != nil {
@@ -119,15 +60,97 @@ func BenchmarkMergedTakes(b *testing.B) {
 								return
 							}
 						}
-					}()
+					})
 				}
 				wg.Wait()
 				after, err := procstat.CPUTime(pid)
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportMetric(float64((after-before).Microseconds())/float64(b.N*merged), "redis-µs/decision")
+				b.ReportMetric(float64((after-before).Microseconds())/float64(b.N*mergedTakes), "redis-µs/decision")
 			})
 		}
 	}
+}
+
+// BenchmarkMergedTakes' shape: takes per FCALL (or pipelines per
+// envoy-model round), keys per descriptor, concurrent callers.
+const mergedTakes, mergedKeys, mergedCallers = 11, 4096, 4
+
+// redisPID is the process id of rdb's redis-server; it skips b where its
+// CPU time cannot be read.
+func redisPID(b *testing.B, rdb *redis.Client) int {
+	info, err := rdb.InfoMap(context.Background(), "server").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pid, err := strconv.Atoi(info["Server"]["process_id"])
+	if err != nil {
+		b.Fatalf("redis-server process_id: %v", err)
+	}
+	if _, err := procstat.CPUTime(pid); err != nil {
+		b.Skipf("no CPU time of redis-server: %v", err)
+	}
+	return pid
+}
+
+// mergedBench makes BenchmarkMergedTakes' decisions on one Redis.
+type mergedBench struct {
+	ctx context.Context
+	rdb *redis.Client
+	lim algorithms.Limit
+}
+
+func (mb mergedBench) key(rng *rand.Rand, d int) string {
+	return "bench:{d" + strconv.Itoa(d) + "}:" + strconv.Itoa(rng.IntN(mergedKeys))
+}
+
+// merged sends mergedTakes takes of n descriptors as one FCALL.
+func (mb mergedBench) merged(rng *rand.Rand, n int) error {
+	calls := make([][]any, mergedTakes)
+	for i := range calls {
+		ops := make([]algorithms.Op, n)
+		for d := range ops {
+			ops[d] = algorithms.Op{Key: mb.key(rng, d), Limit: mb.lim, Hits: 1}
+		}
+		ks, args, err := scripts.Encode(ops, time.Time{})
+		if err != nil {
+			return err
+		}
+		call := []any{"fcall", scripts.TakeFunction(), len(ks)}
+		for _, k := range ks {
+			call = append(call, k)
+		}
+		calls[i] = append(call, args...)
+	}
+	cmd := redis.NewCmd(mb.ctx, scripts.MergeTakes(calls)...)
+	_ = mb.rdb.Process(mb.ctx, cmd)
+	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), mergedTakes)
+	for i := range replies {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		if _, err := scripts.Decode(replies[i], n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// envoyModel makes mergedTakes decisions of n descriptors as envoyproxy
+// does: a pipeline of INCRBY + EXPIRE per descriptor per decision.
+func (mb mergedBench) envoyModel(rng *rand.Rand, n int) error {
+	for range mergedTakes {
+		window := "_" + strconv.FormatInt(time.Now().Unix(), 10)
+		pipe := mb.rdb.Pipeline()
+		for d := range n {
+			k := mb.key(rng, d) + window
+			pipe.IncrBy(mb.ctx, k, 1)
+			pipe.Expire(mb.ctx, k, time.Second)
+		}
+		if _, err := pipe.Exec(mb.ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
