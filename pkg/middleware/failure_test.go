@@ -54,44 +54,8 @@ func TestStoreDown(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	rules := parseRules(t, failureRules)
-	routes, err := middleware.Parse("routes.yaml", []byte(failureRoutes))
-	if err != nil {
-		t.Fatal(err)
-	}
 	remote, _ := serveRLS(t, newService(t, rules, st))
-	backends := map[string]client.Backend{"embedded": newService(t, rules, st), "remote": remote}
-
-	type wanted struct {
-		status int
-		code   codes.Code
-	}
-	modes := []struct {
-		name    string
-		onError client.OnError
-		want    wanted
-	}{
-		{"allow", client.OnErrorAllow, wanted{http.StatusOK, codes.OK}},
-		{"deny", client.OnErrorDeny, wanted{http.StatusTooManyRequests, codes.ResourceExhausted}},
-		{"unavailable", client.OnErrorUnavailable, wanted{http.StatusServiceUnavailable, codes.Unavailable}},
-	}
-	type rig struct {
-		name   string
-		app    *app
-		want   wanted
-		errors *atomic.Int64
-	}
-	var rigs []rig
-	for _, bname := range []string{"embedded", "remote"} {
-		for _, m := range modes {
-			l := client.NewLimiter(backends[bname], client.WithTimeout(10*time.Second), client.WithOnError(m.onError))
-			errs := new(atomic.Int64)
-			mw, err := middleware.New(l, routes, middleware.WithErrorHandler(func(context.Context, error) { errs.Add(1) }))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rigs = append(rigs, rig{bname + "/" + m.name, startApp(t, mw), m.want, errs})
-		}
-	}
+	rigs := storeDownRigs(t, map[string]client.Backend{"embedded": newService(t, rules, st), "remote": remote})
 
 	// Redis up: every rig counts (user i has a counter of its own).
 	for i, r := range rigs {
@@ -104,32 +68,84 @@ func TestStoreDown(t *testing.T) {
 
 	redis.Stop()
 	for i, r := range rigs {
-		user := fmt.Sprint("u", i)
-		before := r.app.reached.Load()
-		code, h := r.app.get(t, user, "/open")
-		if code != r.want.status {
-			t.Errorf("%s, Redis down: status %d, want %d", r.name, code, r.want.status)
-		}
-		if got := rateLimitHeaders(h); len(got) != 0 {
-			t.Errorf("%s, Redis down: rate limit headers %v, want none (nothing was counted)", r.name, got)
-		}
-		if ran := r.app.reached.Load() - before; (ran == 1) != (r.want.status == http.StatusOK) {
-			t.Errorf("%s, Redis down: the handler ran %d times for status %d", r.name, ran, code)
-		}
+		checkStoreDown(t, r, fmt.Sprint("u", i))
+	}
+}
 
-		ctx, cancel := userCtx(t, user)
-		_, err := r.app.health.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(false))
-		cancel()
-		if status.Code(err) != r.want.code {
-			t.Errorf("%s, Redis down: gRPC %v, want %s", r.name, err, r.want.code)
-		}
+// storeDownWant is what a rig answers with Redis down: an HTTP status and
+// a gRPC code.
+type storeDownWant struct {
+	status int
+	code   codes.Code
+}
 
-		// The rule's on_store_error: deny is an answer, whatever the client's.
-		if code, _ := r.app.get(t, user, "/strict"); code != http.StatusTooManyRequests {
-			t.Errorf("%s, Redis down, on_store_error deny: status %d, want 429", r.name, code)
+// storeDownRig is an app whose middleware runs on one backend with one
+// OnError, counting the errors its error handler sees.
+type storeDownRig struct {
+	name   string
+	app    *app
+	want   storeDownWant
+	errors *atomic.Int64
+}
+
+// storeDownModes are the client's OnError and what each answers.
+var storeDownModes = []struct {
+	name    string
+	onError client.OnError
+	want    storeDownWant
+}{
+	{"allow", client.OnErrorAllow, storeDownWant{http.StatusOK, codes.OK}},
+	{"deny", client.OnErrorDeny, storeDownWant{http.StatusTooManyRequests, codes.ResourceExhausted}},
+	{"unavailable", client.OnErrorUnavailable, storeDownWant{http.StatusServiceUnavailable, codes.Unavailable}},
+}
+
+// storeDownRigs starts one rig per backend and OnError.
+func storeDownRigs(t *testing.T, backends map[string]client.Backend) []storeDownRig {
+	routes, err := middleware.Parse("routes.yaml", []byte(failureRoutes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rigs []storeDownRig
+	for _, bname := range []string{"embedded", "remote"} {
+		for _, m := range storeDownModes {
+			l := client.NewLimiter(backends[bname], client.WithTimeout(10*time.Second), client.WithOnError(m.onError))
+			errs := new(atomic.Int64)
+			mw, err := middleware.New(l, routes, middleware.WithErrorHandler(func(context.Context, error) { errs.Add(1) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rigs = append(rigs, storeDownRig{bname + "/" + m.name, startApp(t, mw), m.want, errs})
 		}
-		if n := r.errors.Load(); n != 2 {
-			t.Errorf("%s: the error handler saw %d errors, want 2 (the HTTP and the gRPC call; /strict was answered)", r.name, n)
-		}
+	}
+	return rigs
+}
+
+// checkStoreDown sends user's HTTP and gRPC calls to r with Redis down.
+func checkStoreDown(t *testing.T, r storeDownRig, user string) {
+	before := r.app.reached.Load()
+	code, h := r.app.get(t, user, "/open")
+	if code != r.want.status {
+		t.Errorf("%s, Redis down: status %d, want %d", r.name, code, r.want.status)
+	}
+	if got := rateLimitHeaders(h); len(got) != 0 {
+		t.Errorf("%s, Redis down: rate limit headers %v, want none (nothing was counted)", r.name, got)
+	}
+	if ran := r.app.reached.Load() - before; (ran == 1) != (r.want.status == http.StatusOK) {
+		t.Errorf("%s, Redis down: the handler ran %d times for status %d", r.name, ran, code)
+	}
+
+	ctx, cancel := userCtx(t, user)
+	_, err := r.app.health.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(false))
+	cancel()
+	if status.Code(err) != r.want.code {
+		t.Errorf("%s, Redis down: gRPC %v, want %s", r.name, err, r.want.code)
+	}
+
+	// The rule's on_store_error: deny is an answer, whatever the client's.
+	if code, _ := r.app.get(t, user, "/strict"); code != http.StatusTooManyRequests {
+		t.Errorf("%s, Redis down, on_store_error deny: status %d, want 429", r.name, code)
+	}
+	if n := r.errors.Load(); n != 2 {
+		t.Errorf("%s: the error handler saw %d errors, want 2 (the HTTP and the gRPC call; /strict was answered)", r.name, n)
 	}
 }

@@ -13,33 +13,32 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/middleware"
 )
 
-// TestParseErrors: every error names file:line and the field, and a file's
-// errors come all at once.
-func TestParseErrors(t *testing.T) {
-	cases := []struct {
-		name, yaml string
-		want       []string
-	}{
-		{"empty", "", []string{"routes.yaml: domain: empty file; want domain and routes"}},
-		{"syntax", "domain: [x\n", []string{"routes.yaml:1: invalid YAML: did not find expected ',' or ']'"}},
-		{"no domain", "http: []\n", []string{"routes.yaml:1: http: empty list", "routes.yaml:1: domain: missing"}},
-		{"two documents", "domain: a\n---\ndomain: b\n", []string{"routes.yaml:2: more than one YAML document"}},
-		{"unknown top key", "domain: a\nroutes: []\n", []string{`routes.yaml:2: routes: unknown key "routes" (want one of domain, http, grpc)`}},
-		{"repeated key", "domain: a\ndomain: b\n", []string{"routes.yaml:2: domain: repeated key (first at line 1)"}},
-		{"alias", "domain: &d a\ngrpc:\n  - method: *d\n    rate_limits: [{actions: [{path: }]}]\n",
-			[]string{"routes.yaml:3: grpc[0].method: YAML aliases are not supported in a routes file"}},
-		{"route fields", `domain: a
+// parseErrorCases are routes files and the errors Parse reports, each
+// file:line: field: message.
+var parseErrorCases = []struct {
+	name, yaml string
+	want       []string
+}{
+	{"empty", "", []string{"routes.yaml: domain: empty file; want domain and routes"}},
+	{"syntax", "domain: [x\n", []string{"routes.yaml:1: invalid YAML: did not find expected ',' or ']'"}},
+	{"no domain", "http: []\n", []string{"routes.yaml:1: http: empty list", "routes.yaml:1: domain: missing"}},
+	{"two documents", "domain: a\n---\ndomain: b\n", []string{"routes.yaml:2: more than one YAML document"}},
+	{"unknown top key", "domain: a\nroutes: []\n", []string{`routes.yaml:2: routes: unknown key "routes" (want one of domain, http, grpc)`}},
+	{"repeated key", "domain: a\ndomain: b\n", []string{"routes.yaml:2: domain: repeated key (first at line 1)"}},
+	{"alias", "domain: &d a\ngrpc:\n  - method: *d\n    rate_limits: [{actions: [{path: }]}]\n",
+		[]string{"routes.yaml:3: grpc[0].method: YAML aliases are not supported in a routes file"}},
+	{"route fields", `domain: a
 http:
   - pattern: "GET /x"
     rate_limit: []
   - rate_limits:
       - actions: [{path: }]
 `, []string{
-			`routes.yaml:4: http[0].rate_limit: unknown key "rate_limit" (want one of pattern, rate_limits)`,
-			"routes.yaml:3: http[0].rate_limits: missing",
-			"routes.yaml:5: http[1].pattern: missing",
-		}},
-		{"actions", `domain: a
+		`routes.yaml:4: http[0].rate_limit: unknown key "rate_limit" (want one of pattern, rate_limits)`,
+		"routes.yaml:3: http[0].rate_limits: missing",
+		"routes.yaml:5: http[1].pattern: missing",
+	}},
+	{"actions", `domain: a
 grpc:
   - method: /e.E/Say
     rate_limits:
@@ -54,17 +53,17 @@ grpc:
       - {}
       - actions: []
 `, []string{
-			`routes.yaml:6: grpc[0].rate_limits[0].actions[0].remote_address.x: unknown key "x" (remote_address takes no fields)`,
-			"routes.yaml:7: grpc[0].rate_limits[0].actions[1].request_headers.descriptor_key: missing",
-			"routes.yaml:8: grpc[0].rate_limits[0].actions[2].generic_key.descriptor_value: missing",
-			"routes.yaml:9: grpc[0].rate_limits[0].actions[3]: want exactly one action",
-			`routes.yaml:10: grpc[0].rate_limits[0].actions[4].user.extra: unknown key "extra" (want one of descriptor_key)`,
-			`routes.yaml:11: grpc[0].rate_limits[0].actions[5].teleport: unknown key "teleport"`,
-			`routes.yaml:12: grpc[0].rate_limits[0].actions[6].request_headers.skip_if_absent: want true or false, got str "maybe"`,
-			"routes.yaml:13: grpc[0].rate_limits[1].actions: missing",
-			"routes.yaml:14: grpc[0].rate_limits[2].actions: empty list",
-		}},
-		{"what only New finds", `domain: a
+		`routes.yaml:6: grpc[0].rate_limits[0].actions[0].remote_address.x: unknown key "x" (remote_address takes no fields)`,
+		"routes.yaml:7: grpc[0].rate_limits[0].actions[1].request_headers.descriptor_key: missing",
+		"routes.yaml:8: grpc[0].rate_limits[0].actions[2].generic_key.descriptor_value: missing",
+		"routes.yaml:9: grpc[0].rate_limits[0].actions[3]: want exactly one action",
+		`routes.yaml:10: grpc[0].rate_limits[0].actions[4].user.extra: unknown key "extra" (want one of descriptor_key)`,
+		`routes.yaml:11: grpc[0].rate_limits[0].actions[5].teleport: unknown key "teleport"`,
+		`routes.yaml:12: grpc[0].rate_limits[0].actions[6].request_headers.skip_if_absent: want true or false, got str "maybe"`,
+		"routes.yaml:13: grpc[0].rate_limits[1].actions: missing",
+		"routes.yaml:14: grpc[0].rate_limits[2].actions: empty list",
+	}},
+	{"what only New finds", `domain: a
 http:
   - pattern: "GET /a/{x}"
     rate_limits: [{actions: [{path: }]}]
@@ -78,12 +77,16 @@ grpc:
   - method: /e.E/*
     rate_limits: [{actions: [{path: }]}]
 `, []string{
-			`routes.yaml:5: http[1].pattern: pattern "GET /a/{y}" conflicts with pattern "GET /a/{x}": GET /a/{y} matches the same requests as GET /a/{x} (the route at routes.yaml:3)`,
-			`routes.yaml:7: http[2].pattern: parsing "GET /b/{x": at offset 7: bad wildcard segment (must end with '}')`,
-			`routes.yaml:12: grpc[1].method: "/e.E/*" repeats the route at routes.yaml:10`,
-		}},
-	}
-	for _, tc := range cases {
+		`routes.yaml:5: http[1].pattern: pattern "GET /a/{y}" conflicts with pattern "GET /a/{x}": GET /a/{y} matches the same requests as GET /a/{x} (the route at routes.yaml:3)`,
+		`routes.yaml:7: http[2].pattern: parsing "GET /b/{x": at offset 7: bad wildcard segment (must end with '}')`,
+		`routes.yaml:12: grpc[1].method: "/e.E/*" repeats the route at routes.yaml:10`,
+	}},
+}
+
+// TestParseErrors: every error names file:line and the field, and a file's
+// errors come all at once.
+func TestParseErrors(t *testing.T) {
+	for _, tc := range parseErrorCases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := middleware.Parse("routes.yaml", []byte(tc.yaml))
 			if err == nil {
