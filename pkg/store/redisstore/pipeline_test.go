@@ -103,65 +103,13 @@ func TestPipelineSharesRoundTrips(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = admin.Close() })
 	clock := storetest.NewClock(storetest.Epoch())
-	const lim = 1_000_000
-
-	cases := []struct {
-		name          string
-		opts          []redisstore.Option
-		maxReadsRatio float64 // reads per decision, at most
-		minReadsRatio float64 // and at least: no pipeline above the limit
-		merges        bool    // whether takes in a pipeline share one script
-	}{
-		// Coalescing off: one read and one script per call (and a few
-		// reads for the pool).
-		{name: "window 0 disables", opts: []redisstore.Option{redisstore.WithPipeline(0, 0)}, maxReadsRatio: 1.1},
-		// How many of 32 callers wait together depends on the scheduler:
-		// a quiet box reads about once per 4-8 decisions, a starved 2-core
-		// CI box once per 2 (0.50 seen); the bound shows that it coalesces.
-		{name: "window 2ms", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 0)}, maxReadsRatio: 0.75, merges: true},
-		// The limit's own bound is the minimum (never more than 4 calls a
-		// read); how close to it a starved 2-core CI box gets varies
-		// (0.4 to 0.75 seen), so the maximum only shows that it coalesces.
-		{name: "window 2ms limit 4", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 4)}, maxReadsRatio: 0.9, minReadsRatio: 0.25, merges: true},
-	}
-	for _, tc := range cases {
+	for _, tc := range pipelineShareCases {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := admin.FlushAll(t.Context()).Err(); err != nil {
 				t.Fatal(err)
 			}
 			opts := append([]redisstore.Option{redisstore.WithAddr(srv.Addr), redisstore.WithClock(clock.Now), redisstore.WithPoolSize(4)}, tc.opts...)
-			s := newStore(t, opts...)
-			mustTake(t, s, []store.Request{{Key: "warm", Limit: window(lim), Hits: 1}}) // loads the script
-			reads0 := infoStat(t, admin, "stats", "total_reads_processed")
-			calls0 := scriptRuns(t, admin)
-
-			const callers, calls = 32, 25
-			answers := hammer(t, s, callers, calls, lim, 5*time.Second, false, nil)
-			for _, a := range answers {
-				if a.err != nil {
-					t.Fatalf("Take: %v", a.err)
-				}
-			}
-			if n := remainingSet(t, answers); n != callers*calls {
-				t.Fatalf("%d distinct decisions, want %d", n, callers*calls)
-			}
-			scripts := scriptRuns(t, admin) - calls0
-			reads := infoStat(t, admin, "stats", "total_reads_processed") - reads0 - 2 // the two INFOs
-			switch {
-			case !tc.merges && scripts != callers*calls:
-				t.Errorf("Redis ran %d scripts for %d calls, want one each", scripts, callers*calls)
-			case tc.merges && (scripts >= callers*calls || scripts < int(tc.minReadsRatio*callers*calls)):
-				t.Errorf("Redis ran %d scripts for %d calls, want fewer (merged takes), and no more than a pipeline's limit in one",
-					scripts, callers*calls)
-			}
-			if got := charged(t, s, lim); got != callers*calls {
-				t.Errorf("counter holds %d hits after %d calls", got, callers*calls)
-			}
-			ratio := float64(reads) / float64(callers*calls)
-			t.Logf("%d decisions in %d script calls and %d reads (%.2f reads per decision)", callers*calls, scripts, reads, ratio)
-			if ratio > tc.maxReadsRatio || ratio < tc.minReadsRatio {
-				t.Errorf("%.2f reads per decision, want %.2f to %.2f", ratio, tc.minReadsRatio, tc.maxReadsRatio)
-			}
+			checkPipelineShares(t, newStore(t, opts...), admin, tc)
 		})
 	}
 
@@ -172,13 +120,77 @@ func TestPipelineSharesRoundTrips(t *testing.T) {
 	failed := 0
 	for range 20 {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		if _, err := s.Take(ctx, batch(1, window(lim), 1)); err != nil {
+		if _, err := s.Take(ctx, batch(1, window(pipelineLimit), 1)); err != nil {
 			failed++
 		}
 		cancel()
 	}
 	if failed > 0 {
 		t.Errorf("%d of 20 lone calls with a one-minute window failed their 5 s deadline: a lone call waited for the window", failed)
+	}
+}
+
+// pipelineLimit is the limit of the pipeline tests' counters: never reached.
+const pipelineLimit = 1_000_000
+
+// pipelineShareCase is a pipeline setting and the reads per decision and
+// merged scripts TestPipelineSharesRoundTrips expects of it.
+type pipelineShareCase struct {
+	name          string
+	opts          []redisstore.Option
+	maxReadsRatio float64 // reads per decision, at most
+	minReadsRatio float64 // and at least: no pipeline above the limit
+	merges        bool    // whether takes in a pipeline share one script
+}
+
+var pipelineShareCases = []pipelineShareCase{
+	// Coalescing off: one read and one script per call (and a few
+	// reads for the pool).
+	{name: "window 0 disables", opts: []redisstore.Option{redisstore.WithPipeline(0, 0)}, maxReadsRatio: 1.1},
+	// How many of 32 callers wait together depends on the scheduler:
+	// a quiet box reads about once per 4-8 decisions, a starved 2-core
+	// CI box once per 2 (0.50 seen); the bound shows that it coalesces.
+	{name: "window 2ms", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 0)}, maxReadsRatio: 0.75, merges: true},
+	// The limit's own bound is the minimum (never more than 4 calls a
+	// read); how close to it a starved 2-core CI box gets varies
+	// (0.4 to 0.75 seen), so the maximum only shows that it coalesces.
+	{name: "window 2ms limit 4", opts: []redisstore.Option{redisstore.WithPipeline(2*time.Millisecond, 4)}, maxReadsRatio: 0.9, minReadsRatio: 0.25, merges: true},
+}
+
+// checkPipelineShares hammers s with 32 callers of 25 calls each on one
+// key and checks the decisions, the scripts and the reads Redis counted.
+func checkPipelineShares(t *testing.T, s *redisstore.Store, admin *redis.Client, tc pipelineShareCase) {
+	const lim = pipelineLimit
+	mustTake(t, s, []store.Request{{Key: "warm", Limit: window(lim), Hits: 1}}) // loads the script
+	reads0 := infoStat(t, admin, "stats", "total_reads_processed")
+	calls0 := scriptRuns(t, admin)
+
+	const callers, calls = 32, 25
+	answers := hammer(t, s, callers, calls, lim, 5*time.Second, false, nil)
+	for _, a := range answers {
+		if a.err != nil {
+			t.Fatalf("Take: %v", a.err)
+		}
+	}
+	if n := remainingSet(t, answers); n != callers*calls {
+		t.Fatalf("%d distinct decisions, want %d", n, callers*calls)
+	}
+	scripts := scriptRuns(t, admin) - calls0
+	reads := infoStat(t, admin, "stats", "total_reads_processed") - reads0 - 2 // the two INFOs
+	switch {
+	case !tc.merges && scripts != callers*calls:
+		t.Errorf("Redis ran %d scripts for %d calls, want one each", scripts, callers*calls)
+	case tc.merges && (scripts >= callers*calls || scripts < int(tc.minReadsRatio*callers*calls)):
+		t.Errorf("Redis ran %d scripts for %d calls, want fewer (merged takes), and no more than a pipeline's limit in one",
+			scripts, callers*calls)
+	}
+	if got := charged(t, s, lim); got != callers*calls {
+		t.Errorf("counter holds %d hits after %d calls", got, callers*calls)
+	}
+	ratio := float64(reads) / float64(callers*calls)
+	t.Logf("%d decisions in %d script calls and %d reads (%.2f reads per decision)", callers*calls, scripts, reads, ratio)
+	if ratio > tc.maxReadsRatio || ratio < tc.minReadsRatio {
+		t.Errorf("%.2f reads per decision, want %.2f to %.2f", ratio, tc.minReadsRatio, tc.maxReadsRatio)
 	}
 }
 
@@ -192,7 +204,7 @@ func TestPipelineNeverChargesTwice(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = admin.Close() })
 	clock := storetest.NewClock(storetest.Epoch())
-	const lim = 1_000_000
+	const lim = pipelineLimit
 	s := newStore(t, redisstore.WithAddr(srv.Addr), redisstore.WithClock(clock.Now), redisstore.WithPoolSize(4),
 		redisstore.WithPipeline(time.Millisecond, 0), redisstore.WithTimeout(5*time.Second))
 	mustTake(t, s, []store.Request{{Key: "warm", Limit: window(lim), Hits: 0}})
@@ -216,7 +228,23 @@ func TestPipelineNeverChargesTwice(t *testing.T) {
 			kills += int(n)
 		}
 	})
-	var ok, failed, ranAnyway int
+	ok, failed, ranAnyway := checkChargedOnce(t, s, answers, callers, calls)
+	t.Logf("%d connections killed; %d decisions, %d errors (%d of them ran before the connection died)", kills, ok, failed, ranAnyway)
+	if failed == 0 {
+		t.Error("no call failed: the connections were not cut mid-flight")
+	}
+	if kills == 0 {
+		t.Error("no connection was killed: the test did not test anything")
+	}
+	checkRedisDies(t, srv, s, callers)
+}
+
+// checkChargedOnce reads every call's own key (hammer's ownKeys): at most
+// one hit each, and exactly one, with the decision the call answered, for
+// a call that got an answer. It counts the calls answered, the calls
+// failed, and the failed calls that ran before their connection died.
+func checkChargedOnce(t *testing.T, s *redisstore.Store, answers []answer, callers, calls int) (ok, failed, ranAnyway int) {
+	const lim = pipelineLimit
 	for c := range callers {
 		check := make([]store.Request, calls)
 		for i := range check {
@@ -239,33 +267,27 @@ func TestPipelineNeverChargesTwice(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d connections killed; %d decisions, %d errors (%d of them ran before the connection died)", kills, ok, failed, ranAnyway)
-	if failed == 0 {
-		t.Error("no call failed: the connections were not cut mid-flight")
-	}
-	if kills == 0 {
-		t.Error("no connection was killed: the test did not test anything")
-	}
+	return ok, failed, ranAnyway
+}
 
-	// Redis dies with pipelines in flight: every call ends, with an error
-	// or a decision, by its deadline (not REDIS_TIMEOUT's, testkit.Slack
-	// further).
+// checkRedisDies stops Redis with pipelines in flight: every call ends,
+// with an error or a decision, by its deadline (not REDIS_TIMEOUT's,
+// testkit.Slack further), and a Take after fails.
+func checkRedisDies(t *testing.T, srv *redistest.Server, s *redisstore.Store, callers int) {
 	var wg sync.WaitGroup
 	slow := make(chan time.Duration, callers*5)
 	for range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range 5 {
 				ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 				start := time.Now()
-				_, _ = s.Take(ctx, []store.Request{{Key: "shared", Limit: window(lim), Hits: 1}})
+				_, _ = s.Take(ctx, []store.Request{{Key: "shared", Limit: window(pipelineLimit), Hits: 1}})
 				if took := time.Since(start); took > 100*time.Millisecond+testkit.Slack {
 					slow <- took
 				}
 				cancel()
 			}
-		}()
+		})
 	}
 	time.Sleep(2 * time.Millisecond)
 	srv.Stop()
@@ -276,7 +298,7 @@ func TestPipelineNeverChargesTwice(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := s.Take(ctx, batch(1, window(lim), 1)); err == nil {
+	if _, err := s.Take(ctx, batch(1, window(pipelineLimit), 1)); err == nil {
 		t.Error("Take succeeded with Redis dead")
 	}
 }
@@ -330,7 +352,6 @@ func TestPipelineMergesChargedTakes(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = admin.Close() })
 	clock := storetest.NewClock(storetest.Epoch())
-	const lim, spare = 1_000_000, 3
 	for _, tc := range []struct {
 		name    string
 		charged func(caller, i int) bool
@@ -344,85 +365,16 @@ func TestPipelineMergesChargedTakes(t *testing.T) {
 			}
 			s := newStore(t, redisstore.WithAddr(srv.Addr), redisstore.WithClock(clock.Now), redisstore.WithPoolSize(4),
 				redisstore.WithPipeline(2*time.Millisecond, 0))
-			mustTake(t, s, []store.Request{{Key: "warm", Limit: window(lim), Hits: 1}}) // loads the library
+			mustTake(t, s, []store.Request{{Key: "warm", Limit: window(pipelineLimit), Hits: 1}}) // loads the library
 			calls0 := scriptRuns(t, admin)
-
-			const callers, calls = 32, 25
-			type reply struct {
-				res     []store.Result
-				charges []store.Charge
-				err     error
-			}
-			replies := make([]reply, callers*calls)
-			var wg sync.WaitGroup
-			for c := range callers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range calls {
-						ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-						r := &replies[c*calls+i]
-						if tc.charged(c, i) {
-							r.res, r.charges, r.err = s.TakeCharged(ctx, []store.Request{
-								{Key: "shared", Limit: window(lim), Hits: 1},
-								{Key: "shared", Limit: window(lim), Hits: spare, Mode: algorithms.Spare},
-							})
-						} else {
-							r.res, r.err = s.Take(ctx, []store.Request{{Key: "shared", Limit: window(lim), Hits: 1}})
-						}
-						cancel()
-					}
-				}()
-			}
-			wg.Wait()
+			replies := chargedCalls(t, s, tc.charged)
 			runs := scriptRuns(t, admin) - calls0
-
-			var hits uint64
-			var topUps int
-			seen := map[uint64]bool{}
-			for c := range callers {
-				for i := range calls {
-					r := replies[c*calls+i]
-					if r.err != nil {
-						t.Fatalf("caller %d call %d: %v", c, i, r.err)
-					}
-					last := r.res[len(r.res)-1]
-					for _, d := range r.res {
-						if !d.Allowed {
-							t.Fatalf("caller %d call %d: %+v, want allowed", c, i, r.res)
-						}
-					}
-					if seen[last.Remaining] {
-						t.Fatalf("two calls left remaining %d: a decision was shared or replayed", last.Remaining)
-					}
-					seen[last.Remaining] = true
-					if !tc.charged(c, i) {
-						hits++
-						if r.charges != nil {
-							t.Errorf("Take returned charges %+v", r.charges)
-						}
-						continue
-					}
-					topUps++
-					hits += 1 + spare
-					// One charge of the key: both ops' hits, and the
-					// fixed window's count after them, which is what
-					// this call's last decision left.
-					if len(r.charges) != 1 {
-						t.Fatalf("caller %d call %d: charges %+v, want one", c, i, r.charges)
-					}
-					ch := r.charges[0]
-					_, count, _ := ch.After.Registers()
-					if ch.Key != "shared" || ch.Limit != window(lim) || ch.Hits != 1+spare || uint64(count) != lim-last.Remaining {
-						t.Fatalf("caller %d call %d: charge %+v (count %d) for %+v, want %d hits leaving %d", c, i, ch, count, r.res, 1+spare, lim-last.Remaining)
-					}
-				}
+			hits, topUps := checkChargedReplies(t, replies, tc.charged)
+			t.Logf("%d calls (%d TakeCharged) in %d script calls", len(replies), topUps, runs)
+			if runs >= len(replies) {
+				t.Errorf("Redis ran %d scripts for %d calls (%d TakeCharged): the charged takes did not merge", runs, len(replies), topUps)
 			}
-			t.Logf("%d calls (%d TakeCharged) in %d script calls", callers*calls, topUps, runs)
-			if runs >= callers*calls {
-				t.Errorf("Redis ran %d scripts for %d calls (%d TakeCharged): the charged takes did not merge", runs, callers*calls, topUps)
-			}
-			if got := charged(t, s, lim); got != hits {
+			if got := charged(t, s, pipelineLimit); got != hits {
 				t.Fatalf("counter holds %d hits, the calls took %d", got, hits)
 			}
 			// Each charge is exact: returning them all leaves the
@@ -432,9 +384,92 @@ func TestPipelineMergesChargedTakes(t *testing.T) {
 					t.Fatalf("Return: %v", err)
 				}
 			}
-			if got, want := charged(t, s, lim), uint64(callers*calls-topUps); got != want {
+			if got, want := charged(t, s, pipelineLimit), uint64(len(replies)-topUps); got != want {
 				t.Errorf("counter holds %d hits after the charges came back, want %d", got, want)
 			}
 		})
 	}
+}
+
+// TestPipelineMergesChargedTakes' load: chargedCallers callers of
+// chargedCallsEach calls, a TakeCharged of a hit and a Spare op of
+// chargedSpare hits where charged says, a Take of a hit elsewhere.
+const chargedCallers, chargedCallsEach, chargedSpare = 32, 25, 3
+
+// chargedReply is one call's answer.
+type chargedReply struct {
+	res     []store.Result
+	charges []store.Charge
+	err     error
+}
+
+// chargedCalls makes the calls on key "shared" at once; reply c*calls+i is
+// caller c's call i.
+func chargedCalls(t *testing.T, s *redisstore.Store, charged func(caller, i int) bool) []chargedReply {
+	const lim, callers, calls = pipelineLimit, chargedCallers, chargedCallsEach
+	replies := make([]chargedReply, callers*calls)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range calls {
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				r := &replies[c*calls+i]
+				if charged(c, i) {
+					r.res, r.charges, r.err = s.TakeCharged(ctx, []store.Request{
+						{Key: "shared", Limit: window(lim), Hits: 1},
+						{Key: "shared", Limit: window(lim), Hits: chargedSpare, Mode: algorithms.Spare},
+					})
+				} else {
+					r.res, r.err = s.Take(ctx, []store.Request{{Key: "shared", Limit: window(lim), Hits: 1}})
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return replies
+}
+
+// checkChargedReplies requires every call allowed, each leaving its own
+// remaining, and each TakeCharged one charge of the key: both ops' hits,
+// and the fixed window's count after them, which is what the call's last
+// decision left. It returns the hits the calls took and how many were
+// TakeCharged.
+func checkChargedReplies(t *testing.T, replies []chargedReply, charged func(caller, i int) bool) (hits uint64, topUps int) {
+	const lim, spare, calls = pipelineLimit, chargedSpare, chargedCallsEach
+	seen := map[uint64]bool{}
+	for n, r := range replies {
+		c, i := n/calls, n%calls
+		if r.err != nil {
+			t.Fatalf("caller %d call %d: %v", c, i, r.err)
+		}
+		last := r.res[len(r.res)-1]
+		for _, d := range r.res {
+			if !d.Allowed {
+				t.Fatalf("caller %d call %d: %+v, want allowed", c, i, r.res)
+			}
+		}
+		if seen[last.Remaining] {
+			t.Fatalf("two calls left remaining %d: a decision was shared or replayed", last.Remaining)
+		}
+		seen[last.Remaining] = true
+		if !charged(c, i) {
+			hits++
+			if r.charges != nil {
+				t.Errorf("Take returned charges %+v", r.charges)
+			}
+			continue
+		}
+		topUps++
+		hits += 1 + spare
+		if len(r.charges) != 1 {
+			t.Fatalf("caller %d call %d: charges %+v, want one", c, i, r.charges)
+		}
+		ch := r.charges[0]
+		_, count, _ := ch.After.Registers()
+		if ch.Key != "shared" || ch.Limit != window(lim) || ch.Hits != 1+spare || uint64(count) != lim-last.Remaining {
+			t.Fatalf("caller %d call %d: charge %+v (count %d) for %+v, want %d hits leaving %d", c, i, ch, count, r.res, 1+spare, lim-last.Remaining)
+		}
+	}
+	return hits, topUps
 }

@@ -137,87 +137,104 @@ func TestCrossSlotAllOrNothing(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	s := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)),
 		redisstore.WithClock(func() time.Time { return now }))
-	scriptCalls := func() int {
-		n := 0
-		for _, a := range admins {
-			st := commandStats(t, a)
-			n += st["evalsha"] + st["eval"] + st["fcall"]
-		}
-		return n
-	}
-	resetStats := func() {
-		for _, a := range admins {
-			if err := a.ConfigResetStat(t.Context()).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
 			lim := algorithms.Limit{Algorithm: alg, Requests: 3, Period: time.Minute}
 			if alg.Bucket() {
 				lim.Burst = 3
 			}
-			keys := keysOnMasters(t, admins, alg.String())
-			req := func(hits ...uint64) []store.Request {
-				var reqs []store.Request
-				for i, k := range keys {
-					reqs = append(reqs, store.Request{Key: k, Limit: lim, Hits: hits[i]})
-				}
-				return reqs
-			}
-			peek := func() []uint64 {
-				res := mustTake(t, s, req(0, 0, 0))
-				out := make([]uint64, len(res))
-				for i, r := range res {
-					out[i] = r.Remaining
-				}
-				return out
-			}
+			r := crossSlotRig{t: t, s: s, admins: admins, keys: keysOnMasters(t, admins, alg.String()), lim: lim}
 			// Load the library on every node so "Function not found" does not count.
 			for _, a := range admins {
 				if err := a.FunctionLoadReplace(t.Context(), scripts.Library()).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			mustTake(t, s, req(1, 1, 0))
-			before := peek()
+			mustTake(t, s, r.req(1, 1, 0))
+			before := r.peek()
 			if want := []uint64{2, 2, 3}; fmt.Sprint(before) != fmt.Sprint(want) {
 				t.Fatalf("after one hit on two keys: remaining %v, want %v", before, want)
 			}
-			resetStats()
-			one := mustTake(t, s, []store.Request{{Key: keys[0], Limit: lim, Hits: 1}})
-			if got := scriptCalls(); got != 1 || !one[0].Allowed {
+			r.resetStats()
+			one := mustTake(t, s, []store.Request{{Key: r.keys[0], Limit: lim, Hits: 1}})
+			if got := r.scriptCalls(); got != 1 || !one[0].Allowed {
 				t.Errorf("one-descriptor request: %d scripts (want 1), %+v", got, one[0].Decision)
 			}
-			before = peek()
-			resetStats()
+			before = r.peek()
+			r.resetStats()
 			// keys[0] has 1 left: asking 2 denies the whole batch.
-			res := mustTake(t, s, req(2, 1, 1))
+			res := mustTake(t, s, r.req(2, 1, 1))
 			if res[0].Allowed {
 				t.Fatalf("exhausted counter allowed: %+v", res[0].Decision)
 			}
-			if got := scriptCalls(); got != 3+2 {
+			if got := r.scriptCalls(); got != 3+2 {
 				t.Errorf("denied 3-slot request ran %d scripts, want 3 takes + 2 undos", got)
 			}
-			if after := peek(); fmt.Sprint(after) != fmt.Sprint(before) {
+			if after := r.peek(); fmt.Sprint(after) != fmt.Sprint(before) {
 				t.Errorf("denied cross-slot request changed counters: %v -> %v", before, after)
 			}
-			resetStats()
-			res = mustTake(t, s, req(1, 1, 1))
-			for i, r := range res {
-				if !r.Allowed {
-					t.Errorf("op %d denied in an admissible batch: %+v", i, r.Decision)
+			r.resetStats()
+			res = mustTake(t, s, r.req(1, 1, 1))
+			for i, d := range res {
+				if !d.Allowed {
+					t.Errorf("op %d denied in an admissible batch: %+v", i, d.Decision)
 				}
 			}
-			if got := scriptCalls(); got != 3 {
+			if got := r.scriptCalls(); got != 3 {
 				t.Errorf("admitted 3-slot request ran %d scripts, want 3", got)
 			}
-			if after := peek(); fmt.Sprint(after) != fmt.Sprint([]uint64{before[0] - 1, before[1] - 1, before[2] - 1}) {
+			if after := r.peek(); fmt.Sprint(after) != fmt.Sprint([]uint64{before[0] - 1, before[1] - 1, before[2] - 1}) {
 				t.Errorf("admitted request: remaining %v -> %v, want one less each", before, after)
 			}
 		})
 	}
+}
+
+// crossSlotRig is a store on a cluster, the cluster's nodes and one key
+// on each master, all under lim.
+type crossSlotRig struct {
+	t      *testing.T
+	s      *redisstore.Store
+	admins []*redis.Client
+	keys   []string
+	lim    algorithms.Limit
+}
+
+// scriptCalls is how many scripts the masters ran since resetStats.
+func (r crossSlotRig) scriptCalls() int {
+	n := 0
+	for _, a := range r.admins {
+		st := commandStats(r.t, a)
+		n += st["evalsha"] + st["eval"] + st["fcall"]
+	}
+	return n
+}
+
+func (r crossSlotRig) resetStats() {
+	for _, a := range r.admins {
+		if err := a.ConfigResetStat(r.t.Context()).Err(); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// req is a batch of hits[i] on keys[i].
+func (r crossSlotRig) req(hits ...uint64) []store.Request {
+	var reqs []store.Request
+	for i, k := range r.keys {
+		reqs = append(reqs, store.Request{Key: k, Limit: r.lim, Hits: hits[i]})
+	}
+	return reqs
+}
+
+// peek is what each key has remaining, read with a check that charges none.
+func (r crossSlotRig) peek() []uint64 {
+	res := mustTake(r.t, r.s, r.req(0, 0, 0))
+	out := make([]uint64, len(res))
+	for i, d := range res {
+		out[i] = d.Remaining
+	}
+	return out
 }
 
 // Quota descriptors spread over slots are decided together: the request is
