@@ -8,7 +8,8 @@ import (
 
 // Clock is a fake clock the suite steps; stores under test must read time
 // from it (pass clock.Now to their clock option) so that no test waits for
-// real time to pass. It has Now, Set and Advance.
+// real time to pass. It has Now, Set and Advance (and AfterFunc, whose
+// timers run as the clock moves).
 type Clock = fakeclock.Clock
 
 // NewClock returns a Clock reading t.
