@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 )
 
 // File is one configuration file: Name appears in error messages.
@@ -143,7 +145,7 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 func (b builder) place(parent *node, d *descSpec) (string, levelKind, bool) {
 	if d.regex != nil {
 		if prev := parent.lookupRegex(d.key, d.regex.pattern); prev != nil {
-			b.errs.add(b.file, d.regexLine, join(d.field, "value_regex"),
+			b.errs.add(b.file, d.regexLine, yamldoc.Join(d.field, "value_regex"),
 				"duplicate value_regex %q for key %q (first at %s)", d.regex.pattern, d.key, prev.source)
 			return "", 0, false
 		}

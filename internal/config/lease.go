@@ -3,6 +3,7 @@ package config
 import (
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
@@ -48,7 +49,7 @@ func (r *reader) checkLease(b *rateLimitBlock, leaseKey *yaml.Node) {
 	}
 	at, field := b.at, b.field
 	if key := b.keys[refused.field]; key != nil {
-		at, field = key, join(b.field, refused.field)
+		at, field = key, yamldoc.Join(b.field, refused.field)
 	}
 	r.errorf(at, field, "%s (lease: true at line %d; set lease: false or change the limit)", refused.reason, leaseKey.Line)
 	b.valid = false

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 )
 
 // metadata reads a mapping of JSON-like values (the only values a response's
@@ -42,7 +44,7 @@ func (r *reader) jsonValue(n *yaml.Node, field string) (any, bool) {
 				ok = false
 				continue
 			}
-			sub := join(field, k.Value)
+			sub := yamldoc.Join(field, k.Value)
 			if _, dup := m[k.Value]; dup {
 				r.errorf(k, sub, "repeated key")
 				ok = false

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
@@ -53,7 +54,7 @@ func (r *reader) rateLimit(at, n *yaml.Node, field string, allowed []string, lea
 }
 
 func (r *reader) rateLimitField(b *rateLimitBlock, p pair) bool {
-	sub := join(b.field, p.name)
+	sub := yamldoc.Join(b.field, p.name)
 	rule := b.rule
 	var ok bool
 	switch p.name {
@@ -123,7 +124,7 @@ func (r *reader) checkReplaces(b *rateLimitBlock) {
 func (r *reader) checkUnlimited(b *rateLimitBlock) {
 	for _, k := range []string{"unit", "algorithm", "burst", "unit_multiplier", "refill_interval", "max_debt", "on_store_error"} {
 		if key := b.keys[k]; key != nil && (k != "unit" || b.unitName != "") {
-			r.errorf(key, join(b.field, k), "must not be set when unlimited is true")
+			r.errorf(key, yamldoc.Join(b.field, k), "must not be set when unlimited is true")
 			b.valid = false
 		}
 	}
@@ -137,7 +138,7 @@ func (r *reader) buildLimit(b *rateLimitBlock) {
 		if key := b.keys["unit"]; key != nil {
 			where = key
 		}
-		r.errorf(where, join(b.field, "unit"), "missing (want second, minute, hour, day, week, month or year, or unlimited: true)")
+		r.errorf(where, yamldoc.Join(b.field, "unit"), "missing (want second, minute, hour, day, week, month or year, or unlimited: true)")
 		b.valid = false
 	}
 	if !b.valid {
@@ -147,13 +148,13 @@ func (r *reader) buildLimit(b *rateLimitBlock) {
 		rule.Limit.Algorithm = algorithms.FixedWindow
 	}
 	if b.burst != 0 && !rule.Limit.Algorithm.Bucket() {
-		r.errorf(b.keys["burst"], join(b.field, "burst"), "applies to %s only, not %s", algorithms.NamesOf(algorithms.Algorithm.Bucket), rule.Limit.Algorithm)
+		r.errorf(b.keys["burst"], yamldoc.Join(b.field, "burst"), "applies to %s only, not %s", algorithms.NamesOf(algorithms.Algorithm.Bucket), rule.Limit.Algorithm)
 		b.valid = false
 		return
 	}
 	unit := UnitDuration(rule.Unit)
 	if b.multiplier > uint64(algorithms.MaxPeriod/unit) {
-		r.errorf(b.keys["unit_multiplier"], join(b.field, "unit_multiplier"), "%d %s is longer than %s",
+		r.errorf(b.keys["unit_multiplier"], yamldoc.Join(b.field, "unit_multiplier"), "%d %s is longer than %s",
 			b.multiplier, strings.ToLower(rule.Unit.String()), algorithms.MaxPeriod)
 		b.valid = false
 		return
@@ -184,12 +185,12 @@ func (r *reader) replaces(n *yaml.Node, field string) ([]string, []*yaml.Node, b
 		name, at := "", item
 		for _, p := range pairs {
 			at = p.val
-			if name, ok = r.str(p.val, join(sub, "name")); !ok {
+			if name, ok = r.str(p.val, yamldoc.Join(sub, "name")); !ok {
 				return nil, nil, false
 			}
 		}
 		if name == "" {
-			r.errorf(at, join(sub, "name"), "missing or empty: replaces needs the name of another rule")
+			r.errorf(at, yamldoc.Join(sub, "name"), "missing or empty: replaces needs the name of another rule")
 			return nil, nil, false
 		}
 		names = append(names, name)

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 )
 
 // MaxLimits bounds a descriptor's rate_limits: each limit is one more
@@ -48,7 +50,7 @@ func (r *reader) rateLimits(at, n *yaml.Node, field string, leaseKey *yaml.Node)
 			continue
 		}
 		if j, dup := names[name]; dup {
-			r.errorf(item, join(sub, "name"), "duplicate name %q (also %s[%d]): a limit's name tells which limit decided", name, field, j)
+			r.errorf(item, yamldoc.Join(sub, "name"), "duplicate name %q (also %s[%d]): a limit's name tells which limit decided", name, field, j)
 			valid = false
 			continue
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 )
 
 // The keys allowed at each level mirror envoyproxy/ratelimit's YAML, plus
@@ -130,7 +132,7 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 	var shareNode, leaseOn *yaml.Node
 	var valuePair, regexPair *pair
 	for _, p := range pairs {
-		sub := join(field, p.name)
+		sub := yamldoc.Join(field, p.name)
 		switch p.name {
 		case "key":
 			d.key, _ = r.str(p.val, sub)
@@ -169,26 +171,26 @@ func (r *reader) descriptor(n *yaml.Node, field string) *descSpec {
 		}
 	}
 	if d.key == "" {
-		r.errorf(n, join(field, "key"), "missing or empty: every descriptor needs a key")
+		r.errorf(n, yamldoc.Join(field, "key"), "missing or empty: every descriptor needs a key")
 		d.invalid = true
 	}
 	regexOK := true
 	if regexPair != nil {
-		regexOK = r.valueRegex(d, valuePair, *regexPair, join(field, "value_regex"))
+		regexOK = r.valueRegex(d, valuePair, *regexPair, yamldoc.Join(field, "value_regex"))
 	}
 	if d.shareThreshold && !strings.Contains(d.value, "*") && d.regex == nil && regexOK {
-		r.errorf(shareNode, join(field, "share_threshold"),
+		r.errorf(shareNode, yamldoc.Join(field, "share_threshold"),
 			"only applies to a wildcard value (containing \"*\") or a value_regex, got value %q", d.value)
 	}
 	hasRateLimit := rateLimit != nil && !isNull(rateLimit)
 	if hasRateLimit {
-		d.rule = r.rateLimit(rateLimitKey, rateLimit, join(field, "rate_limit"), rateLimitKeys(), leaseOn)
+		d.rule = r.rateLimit(rateLimitKey, rateLimit, yamldoc.Join(field, "rate_limit"), rateLimitKeys(), leaseOn)
 	}
 	if rateLimits != nil && !isNull(rateLimits) {
 		if hasRateLimit {
-			r.errorf(rateLimitsKey, join(field, "rate_limits"), "must not be set together with rate_limit (list every limit in rate_limits)")
+			r.errorf(rateLimitsKey, yamldoc.Join(field, "rate_limits"), "must not be set together with rate_limit (list every limit in rate_limits)")
 		} else {
-			d.limits = r.rateLimits(rateLimitsKey, rateLimits, join(field, "rate_limits"), leaseOn)
+			d.limits = r.rateLimits(rateLimitsKey, rateLimits, yamldoc.Join(field, "rate_limits"), leaseOn)
 		}
 	}
 	return d

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 )
 
 // reader walks one file's YAML nodes by hand, rather than unmarshalling into
@@ -55,24 +57,10 @@ func (r *reader) errorf(n *yaml.Node, field, format string, args ...any) {
 	r.errs.add(r.file, line, field, format, args...)
 }
 
-// yamlLineRE matches the prefix of yaml's own error texts ("yaml: line 3: ...").
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
-
-// yamlLine finds the line in yaml's own error texts.
-func yamlLine(err error) (int, string) {
-	msg := err.Error()
-	m := yamlLineRE.FindStringSubmatch(msg)
-	if m == nil {
-		return 0, strings.TrimPrefix(msg, "yaml: ")
-	}
-	line, _ := strconv.Atoi(m[1])
-	return line, msg[len(m[0]):]
-}
-
 // document parses data and returns its single top-level node, or nil for an
 // empty document (reported by the caller as a missing domain).
 func (r *reader) document(data []byte) (*yaml.Node, bool) {
-	if line, col, bad := invalidUTF8(data); bad {
+	if line, col, bad := yamldoc.InvalidUTF8(data); bad {
 		r.errs.add(r.file, line, "", "invalid YAML: not UTF-8 (byte at column %d)", col)
 		return nil, false
 	}
@@ -82,7 +70,7 @@ func (r *reader) document(data []byte) (*yaml.Node, bool) {
 		if errors.Is(err, io.EOF) {
 			return nil, true
 		}
-		line, msg := syntaxErrorLine(data, err)
+		line, msg := yamldoc.SyntaxError(data, err)
 		r.errs.add(r.file, line, "", "invalid YAML: %s", msg)
 		return nil, false
 	}
@@ -92,7 +80,7 @@ func (r *reader) document(data []byte) (*yaml.Node, bool) {
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		line, msg := syntaxErrorLine(data, err)
+		line, msg := yamldoc.SyntaxError(data, err)
 		r.errs.add(r.file, line, "", "invalid YAML: %s", msg)
 		return nil, false
 	case len(next.Content) > 0 && next.Content[0].ShortTag() != "!!null":
@@ -165,12 +153,12 @@ func (r *reader) fields(n *yaml.Node, field string, allowed ...string) ([]pair, 
 			continue
 		}
 		name := k.Value
-		sub := join(field, name)
+		sub := yamldoc.Join(field, name)
 		if k.Kind != yaml.ScalarNode {
 			r.errorf(k, field, "keys must be strings, got %s", kindName(k))
 			continue
 		}
-		if !contains(allowed, name) {
+		if !slices.Contains(allowed, name) {
 			r.errorf(k, sub, "unknown key %q (want one of %s)", name, strings.Join(allowed, ", "))
 			continue
 		}
@@ -205,22 +193,6 @@ func (r *reader) mergeSource(v *yaml.Node, field string, allowed []string) []pai
 	}
 	ps, _ := r.fields(v, field, allowed...)
 	return ps
-}
-
-func join(field, name string) string {
-	if field == "" {
-		return name
-	}
-	return field + "." + name
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // str reads a scalar as text. Like envoyproxy (yaml.v2 into a string

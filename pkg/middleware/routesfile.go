@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 	"github.com/ratelimitd/ratelimitd/pkg/client"
 )
 
@@ -59,16 +60,10 @@ func (r *fileReader) errorf(n *yaml.Node, field, format string, args ...any) {
 	r.errs = append(r.errs, &Error{File: r.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
-
-func (r *fileReader) syntax(err error) {
-	msg := err.Error()
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	}
-	r.errs = append(r.errs, &Error{File: r.file, Line: line, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
+// syntax reports a YAML syntax error of data on the line it is on.
+func (r *fileReader) syntax(data []byte, err error) {
+	line, msg := yamldoc.SyntaxError(data, err)
+	r.errs = append(r.errs, &Error{File: r.file, Line: line, Msg: "invalid YAML: " + msg})
 }
 
 func (r *fileReader) document(data []byte) Config {
@@ -78,7 +73,7 @@ func (r *fileReader) document(data []byte) Config {
 		if errors.Is(err, io.EOF) {
 			r.errs = append(r.errs, &Error{File: r.file, Field: "domain", Msg: "empty file; want domain and routes"})
 		} else {
-			r.syntax(err)
+			r.syntax(data, err)
 		}
 		return Config{}
 	}
@@ -86,7 +81,7 @@ func (r *fileReader) document(data []byte) Config {
 	if err := dec.Decode(&next); err == nil {
 		r.errorf(&next, "", "more than one YAML document")
 	} else if !errors.Is(err, io.EOF) {
-		r.syntax(err)
+		r.syntax(data, err)
 	}
 	var cfg Config
 	sawDomain := false
@@ -126,11 +121,11 @@ func (r *fileReader) fields(n *yaml.Node, field string, allowed ...string) []pai
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		sub := join(field, k.Value)
+		sub := yamldoc.Join(field, k.Value)
 		switch {
 		case len(allowed) == 0:
 			r.errorf(k, sub, "unknown key %q (%s takes no fields)", k.Value, field[strings.LastIndexByte(field, '.')+1:])
-		case !contains(allowed, k.Value):
+		case !slices.Contains(allowed, k.Value):
 			r.errorf(k, sub, "unknown key %q (want one of %s)", k.Value, strings.Join(allowed, ", "))
 		case seen[k.Value] > 0:
 			r.errorf(k, sub, "repeated key (first at line %d)", seen[k.Value])
@@ -198,19 +193,19 @@ func (r *fileReader) routes(n *yaml.Node, field, patternKey string) []Route {
 		var sawPattern, sawLimits bool
 		for _, p := range r.fields(item, sub, patternKey, "rate_limits") {
 			if p.name == patternKey {
-				rt.Pattern, sawPattern = r.str(p.val, join(sub, patternKey)), true
+				rt.Pattern, sawPattern = r.str(p.val, yamldoc.Join(sub, patternKey)), true
 				continue
 			}
 			sawLimits = true
-			for j, rl := range r.list(p.val, join(sub, "rate_limits")) {
+			for j, rl := range r.list(p.val, yamldoc.Join(sub, "rate_limits")) {
 				rt.RateLimits = append(rt.RateLimits, r.rateLimit(rl, fmt.Sprintf("%s.rate_limits[%d]", sub, j)))
 			}
 		}
 		if !sawPattern {
-			r.errorf(item, join(sub, patternKey), "missing")
+			r.errorf(item, yamldoc.Join(sub, patternKey), "missing")
 		}
 		if !sawLimits {
-			r.errorf(item, join(sub, "rate_limits"), "missing")
+			r.errorf(item, yamldoc.Join(sub, "rate_limits"), "missing")
 		}
 		out = append(out, rt)
 	}
@@ -221,10 +216,10 @@ func (r *fileReader) rateLimit(n *yaml.Node, field string) client.RateLimit {
 	var rl client.RateLimit
 	ps := r.fields(n, field, "actions")
 	if len(ps) == 0 && n.Kind == yaml.MappingNode {
-		r.errorf(n, join(field, "actions"), "missing")
+		r.errorf(n, yamldoc.Join(field, "actions"), "missing")
 	}
 	for _, p := range ps {
-		for i, a := range r.list(p.val, join(field, "actions")) {
+		for i, a := range r.list(p.val, yamldoc.Join(field, "actions")) {
 			if act, ok := r.action(a, fmt.Sprintf("%s.actions[%d]", field, i)); ok {
 				rl.Actions = append(rl.Actions, act)
 			}
@@ -249,20 +244,4 @@ func kindName(n *yaml.Node) string {
 	default:
 		return "an unsupported node"
 	}
-}
-
-func join(field, key string) string {
-	if field == "" {
-		return key
-	}
-	return field + "." + key
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

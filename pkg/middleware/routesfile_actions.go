@@ -3,6 +3,7 @@ package middleware
 import (
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 	"github.com/ratelimitd/ratelimitd/pkg/client"
 )
 
@@ -21,7 +22,7 @@ func (r *fileReader) action(n *yaml.Node, field string) (client.Action, bool) {
 		return client.Action{}, false
 	}
 	p := ps[0]
-	sub := join(field, p.name)
+	sub := yamldoc.Join(field, p.name)
 	switch p.name {
 	case "remote_address":
 		r.args(p.val, sub)
@@ -31,7 +32,7 @@ func (r *fileReader) action(n *yaml.Node, field string) (client.Action, bool) {
 		header, key := r.required(a, p.key, sub, "header_name"), r.required(a, p.key, sub, "descriptor_key")
 		skip := false
 		if v, ok := a["skip_if_absent"]; ok {
-			skip = r.boolean(v, join(sub, "skip_if_absent"))
+			skip = r.boolean(v, yamldoc.Join(sub, "skip_if_absent"))
 		}
 		return client.RequestHeader(header, key, skip), true
 	case "generic_key":
@@ -65,10 +66,10 @@ func (r *fileReader) args(n *yaml.Node, field string, allowed ...string) map[str
 func (r *fileReader) required(a map[string]*yaml.Node, at *yaml.Node, field, name string) string {
 	v, ok := a[name]
 	if !ok {
-		r.errorf(at, join(field, name), "missing")
+		r.errorf(at, yamldoc.Join(field, name), "missing")
 		return ""
 	}
-	return r.str(v, join(field, name))
+	return r.str(v, yamldoc.Join(field, name))
 }
 
 func (r *fileReader) optional(a map[string]*yaml.Node, field, name string) string {
@@ -76,5 +77,5 @@ func (r *fileReader) optional(a map[string]*yaml.Node, field, name string) strin
 	if !ok {
 		return ""
 	}
-	return r.str(v, join(field, name))
+	return r.str(v, yamldoc.Join(field, name))
 }

@@ -21,6 +21,9 @@ var parseErrorCases = []struct {
 }{
 	{"empty", "", []string{"routes.yaml: domain: empty file; want domain and routes"}},
 	{"syntax", "domain: [x\n", []string{"routes.yaml:1: invalid YAML: did not find expected ',' or ']'"}},
+	// yaml.v3 names the line of the enclosing list (2); the error is on 6.
+	{"syntax on its line", "domain: a\nhttp:\n  - pattern: \"GET /x\"\n    rate_limits:\n      - actions: [{path: }]\n   bad: 1\n",
+		[]string{"routes.yaml:6: invalid YAML: did not find expected '-' indicator"}},
 	{"no domain", "http: []\n", []string{"routes.yaml:1: http: empty list", "routes.yaml:1: domain: missing"}},
 	{"two documents", "domain: a\n---\ndomain: b\n", []string{"routes.yaml:2: more than one YAML document"}},
 	{"unknown top key", "domain: a\nroutes: []\n", []string{`routes.yaml:2: routes: unknown key "routes" (want one of domain, http, grpc)`}},
