@@ -270,14 +270,7 @@ type limitCase struct {
 }
 
 func TestPlainEnvoy(t *testing.T) {
-	var bs bootstrapv3.Bootstrap
-	decodeProto(t, "envoy/envoy.yaml", read(t, "envoy/envoy.yaml"), &bs)
-	validate(t, "envoy/envoy.yaml", &bs)
-
-	var hcm hcmv3.HttpConnectionManager
-	if err := bs.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-		t.Fatal(err)
-	}
+	bs, hcm := envoyBootstrap(t, "envoy/envoy.yaml")
 	var rlf ratelimitfilterv3.RateLimit
 	if err := hcm.GetHttpFilters()[0].GetTypedConfig().UnmarshalTo(&rlf); err != nil {
 		t.Fatal(err)
@@ -569,4 +562,18 @@ func TestPlainKubernetes(t *testing.T) {
 		t.Fatal("deploy/k8s lacks its ConfigMap or Deployment")
 	}
 	checkDeployment(t, d, cm)
+}
+
+// envoyBootstrap decodes the Envoy config file strictly and validates it,
+// and returns it with its first listener's HTTP connection manager.
+func envoyBootstrap(t *testing.T, file string) (*bootstrapv3.Bootstrap, *hcmv3.HttpConnectionManager) {
+	t.Helper()
+	bs := &bootstrapv3.Bootstrap{}
+	decodeProto(t, file, read(t, file), bs)
+	validate(t, file, bs)
+	hcm := &hcmv3.HttpConnectionManager{}
+	if err := bs.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(hcm); err != nil {
+		t.Fatal(err)
+	}
+	return bs, hcm
 }

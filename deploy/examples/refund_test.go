@@ -5,11 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
 	ratelimitfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 )
@@ -23,13 +21,7 @@ import (
 // budget in the rules.
 func TestTokensEstimateThenRefund(t *testing.T) {
 	const file = "tokens/envoy-refund/envoy.yaml"
-	var bs bootstrapv3.Bootstrap
-	decodeProto(t, file, read(t, file), &bs)
-	validate(t, file, &bs)
-	var hcm hcmv3.HttpConnectionManager
-	if err := bs.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-		t.Fatal(err)
-	}
+	_, hcm := envoyBootstrap(t, file)
 	var (
 		lua    luav3.Lua
 		rlf    ratelimitfilterv3.RateLimit

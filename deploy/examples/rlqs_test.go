@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
-	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	rlqfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rate_limit_quota/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -22,13 +20,7 @@ import (
 // ratelimitd's RLQS server matches them.
 func TestEnvoyRLQS(t *testing.T) {
 	const file = "envoy-rlqs/envoy.yaml"
-	var bs bootstrapv3.Bootstrap
-	decodeProto(t, file, read(t, file), &bs)
-	validate(t, file, &bs)
-	var hcm hcmv3.HttpConnectionManager
-	if err := bs.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-		t.Fatal(err)
-	}
+	bs, hcm := envoyBootstrap(t, file)
 	var rlq rlqfilterv3.RateLimitQuotaFilterConfig
 	if err := hcm.GetHttpFilters()[0].GetTypedConfig().UnmarshalTo(&rlq); err != nil {
 		t.Fatal(err)

@@ -8,11 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	headertometadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_to_metadata/v3"
 	ratelimitfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -96,14 +94,7 @@ func checkMatches(t *testing.T, cfg *config.Config, domain string, rls []*routev
 // metadata, and whose descriptors all find their budget in the rules.
 func TestTokensPlainEnvoy(t *testing.T) {
 	const file = "tokens/envoy/envoy.yaml"
-	var bs bootstrapv3.Bootstrap
-	decodeProto(t, file, read(t, file), &bs)
-	validate(t, file, &bs)
-
-	var hcm hcmv3.HttpConnectionManager
-	if err := bs.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-		t.Fatal(err)
-	}
+	_, hcm := envoyBootstrap(t, file)
 	var (
 		rlf     ratelimitfilterv3.RateLimit
 		h2m     headertometadatav3.Config
