@@ -76,38 +76,20 @@ var errMalformed = errors.New("malformed report")
 // bucket_quota_usages (2) are checked, other fields skipped.
 func (c caps) scan(b []byte) error {
 	buckets := 0
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMalformed
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != 1 && num != 2) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return errMalformed
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return errMalformed
-		}
-		b = b[n:]
-		if num == 1 {
+	return eachBytes(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
 			if len(v) > c.valueLen {
 				return fmt.Errorf("domain: %d bytes, at most %d", len(v), c.valueLen)
 			}
-			continue
+		case 2:
+			if buckets++; buckets > c.buckets {
+				return fmt.Errorf("bucket_quota_usages: more than %d buckets in one report", c.buckets)
+			}
+			return c.eachSub(v, 1, func(id []byte) error { return c.scanBucketID(id, buckets-1) })
 		}
-		if buckets++; buckets > c.buckets {
-			return fmt.Errorf("bucket_quota_usages: more than %d buckets in one report", c.buckets)
-		}
-		if err := c.eachSub(v, 1, func(id []byte) error { return c.scanBucketID(id, buckets-1) }); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // scanBucketID checks a BucketId: at most entries pairs in its map (1), each
@@ -130,13 +112,24 @@ func (c caps) scanBucketID(b []byte, i int) error {
 // eachSub calls fn with the bytes of every length-delimited field numbered
 // want in b (any number when want < 0), skipping the other fields.
 func (c caps) eachSub(b []byte, want protowire.Number, fn func([]byte) error) error {
+	return eachBytes(b, func(num protowire.Number, v []byte) error {
+		if want >= 0 && num != want {
+			return nil
+		}
+		return fn(v)
+	})
+}
+
+// eachBytes calls fn with the number and bytes of every length-delimited
+// field in b, skipping the fields of other wire types.
+func eachBytes(b []byte, fn func(num protowire.Number, v []byte) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return errMalformed
 		}
 		b = b[n:]
-		if typ != protowire.BytesType || (want >= 0 && num != want) {
+		if typ != protowire.BytesType {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return errMalformed
 			}
@@ -148,7 +141,7 @@ func (c caps) eachSub(b []byte, want protowire.Number, fn func([]byte) error) er
 			return errMalformed
 		}
 		b = b[n:]
-		if err := fn(v); err != nil {
+		if err := fn(num, v); err != nil {
 			return err
 		}
 	}
