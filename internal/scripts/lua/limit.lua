@@ -31,3 +31,22 @@ local function op_of(ops, i)
   local alg, req, period, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
   return limit_new(alg, req, period, burst, refill, debt), h, mode
 end
+
+-- stored_regs is key's register or counter state as algorithms.Take reads
+-- it under a limit of r requests per p µs (capacity cap, refill interval
+-- or a counter's months refill, max debt): an expired state, or one out of
+-- the algorithm's range, as the fresh state 0, 0, 0, 0 (a fresh state is
+-- always in range). kept is a counter's stored value, whose TTL a write
+-- keeps (counter_get's).
+local function stored_regs(alg, r, p, cap, refill, debt, key, now)
+  local a, b, c, e, kept
+  if alg.kind == REGS then
+    a, b, c, e = regs_get(key)
+  else
+    a, b, c, e, kept = counter_get(key, p, refill, now)
+  end
+  if (e ~= 0 and now >= e) or (r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now)) then
+    return 0, 0, 0, 0, kept
+  end
+  return a, b, c, e, kept
+end

@@ -37,15 +37,7 @@ end
 -- longer matters). It returns whether it changed the key, the remaining a
 -- check gave before it, and the remaining and reset a check gives after.
 local function refund_regs(alg, r, p, cap, refill, debt, key, h, now)
-  local a, b, c, e, kept
-  if alg.kind == REGS then
-    a, b, c, e = regs_get(key)
-  else
-    a, b, c, e, kept = counter_get(key, p, refill, now)
-  end
-  if (e ~= 0 and now >= e) or (r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now)) then
-    a, b, c, e = 0, 0, 0, 0
-  end
+  local a, b, c, e, kept = stored_regs(alg, r, p, cap, refill, debt, key, now)
   local _, before = alg.take(r, p, cap, refill, debt, a, b, c, e, 0, now)
   local changed = false
   if h > 0 and e ~= 0 then

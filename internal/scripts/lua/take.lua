@@ -121,16 +121,7 @@ local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, re
   if alg.kind ~= LOG then
     local cap = burst
     if cap == 0 then cap = r end
-    local a, b, c, e, kept
-    if alg.kind == REGS then
-      a, b, c, e = regs_get(key)
-    else
-      a, b, c, e, kept = counter_get(key, p, refill, now)
-    end
-    -- Expired, or out of range: fresh (a fresh state is always in range).
-    if (e ~= 0 and now >= e) or (r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now)) then
-      a, b, c, e = 0, 0, 0, 0
-    end
+    local a, b, c, e, kept = stored_regs(alg, r, p, cap, refill, debt, key, now)
     local ok, rem, reset, retry, na, nb, nc, ne = alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
     if ok or not rec then
       return ok, rem, reset, retry, na, nb, nc, ne, false, kept
