@@ -113,13 +113,19 @@ func (s *Server) armPoll() {
 	s.poll = s.set.clock.AfterFunc(s.set.poll, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if cfg := s.rules.Current(); cfg != s.cfg {
-			s.cfg = cfg
-			close(s.changed)
-			s.changed = make(chan struct{})
-		}
+		s.refresh()
 		s.armPoll()
 	})
+}
+
+// refresh takes the rules in force (s.mu held): when they changed, it
+// closes the channel the streams wait on and opens the next one.
+func (s *Server) refresh() {
+	if cfg := s.rules.Current(); cfg != s.cfg {
+		s.cfg = cfg
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
 }
 
 // config is the configuration in force and the channel closed when it
@@ -127,11 +133,7 @@ func (s *Server) armPoll() {
 func (s *Server) config() (*config.Config, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cfg := s.rules.Current(); cfg != s.cfg {
-		s.cfg = cfg
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
+	s.refresh()
 	return s.cfg, s.changed
 }
 
