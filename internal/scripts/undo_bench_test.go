@@ -26,17 +26,7 @@ func BenchmarkUndoForms(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	b.Cleanup(func() { _ = rdb.Close() })
-	info, err := rdb.InfoMap(ctx, "server").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	pid, err := strconv.Atoi(info["Server"]["process_id"])
-	if err != nil {
-		b.Fatalf("redis-server process_id: %v", err)
-	}
-	if _, err := procstat.CPUTime(pid); err != nil {
-		b.Skipf("no CPU time of redis-server: %v", err)
-	}
+	pid := redisPID(b, rdb)
 	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
 		b.Fatal(err)
 	}
