@@ -289,3 +289,35 @@ func TestRunnerUndo(t *testing.T) {
 		t.Fatalf("empty undo: %v", err)
 	}
 }
+
+// TestUndoAtZeroLimit: a fixed_window limit of 0 counts a shadow op's hits
+// in an admitted take, which reports the charge; the undo script takes it
+// back as algorithms.Undo does, in the short form (epoch windows) and the
+// long one (calendar months) alike.
+func TestUndoAtZeroLimit(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	r := scripts.NewRunner()
+	for i, lim := range []algorithms.Limit{
+		{Algorithm: algorithms.FixedWindow, Period: time.Hour},
+		{Algorithm: algorithms.FixedWindow, Period: algorithms.Month, Calendar: true},
+	} {
+		key := fmt.Sprintf("{z}%d", i)
+		usage := []algorithms.Op{{Key: key, Limit: lim, Hits: 2, Usage: true}}
+		if _, err := r.Take(ctx, rdb, usage, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		shadow := []algorithms.Op{{Key: key, Limit: lim, Hits: 3, Mode: algorithms.Shadow}}
+		_, charges, err := r.TakeCharged(ctx, rdb, shadow, time.Time{})
+		if err != nil || len(charges) != 1 || charges[0].Hits != 3 {
+			t.Fatalf("%+v: charges %+v, %v; want one of 3 hits", lim, charges, err)
+		}
+		if err := r.Undo(ctx, rdb, charges, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := rdb.Get(ctx, key).Int64()
+		if err != nil || v/1000 != 2 {
+			t.Errorf("%+v: value %d (%v) after the undo, want a count of 2", lim, v, err)
+		}
+	}
+}

@@ -29,14 +29,16 @@ type Charged struct {
 //     at the same µs still gets a fresh Seq: slidingLog numbers after the
 //     highest one there).
 //
-// An expired state, a state of the other family, a zero charge or an
-// invalid limit is returned unchanged. Undo keeps ExpiresAt (but for
+// An expired state, a state of the other family, a zero charge, an
+// invalid limit or a zero rate that keeps no state (ZeroRefuses) is
+// returned unchanged; fixed_window's count at a limit of 0 (ZeroCounts,
+// charged by shadow and quota ops) is undone as at any limit. Undo keeps ExpiresAt (but for
 // sliding_log, whose newest entry may have gone): the state only ever
 // matters for less time than it says.
 func Undo(lim Limit, st State, ch Charged, now time.Time) State {
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	alg, ok := lim.Algorithm.lookup()
-	if !ok || lim.Validate() != nil || ch.Hits == 0 || lim.Requests == 0 ||
+	if !ok || lim.Validate() != nil || ch.Hits == 0 || !lim.recordsAtZero() ||
 		st.ExpiresAt == 0 || us >= st.ExpiresAt || !st.readableAs(alg.family) {
 		return st
 	}

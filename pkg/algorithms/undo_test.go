@@ -108,3 +108,28 @@ func TestUndoNeverGivesMoreRoom(t *testing.T) {
 func sameState(a, b State) bool {
 	return a.regs == b.regs && a.ExpiresAt == b.ExpiresAt && slices.Equal(a.Log, b.Log)
 }
+
+// A limit of 0 whose algorithm counts at it (fixed_window, ZeroCounts)
+// records a shadow op's hits in an admitted batch, and Charges reports that
+// charge: Undo takes it back as at any limit (a Cluster request denied in
+// another slot group charges nothing but usage), with epoch windows and
+// calendar months alike.
+func TestUndoAtZeroLimit(t *testing.T) {
+	for _, lim := range []Limit{
+		{Algorithm: FixedWindow, Period: time.Minute},
+		{Algorithm: FixedWindow, Period: Month, Calendar: true},
+	} {
+		now := t0
+		_, st := Record(lim, State{}, 2, now)
+		ops := []Op{{Key: "k", Limit: lim, Hits: 3, Mode: Shadow}}
+		ds, writes := TakeAll(ops, func(string) State { return st }, now)
+		charges := Charges(ops, ds, func(string) State { return st }, writes, now)
+		if len(charges) != 1 || charges[0].Hits != 3 {
+			t.Fatalf("%+v: charges %+v, want one of 3 hits", lim, charges)
+		}
+		undone := Undo(lim, writes["k"], charges[0].Charged, now)
+		if got := undone.Window().Count; got != 2 {
+			t.Errorf("%+v: count %d after the undo, want the 2 before the charge", lim, got)
+		}
+	}
+}

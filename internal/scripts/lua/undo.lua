@@ -40,7 +40,9 @@ local function undo_long(key, j, now)
   end
   j = j + 12 + 2 * n
   local alg = ALGS[lim.alg]
-  if alg == nil or ch.hits <= 0 or lim.req <= 0 then
+  -- A zero rate keeps no state but where ALGS' zero says it counts
+  -- (fixed_window, algorithms.Undo).
+  if alg == nil or ch.hits <= 0 or (lim.req <= 0 and not alg.zero) then
     return j, false
   end
   if alg.kind == REGS then
