@@ -107,7 +107,7 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			rules = []*Rule{d.rule}
 		}
 		for i, r := range rules {
-			if !b.calendar(r, d.line) {
+			if !b.calendar(r, d.line, d.lease) {
 				continue
 			}
 			r.Domain = b.domain
@@ -213,14 +213,20 @@ func (c *Config) Match(domain string, entries []Entry) *Rule {
 
 // calendar makes r's windows calendar months when WithCalendarMonths asks
 // for it and r is a window rule with unit month. It reports a limit too
-// long for calendar months (at 31 days each) and returns false.
-func (b builder) calendar(r *Rule, line int) bool {
+// long for calendar months (at 31 days each), or lease: true on one that
+// then cannot lease (checkLease saw it before it was a calendar limit),
+// and returns false.
+func (b builder) calendar(r *Rule, line int, lease Lease) bool {
 	if !b.calendarMonths || r.Unit != rlsv3.RateLimitResponse_RateLimit_MONTH || !r.Limit.Algorithm.Calendar() {
 		return true
 	}
 	r.Limit.Calendar = true
 	if err := r.Limit.Validate(); err != nil {
 		b.errs.add(b.file, line, "rate_limit", "USE_CALENDAR_MONTH_RATE_LIMIT: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return false
+	}
+	if refused := leaseRefusal(r.Limit); lease == LeaseOn && refused != nil {
+		b.errs.add(b.file, line, "lease", "USE_CALENDAR_MONTH_RATE_LIMIT: %s (set lease: false or change the limit)", refused.reason)
 		return false
 	}
 	return true
