@@ -326,7 +326,7 @@ func takeDistinct(ops []Op, load func(key string) State, save func(key string, s
 	decisions := make([]Decision, len(ops))
 	// A request carries a few descriptors: their scratch stays on the stack.
 	var buf [4]distinctPass
-	pass := buf[:0]
+	var pass []distinctPass
 	if len(ops) > len(buf) {
 		pass = make([]distinctPass, len(ops))
 	} else {

@@ -25,6 +25,16 @@ end
 -- call instead of eight tonumber.
 local OP_FORMAT, OP_BYTES = '<dddddddd', 64
 
+-- mode_of splits an op's packed mode into its algorithms.Mode and its
+-- usage and joined flags.
+local function mode_of(mode)
+  local joined = mode >= JOINED
+  if joined then mode = mode - JOINED end
+  local usage = mode >= USAGE
+  if usage then mode = mode - USAGE end
+  return mode, usage, joined
+end
+
 -- op_of decodes op i of a take's packed ops: its limit, hits and mode. The
 -- caller checked the length of ops.
 local function op_of(ops, i)

@@ -14,18 +14,11 @@
 
 local REFUND_CHANNEL = 'ratelimitd:refunds'
 
--- refund_mode is an op's packed mode without its USAGE and JOINED flags.
-local function refund_mode(packed)
-  if packed >= JOINED then packed = packed - JOINED end
-  if packed >= USAGE then packed = packed - USAGE end
-  return packed
-end
-
 -- refunds_in reports whether any of a take's n ops is a refund.
 local function refunds_in(ops, n)
   for i = 1, n do
     local _, _, _, _, _, _, _, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-    if refund_mode(packed) == REFUND then return true end
+    if mode_of(packed) == REFUND then return true end
   end
   return false
 end
@@ -77,7 +70,7 @@ local function refund_pass(now, keys, k0, ops, n)
   local done = {}
   for i = 1, n do
     local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-    if refund_mode(packed) == REFUND then
+    if mode_of(packed) == REFUND then
       local alg, key = ALGS[an], keys[k0 + i]
       local changed, before, rem, reset = false, 1, 0, 0
       h = math.min(h, MAX_COUNT)

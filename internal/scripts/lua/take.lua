@@ -5,8 +5,10 @@
 -- ARGV[1]: now in µs, or 0 to use the server's TIME.
 -- ARGV[2]: every op, packed (limit.lua's OP_FORMAT, OP_BYTES each):
 --   algorithm (0 = invalid limit), requests, period µs, burst, refill
---   interval µs, max debt, hits, mode (algorithms.Mode: 0/ENFORCE, SHADOW,
---   QUOTA, SPARE; plus USAGE when the hits are usage, algorithms.Op.Usage; plus
+--   interval µs (a window's calendar months, calendar.lua), max debt, hits,
+--   mode (algorithms.Mode: 0/ENFORCE, SHADOW,
+--   QUOTA, SPARE, REFUND (NegativeHits, refund.lua); plus USAGE when the hits
+--   are usage, algorithms.Op.Usage; plus
 --   JOINED when the op is another limit of the previous op's descriptor,
 --   algorithms.Op.Joined).
 -- ARGV[3], if present: reply the charges too (scripts.WithCharges); if it
@@ -177,16 +179,6 @@ local function charge_of(out, kind, last, hits, st, now)
     out[n + 1], out[n + 2], out[n + 3], out[n + 4] = last, hits, st.a, st.b
     out[n + 5], out[n + 6], out[n + 7] = st.c, st.e, 0
   end
-end
-
--- mode_of splits an op's packed mode into its algorithms.Mode and its
--- usage and joined flags.
-local function mode_of(mode)
-  local joined = mode >= JOINED
-  if joined then mode = mode - JOINED end
-  local usage = mode >= USAGE
-  if usage then mode = mode - USAGE end
-  return mode, usage, joined
 end
 
 -- verdict_new is algorithms.Verdict: the counts the batch rule needs, fed
