@@ -136,3 +136,23 @@ func TestRecordBounds(t *testing.T) {
 		})
 	}
 }
+
+// One Horizon after a record, a key reads as fresh, at a limit of 0 too
+// (fixed_window counts there, ZeroCounts), with windows of calendar months
+// of 31 days as of Period's 30.
+func TestHorizonAtZeroLimit(t *testing.T) {
+	jan1 := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, lim := range []Limit{
+		{Algorithm: FixedWindow, Period: time.Minute},
+		{Algorithm: FixedWindow, Period: Month, Calendar: true},
+		{Algorithm: FixedWindow, Requests: 1, Period: Month, Calendar: true},
+	} {
+		_, st := Record(lim, State{}, 2, jan1)
+		later := jan1.Add(lim.Horizon())
+		got, _ := Take(lim, st, 0, later)
+		fresh, _ := Take(lim, State{}, 0, later)
+		if got != fresh {
+			t.Errorf("%+v: one Horizon (%s) after a record the key reads %s, a fresh key %s", lim, lim.Horizon(), fmtD(got), fmtD(fresh))
+		}
+	}
+}

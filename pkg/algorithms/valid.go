@@ -18,14 +18,15 @@ const maxExact = 1 << 53
 // a window (fixed_window, sliding_log), two windows (sliding_window), the
 // time to refill an empty bucket (token_bucket: from full debt, plus a
 // refill step; leaky_bucket; gcra). Zero for an invalid limit. With zero
-// Requests only fixed_window writes a state, for one Period.
+// Requests only fixed_window writes a state, for one window (Period, or
+// the longest calendar months).
 func (l Limit) Horizon() time.Duration {
 	alg, ok := l.Algorithm.lookup()
 	switch {
 	case !ok || l.Validate() != nil:
 		return 0
 	case l.Requests == 0:
-		return l.Period
+		return micros(longestWindow(l))
 	}
 	return micros(alg.horizon(l))
 }
