@@ -23,9 +23,9 @@ import (
 // keys in different slots (one take per slot group, charges from each),
 // and a Return of both (one undo per slot); the spread case: denied
 // requests over several slot groups, some of which admitted their own ops,
-// answer as algorithms.TakeAll; and the refunds, over keys in different
-// slots (a refund is never undone). TestConformance runs them on a single
-// node.
+// answer as algorithms.TakeAll; and the modes and refunds (README's "Usage
+// and admissions"), over keys in different slots (a refund is never
+// undone). TestConformance runs them on a single node.
 func TestLenderConformanceCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
 	admins := redistest.Clients(t, nodes)
@@ -39,7 +39,7 @@ func TestLenderConformanceCluster(t *testing.T) {
 	}
 	storetest.RunLender(t, factory)
 	storetest.RunSpread(t, factory)
-	storetest.RunRefunds(t, factory)
+	storetest.RunModes(t, factory)
 	t.Run("refunds_published", func(t *testing.T) {
 		testRefundsPublished(t, newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), fixedClock()))
 	})

@@ -8,10 +8,12 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// RunRefunds runs the refund cases alone (Run includes them), for backends
-// whose other cases run elsewhere (a Cluster, where the keys of a batch
-// fall in different slots).
-func RunRefunds(t *testing.T, newStore Factory) {
+// RunModes runs the cases of README's "Usage and admissions", the modes
+// and the refunds, alone (Run includes them), for backends whose other
+// cases run elsewhere (a Cluster, where the keys of a batch fall in
+// different slots).
+func RunModes(t *testing.T, newStore Factory) {
+	t.Run("modes", func(t *testing.T) { testModes(t, newStore) })
 	t.Run("refunds", func(t *testing.T) { testRefunds(t, newStore) })
 }
 

@@ -19,8 +19,7 @@ type Factory func(t *testing.T, clock *Clock) store.Store
 func Run(t *testing.T, newStore Factory) {
 	t.Run("steps", func(t *testing.T) { runSteps(t, newStore) })
 	t.Run("all_or_nothing", func(t *testing.T) { testAllOrNothing(t, newStore) })
-	t.Run("modes", func(t *testing.T) { testModes(t, newStore) })
-	RunRefunds(t, newStore)
+	RunModes(t, newStore)
 	t.Run("same_key_twice", func(t *testing.T) { testSameKeyTwice(t, newStore) })
 	t.Run("check_only", func(t *testing.T) { testCheckOnly(t, newStore) })
 	t.Run("zero_requests", func(t *testing.T) { testZeroRequests(t, newStore) })
