@@ -14,10 +14,12 @@
 
 local REFUND_CHANNEL = 'ratelimitd:refunds'
 
--- refunds_in reports whether any of a take's n ops is a refund.
+-- refunds_in reports whether any of a take's n ops is a refund. It runs on
+-- every take take_fixed declines, so it decodes each op's mode alone (the
+-- last of OP_FORMAT's fields), not all eight.
 local function refunds_in(ops, n)
   for i = 1, n do
-    local _, _, _, _, _, _, _, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+    local packed = struct.unpack('<d', ops, OP_BYTES * i - 7)
     if mode_of(packed) == REFUND then return true end
   end
   return false
