@@ -19,7 +19,8 @@ import (
 // Take answers reqs from leases when every op can be, and otherwise from
 // the backend, topping up leases of hot keys in the same call.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
-	if !anyLease(reqs) {
+	if !anyLease(reqs) || s.closed.Load() {
+		// After Stop nothing is leased: a block taken would only lapse.
 		return s.next.Take(ctx, reqs)
 	}
 	if err := ctx.Err(); err != nil {
