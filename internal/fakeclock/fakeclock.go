@@ -14,12 +14,18 @@ import (
 // Clock is a fake clock a test steps. Moving it forward runs the AfterFunc
 // timers that fall due, in order, each at its own time, on the goroutine
 // that moves it. It is safe for concurrent use: the code under test may
-// read it from its own goroutines. The zero Clock reads the zero time.
+// read it from its own goroutines, and several may step it, each step
+// moving it by exactly what it asked (a timer may read the clock or
+// schedule another, but not step it). The zero Clock reads the zero time.
 type Clock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers timerHeap
-	seq    uint64 // orders timers due at the same time by creation
+	// stepping is held by Set and Advance from start to end: a step that
+	// runs a timer releases mu, and another step computed from the time
+	// in between, or ending before it, would lose time.
+	stepping sync.Mutex
+	mu       sync.Mutex
+	now      time.Time
+	timers   timerHeap
+	seq      uint64 // orders timers due at the same time by creation
 }
 
 // New returns a Clock reading t.
@@ -36,12 +42,16 @@ func (c *Clock) Now() time.Time {
 // Set moves the clock to t, backwards or forwards (running the timers due
 // by t).
 func (c *Clock) Set(t time.Time) {
+	c.stepping.Lock()
+	defer c.stepping.Unlock()
 	c.mu.Lock()
 	c.runUntil(t)
 }
 
 // Advance moves the clock forward by d, running the timers due by then.
 func (c *Clock) Advance(d time.Duration) {
+	c.stepping.Lock()
+	defer c.stepping.Unlock()
 	c.mu.Lock()
 	c.runUntil(c.now.Add(d))
 }

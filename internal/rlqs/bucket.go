@@ -164,7 +164,7 @@ func (b *bucket) plan(now time.Time, s settings, known func(string) (span, bool)
 }
 
 // desired is a block for the rest of the window (at least one reporting
-// interval) at the reported rate, with a quarter of headroom.
+// interval) at the reported rate, with a tenth of headroom and one hit.
 func (b *bucket) desired(left time.Duration, s settings) uint64 {
 	secs := max(left, s.interval).Seconds()
 	n := math.Ceil(b.rate*secs*1.1) + 1

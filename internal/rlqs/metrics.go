@@ -23,7 +23,7 @@ var metricHelp = []struct{ name, help, label string }{
 	{"returned_hits_total", "Hits of blocks given back: a rule of several limits that not all had room for.", ""},
 	{"lapsed_hits_total", "Hits charged that Envoy never got: a block taken too close to its window's end, or a failed return.", ""},
 	{"outstanding_hits", "Hits of current blocks not yet reported used: at most what the Envoys of this replica can still admit, and what its crash leaves charged.", ""},
-	{"store_calls_total", "Store calls (Redis round trips per slot group) made for RLQS: at most one per report, timer or reload.", ""},
+	{"store_calls_total", "Store calls made for RLQS (each one round trip per Cluster slot group): one per report, timer or reload that needs the store, and near the limit a second (a smaller block asked again, or a block given back).", ""},
 	{"store_errors_total", "Store calls that failed; buckets needing a block then get their rules' on_store_error.", ""},
 }
 

@@ -8,18 +8,29 @@ import (
 // clear of the window's end.
 const timerSlack = 10 * time.Millisecond
 
-// stretchAt is when b's token bucket can be sent again with a TTL of one
-// second that ends just before its window does: Envoy reads TTLs in whole
-// seconds, so the first TTL ends up to a second early. Zero when there is
-// nothing to stretch.
+// stretchAt is when b's token bucket can be sent again with a TTL that
+// ends just before its window does: Envoy reads TTLs in whole seconds, so
+// the first TTL ends up to a second early. Zero when there is nothing to
+// stretch.
+//
+// A stretch sent at at reaches Envoy by at+margin, which must come before
+// the TTL it stretches can have run out (b.sent.expires-margin, its
+// earliest end): Envoy drops a token bucket whose TTL ran out, and would
+// start the same one sent again full, with hits no block charged. So it
+// is sent a second and the margin before the end, or, when the first TTL
+// ends sooner than that allows, a second earlier, with a TTL of two
+// seconds ending as close to the end.
 func (b *bucket) stretchAt(margin time.Duration) time.Time {
 	w := b.win
 	if b.sent.strategy != tokenBucket || b.sent.stretched || w.end.IsZero() || w.block == 0 {
 		return time.Time{}
 	}
-	at := w.end.Add(-margin - time.Second - timerSlack)
-	if !b.sent.expires.Before(at.Add(time.Second + margin - timerSlack)) {
+	if !b.sent.expires.Before(w.end.Add(-2 * timerSlack)) {
 		return time.Time{} // it already ends within a few ms of that
+	}
+	at := w.end.Add(-margin - time.Second - timerSlack)
+	if !at.Add(2 * margin).Before(b.sent.expires) {
+		at = at.Add(-time.Second)
 	}
 	return at
 }
@@ -52,15 +63,18 @@ func (st *stream) onTimer() error {
 }
 
 // stretch sends b's token bucket again, unchanged (Envoy keeps its tokens),
-// with the TTL that ends closest to the window's end.
+// with the TTL that ends closest to the window's end, if that ends later
+// than the TTL in force and, sent now, reaches Envoy before that one can
+// have run out (see stretchAt; a late timer may find it too late).
 func (st *stream) stretch(ev *event, b *bucket) {
 	b.sent.stretched = true
-	ttl := ttlSeconds(b.win.end.Sub(ev.now) - st.srv.set.margin)
-	if ttl < 1 {
+	margin := st.srv.set.margin
+	ttl := ttlSeconds(b.win.end.Sub(ev.now) - margin)
+	if ttl < 1 || !ev.now.Add(2*margin).Before(b.sent.expires) ||
+		!ev.now.Add(time.Duration(ttl)*time.Second+margin).After(b.sent.expires) {
 		return
 	}
-	a := b.sent
-	st.assign(ev, b, a, ttl)
+	st.assign(ev, b, b.sent, ttl)
 }
 
 // schedule arms the timer for the stream's next stretch or turn.

@@ -61,8 +61,9 @@ func (s *Store) SetRules(ctx context.Context, fingerprint string) error {
 // cancelled), and every lease ends, the unused hits of windows going back
 // in one Return within ctx. A backend that does not answer in time leaves
 // them charged (under-admission) rather than holding the caller. Batches
-// still pass through to the backend afterwards; blocks they take are not
-// used. The wrapped store stays open: Close closes it.
+// still pass straight through to the backend afterwards, taking no block
+// (a block in flight lapses). The wrapped store stays open: Close closes
+// it.
 func (s *Store) Stop(ctx context.Context) error {
 	s.halt()
 	cut := context.AfterFunc(ctx, s.cancel)

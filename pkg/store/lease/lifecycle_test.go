@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
@@ -88,5 +89,31 @@ func TestSetRules(t *testing.T) {
 		if returned != step.returned || (returned && st.Outstanding != 0) || (!returned && st.Outstanding != held) {
 			t.Fatalf("step %d (%s): returned %v, stats %+v, %d held before; want returned %v", i, step.rules, returned, st, held, step.returned)
 		}
+	}
+}
+
+// After Stop a warm counter's requests pass to the backend charging their
+// own hits only: a block taken then could never be used (a stopped store
+// holds none), and would stay charged, denying hits below the limit.
+func TestNoBlockAfterStop(t *testing.T) {
+	for _, lim := range append(leasing(algorithms.WindowLease, 1000, time.Hour), leasing(algorithms.BucketLease, 1000, time.Hour)...) {
+		t.Run(lim.Algorithm.String(), func(t *testing.T) {
+			r := newRig(t)
+			r.clock.Advance(time.Second)
+			r.steady("k", lim, time.Millisecond, 200, r.sweep)
+			if err := r.s.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			blocks := r.s.Stats().Blocks
+			for i := range 20 {
+				r.clock.Advance(time.Millisecond)
+				if _, local := r.local(hit("k", lim, 1)); local {
+					t.Fatalf("hit %d after Stop answered from a lease", i)
+				}
+			}
+			if spares, _ := r.rec.spares(); r.s.Stats().Blocks != blocks {
+				t.Errorf("%d blocks taken after Stop (%d Spare ops in all), want none", r.s.Stats().Blocks-blocks, len(spares))
+			}
+		})
 	}
 }

@@ -59,7 +59,7 @@ type lifecycle struct {
 	// startMu orders starting the sweeper against stopping the store.
 	startMu sync.Mutex
 	started atomic.Bool // the sweeper runs, or ran
-	closed  atomic.Bool // Stop or Close ran: no sweeper starts, no block is used
+	closed  atomic.Bool // Stop or Close ran: no sweeper starts, no block is taken or used
 	stop    chan struct{}
 	stopped chan struct{} // closed when the sweeper has ended (or never will run)
 	// rules is SetRules' last fingerprint.

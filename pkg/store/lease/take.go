@@ -12,14 +12,16 @@ import (
 // can be (answer); otherwise it goes to the backend with a Spare op for
 // each hot key that needs a block (plan), and the answer updates what the
 // replica knows of its keys and installs the blocks taken (learn). An op
-// that is not eligible always reaches the backend: a refund would be one,
-// and after its answer the key's entry would be dropped as Forget drops it
-// (a new generation), so that the replica's view follows the counter.
+// that is not eligible always reaches the backend, a refund among them:
+// learn records its answer like any other, so the replica's view of the
+// counter follows the refund, and the lease keeps its block (charged
+// before the refund, given back as usual).
 
 // Take answers reqs from leases when every op can be, and otherwise from
 // the backend, topping up leases of hot keys in the same call.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
-	if !anyLease(reqs) {
+	if !anyLease(reqs) || s.closed.Load() {
+		// After Stop nothing is leased: a block taken would only lapse.
 		return s.next.Take(ctx, reqs)
 	}
 	if err := ctx.Err(); err != nil {

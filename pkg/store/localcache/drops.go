@@ -16,8 +16,10 @@ const maxRecentDrops = 4096
 
 func (r *recentDrops) add(key string, gen uint64) {
 	if len(r.cur) >= maxRecentDrops {
-		// Everything in prev is older than every generation in cur.
-		r.forgetBefore(minGen(r.cur))
+		// prev is forgotten. One Invalidate gives all its keys one
+		// generation, so prev may end at cur's first generation: the
+		// floor is past prev's last.
+		r.forgetBefore(maxGen(r.prev) + 1)
 		r.prev, r.cur = r.cur, nil
 	}
 	if r.cur == nil {
@@ -27,7 +29,8 @@ func (r *recentDrops) add(key string, gen uint64) {
 }
 
 // forgetBefore forgets the invalidations below generation g: since then
-// answers true for any backend call asked before g-1.
+// answers true for any backend call asked before g-1 (one that may have
+// been asked before such an invalidation).
 func (r *recentDrops) forgetBefore(g uint64) {
 	r.floor = max(r.floor, g)
 	if g > maxGen(r.prev) {
@@ -49,14 +52,6 @@ func (r *recentDrops) since(key string, gen uint64) bool {
 	}
 	g, ok := r.prev[key]
 	return ok && g > gen
-}
-
-func minGen(m map[string]uint64) uint64 {
-	low := ^uint64(0)
-	for _, g := range m {
-		low = min(low, g)
-	}
-	return low
 }
 
 func maxGen(m map[string]uint64) uint64 {

@@ -77,6 +77,13 @@ func TestInvalidationBeatsAnAnswerOnItsWay(t *testing.T) {
 				c.Invalidate(fmt.Sprint("other", i))
 			}
 		}, "k", false},
+		{"the key among a reset of many keys", func(c *localcache.Store) {
+			keys := []string{"k"}
+			for i := range 9000 {
+				keys = append(keys, fmt.Sprint("other", i))
+			}
+			c.Invalidate(keys...)
+		}, "k", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := storetest.NewClock(storetest.Epoch())
