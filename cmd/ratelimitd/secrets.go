@@ -30,9 +30,11 @@ func (s settings) secrets() []string {
 }
 
 // urlPassword is addr's password, or its whole userinfo when addr is too
-// malformed to parse but has one; "" without one.
+// malformed to parse but has one; "" without one. An address without a
+// scheme (user:password@host:port) parses as the scheme "user" and an
+// opaque rest, so it is read like a malformed one.
 func urlPassword(addr string) string {
-	if u, err := url.Parse(addr); err == nil {
+	if u, err := url.Parse(addr); err == nil && u.Opaque == "" {
 		if u.User == nil {
 			return ""
 		}

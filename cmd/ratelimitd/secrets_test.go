@@ -33,6 +33,9 @@ func TestSecretsOfSettings(t *testing.T) {
 		{"user without password", settings{RedisURL: "redis://user@host:1"}, nil},
 		{"Sentinel list", settings{RedisURL: "mymaster, redis://:pw-d@10.0.0.1:26379,redis://:pw-e@10.0.0.2:26379"}, []string{"pw-d", "pw-e"}},
 		{"unparseable", settings{RedisURL: "redis://us er:pw-f@bad url"}, []string{"pw-f"}},
+		// url.Parse reads "default:" as a scheme and the rest as opaque.
+		{"userinfo without a scheme", settings{RedisURL: "default:pw-g@10.0.0.1:6379"}, []string{"pw-g"}},
+		{"Cluster list without schemes", settings{RedisURL: "default:pw-h@10.0.0.1:6379,:pw-i@10.0.0.2:6379"}, []string{"pw-h", "pw-i"}},
 		{"admin token", settings{Admin: adminSettings{Token: []byte("tok-0123456789abcdef")}}, []string{"tok-0123456789abcdef"}},
 	}
 	for _, tt := range tests {
@@ -114,18 +117,24 @@ func TestNoSecretReachesALog(t *testing.T) {
 // main prints) and what it logged show no password.
 func TestExitErrorHasNoSecret(t *testing.T) {
 	const password = "pw-exit-Hn3w"
-	var stderr bytes.Buffer
-	err := run(t.Context(), []string{"--config", t.TempDir()}, envOf(map[string]string{
-		"BACKEND_TYPE": "redis", "REDIS_URL": "redis://:" + password + "@127.0.0.1:notaport", "LOG_LEVEL": "debug",
-	}), &stderr)
-	if err == nil {
-		t.Fatal("run started with an unparseable REDIS_URL")
-	}
-	if strings.Contains(err.Error(), password) || strings.Contains(stderr.String(), password) {
-		t.Errorf("the password shows:\nerror: %v\nlog: %s", err, stderr.String())
-	}
-	if !strings.Contains(err.Error(), "redis store: redisconn: ") {
-		t.Errorf("error %q: want each layer's context once", err)
+	for _, url := range []string{
+		"redis://:" + password + "@127.0.0.1:notaport",
+		// No scheme: redisconn quotes the address it cannot split.
+		"default:" + password + "@127.0.0.1:6379",
+	} {
+		var stderr bytes.Buffer
+		err := run(t.Context(), []string{"--config", t.TempDir()}, envOf(map[string]string{
+			"BACKEND_TYPE": "redis", "REDIS_URL": url, "LOG_LEVEL": "debug",
+		}), &stderr)
+		if err == nil {
+			t.Fatalf("run started with the unusable REDIS_URL %q", url)
+		}
+		if strings.Contains(err.Error(), password) || strings.Contains(stderr.String(), password) {
+			t.Errorf("the password shows:\nerror: %v\nlog: %s", err, stderr.String())
+		}
+		if !strings.Contains(err.Error(), "redis store: redisconn: ") {
+			t.Errorf("error %q: want each layer's context once", err)
+		}
 	}
 }
 

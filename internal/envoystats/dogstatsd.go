@@ -25,12 +25,14 @@ type Mogrifier struct {
 
 var groupRef = regexp.MustCompile(`\$\d+`)
 
+// expand puts the groups in template's $0, $1...; a reference to a group
+// the pattern lacks stays as written, as envoyproxy leaves it.
 func expand(template string, groups []string) string {
 	return groupRef.ReplaceAllStringFunc(template, func(ref string) string {
 		if i, err := strconv.Atoi(ref[1:]); err == nil && i < len(groups) {
 			return groups[i]
 		}
-		return ""
+		return ref
 	})
 }
 
@@ -50,8 +52,8 @@ type dogName struct {
 
 // NewDogStatsd sends to the DogStatsD agent at host:port (UDP), without the
 // client's own aggregation, as envoyproxy does. Mogrifiers apply in the
-// order given, the first that matches (envoyproxy tries them in no set
-// order).
+// order given, the first that matches, as envoyproxy applies
+// USE_DOG_STATSD_MOGRIFIERS.
 func NewDogStatsd(host string, port int, mogrifiers []Mogrifier) (gostats.Sink, error) {
 	c, err := statsd.New(net.JoinHostPort(host, strconv.Itoa(port)), statsd.WithoutClientSideAggregation())
 	if err != nil {

@@ -160,6 +160,23 @@ func TestDogStatsd(t *testing.T) {
 	}
 }
 
+// TestExpand: a mogrifier's $n take the pattern's groups; a group the
+// pattern lacks stays as written, as in envoyproxy.
+func TestExpand(t *testing.T) {
+	groups := []string{"ratelimit.a.b", "a", "b"}
+	for tmpl, want := range map[string]string{
+		"rl.$1.$2":  "rl.a.b",
+		"$0":        "ratelimit.a.b",
+		"rl.$2.$3":  "rl.b.$3",
+		"rl.$10":    "rl.$10",
+		"no groups": "no groups",
+	} {
+		if got := expand(tmpl, groups); got != want {
+			t.Errorf("expand(%q) = %q, want %q", tmpl, got, want)
+		}
+	}
+}
+
 // sortTags orders a DogStatsD line's tags (a map's order is not fixed).
 func sortTags(line string) string {
 	head, tags, ok := strings.Cut(line, "|#")

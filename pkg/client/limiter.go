@@ -42,8 +42,8 @@ const (
 	// Denied: the service answered OVER_LIMIT, or could not decide under
 	// OnErrorDeny.
 	Denied
-	// Failed: no answer (OnErrorUnavailable, a malformed request, or the
-	// caller gave up); Err says why.
+	// Failed: no answer (OnErrorUnavailable, a malformed or oversized
+	// request, or the caller gave up); Err says why.
 	Failed
 )
 
@@ -119,13 +119,18 @@ func (l *Limiter) Decide(ctx context.Context, req *rlsv3.RateLimitRequest) Decis
 // undecided applies OnError to a backend error, except where failing open
 // or closed would be wrong: the caller is gone, or the request is malformed
 // (an over-long header value sent by a client must not let it skip its
-// limit under OnErrorAllow).
+// limit under OnErrorAllow). A request larger than the service's caps
+// admit is malformed too: over gRPC, ratelimitd refuses it from its length
+// prefix with RESOURCE_EXHAUSTED, which comes back as INVALID_ARGUMENT.
 func (l *Limiter) undecided(ctx context.Context, err error) Decision {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return Decision{Verdict: Failed, Err: status.FromContextError(ctxErr).Err()}
 	}
-	if status.Code(err) == codes.InvalidArgument {
+	switch status.Code(err) {
+	case codes.InvalidArgument:
 		return Decision{Verdict: Failed, Err: err}
+	case codes.ResourceExhausted:
+		return Decision{Verdict: Failed, Err: status.Error(codes.InvalidArgument, "request too large: "+status.Convert(err).Message())}
 	}
 	switch l.onError {
 	case OnErrorAllow:

@@ -118,18 +118,24 @@ func TestLimiterVerdicts(t *testing.T) {
 	}
 
 	small := embedded(t, rules(t), service.WithLimits(0, 0, 8))
+	// Over gRPC, a request larger than the caps admit is refused from its
+	// length prefix with RESOURCE_EXHAUSTED: as malformed as a value over
+	// the cap, and a client sending a long header must not skip its limit.
+	smallRemote, _ := remoteOf(t, small)
 	failing := []struct {
-		name string
-		ctx  context.Context
-		desc client.Descriptor
-		code codes.Code
+		name    string
+		backend client.Backend
+		ctx     context.Context
+		desc    client.Descriptor
+		code    codes.Code
 	}{
-		{"value over the cap", t.Context(), client.Descriptor{{Key: "user", Value: strings.Repeat("x", 9)}}, codes.InvalidArgument},
-		{"caller gone", canceled, alice, codes.Canceled},
+		{"value over the cap", small, t.Context(), client.Descriptor{{Key: "user", Value: strings.Repeat("x", 9)}}, codes.InvalidArgument},
+		{"request over the server's size cap", smallRemote, t.Context(), client.Descriptor{{Key: "user", Value: strings.Repeat("x", 1<<20)}}, codes.InvalidArgument},
+		{"caller gone", small, canceled, alice, codes.Canceled},
 	}
 	for _, f := range failing {
 		for _, onError := range []client.OnError{client.OnErrorAllow, client.OnErrorDeny, client.OnErrorUnavailable} {
-			d := client.NewLimiter(small, client.WithOnError(onError)).Check(f.ctx, "api", 0, f.desc)
+			d := client.NewLimiter(f.backend, client.WithTimeout(10*time.Second), client.WithOnError(onError)).Check(f.ctx, "api", 0, f.desc)
 			if d.Verdict != client.Failed || status.Code(d.Err) != f.code {
 				t.Errorf("%s, OnError %d: %v %v, want failed with %s", f.name, onError, d.Verdict, d.Err, f.code)
 			}

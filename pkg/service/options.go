@@ -83,7 +83,7 @@ func WithMetrics(reg prometheus.Registerer) Option {
 
 // WithLimits caps descriptors per request (MAX_DESCRIPTORS), entries per
 // descriptor (MAX_DESCRIPTOR_ENTRIES) and the length in bytes of the domain
-// and of each entry key and value (MAX_DESCRIPTOR_VALUE_LENGTH). A value of
+// and of each entry key and value (MAX_VALUE_LENGTH). A value of
 // zero or less keeps the daemon's default.
 func WithLimits(maxDescriptors, maxEntries, maxValueLen int) Option {
 	return passThrough(ratelimit.WithLimits(maxDescriptors, maxEntries, maxValueLen))
