@@ -27,7 +27,7 @@ func (a *app) shutdown(runErr error, watchDone <-chan error) error {
 	a.health.Shutdown()
 	a.queue.shutdown()
 	a.stopRLQS()
-	a.shutdownServers()
+	a.shutdownServers(deadline)
 	a.stopWatch()
 	if watchDone != nil {
 		<-watchDone
@@ -47,9 +47,9 @@ func (a *app) shutdown(runErr error, watchDone <-chan error) error {
 }
 
 // shutdownServers stops every server in parallel, letting in-flight
-// calls finish until the shutdown timeout, then cutting them off.
-func (a *app) shutdownServers() {
-	ctx, cancel := context.WithTimeout(context.Background(), a.set.ShutdownTimeout)
+// calls finish until the shutdown's deadline, then cutting them off.
+func (a *app) shutdownServers(deadline time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() {
