@@ -163,6 +163,9 @@ func TestEnvoyproxyStats(t *testing.T) {
 		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:0")
 
 	m := &envoyModel{counts: map[string]uint64{}, stats: map[string]uint64{"ratelimit.service.config_load_success": 1}}
+	// The model counts one hourly window: the random traffic (a second or
+	// two) must not cross an hour.
+	roomInWindow(t, time.Hour, 30*time.Second)
 	hour := time.Now().Truncate(time.Hour)
 	rng := rand.New(rand.NewPCG(27, 1))
 	kinds := envoyKinds()
@@ -199,7 +202,7 @@ func TestEnvoyproxyStats(t *testing.T) {
 	m.calls += 2
 	m.stats["ratelimit_server.ShouldRateLimit.total_requests"] = uint64(m.calls)
 	if time.Now().Truncate(time.Hour) != hour {
-		t.Skip("an hour began during the run: the windows restarted under the model") // one run in ~10^4
+		t.Fatalf("an hour began during the run, though it started %s before one: the windows restarted under the model", 30*time.Second)
 	}
 
 	// statsd: every line is one the model names, and the totals arrive.
