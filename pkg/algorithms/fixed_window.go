@@ -84,3 +84,12 @@ func fixedWindowRefund(lim Limit, st State, hits uint64, now int64) (State, bool
 	w.Count = max(w.Count-int64(hits), 0)
 	return w.State(st.ExpiresAt), true
 }
+
+// fixedWindowCanonical is the current window's count, fresh at 0.
+func fixedWindowCanonical(lim Limit, st State, now int64) State {
+	start, end := windowAt(lim, now)
+	if w := st.Window(); w.Start == start && w.Count > 0 {
+		return Window{Start: start, Count: w.Count}.State(end)
+	}
+	return State{}
+}

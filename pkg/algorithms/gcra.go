@@ -168,3 +168,19 @@ func gcraRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
 	}
 	return Arrival{TAT: tat, Frac: frac}.State(expires), true
 }
+
+// gcraCanonical is the TAT at now, fresh at the clock.
+func gcraCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	tat, frac := gcraAt(lim, st, now)
+	if tat == now && frac == 0 {
+		return State{}
+	}
+	expires := tat
+	if frac > 0 {
+		expires++
+	}
+	return Arrival{TAT: tat, Frac: frac}.State(expires)
+}

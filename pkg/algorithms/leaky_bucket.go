@@ -133,3 +133,15 @@ func leakyBucketRefund(lim Limit, st State, hits uint64, now int64) (State, bool
 	}
 	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, p, r)), true
 }
+
+// leakyBucketCanonical is the meter drained to now, fresh when empty.
+func leakyBucketCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	level, frac, anchor := leakyBucketAt(lim, st, now)
+	if level <= 0 {
+		return State{}
+	}
+	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, lim.Period.Microseconds(), int64(lim.Requests)))
+}

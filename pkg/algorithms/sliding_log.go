@@ -1,6 +1,9 @@
 package algorithms
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // slidingLog is an exact sliding window: it logs every admitted request and
 // admits hits while the hits logged in (now-Period, now] plus the new ones
@@ -154,4 +157,36 @@ func slidingLogRefund(lim Limit, st State, hits uint64, now int64) (State, bool)
 		return State{ExpiresAt: 1}, true // as slidingLog leaves an empty log
 	}
 	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}, true
+}
+
+// slidingLogCanonical is the entries still in the period at now, by time
+// and then hits, each time's numbered from 1: entries of one time leave
+// the window together, so neither their order nor their numbers decide
+// anything. An empty log is fresh.
+func slidingLogCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	var log []LogEntry
+	for _, e := range st.Log {
+		if e.At > now-lim.Period.Microseconds() {
+			log = append(log, e)
+		}
+	}
+	if len(log) == 0 {
+		return State{}
+	}
+	slices.SortFunc(log, func(a, b LogEntry) int {
+		if a.At != b.At {
+			return cmp.Compare(a.At, b.At)
+		}
+		return cmp.Compare(a.Hits, b.Hits)
+	})
+	for i := range log {
+		log[i].Seq = 1
+		if i > 0 && log[i-1].At == log[i].At {
+			log[i].Seq = log[i-1].Seq + 1
+		}
+	}
+	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}
 }

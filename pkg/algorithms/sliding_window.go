@@ -129,3 +129,16 @@ func slidingWindowRefund(lim Limit, st State, hits uint64, now int64) (State, bo
 	cur, prev = cur-fromCur, max(prev-(h-fromCur), 0)
 	return Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now)), true
 }
+
+// slidingWindowCanonical is the counts of the window current at now and
+// of the one before it, fresh when both are 0.
+func slidingWindowCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	start, end, cur, prev := slidingWindowAt(lim, st, now)
+	if cur == 0 && prev == 0 {
+		return State{}
+	}
+	return Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now))
+}

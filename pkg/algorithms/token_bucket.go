@@ -162,3 +162,17 @@ func tokenBucketRefund(lim Limit, st State, hits uint64, now int64) (State, bool
 	}
 	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step)), true
 }
+
+// tokenBucketCanonical is the bucket refilled to now, fresh when full.
+func tokenBucketCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	tokens, frac, anchor := tokenBucketAt(lim, st, now)
+	if tokens >= capacity {
+		return State{}
+	}
+	step := max(lim.RefillInterval.Microseconds(), 1)
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step))
+}

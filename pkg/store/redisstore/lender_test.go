@@ -40,6 +40,7 @@ func TestLenderConformanceCluster(t *testing.T) {
 	storetest.RunLender(t, factory)
 	storetest.RunSpread(t, factory)
 	storetest.RunModes(t, factory)
+	storetest.RunExact(t, factory)
 	t.Run("refunds_published", func(t *testing.T) {
 		testRefundsPublished(t, newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), fixedClock()))
 	})
