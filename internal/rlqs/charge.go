@@ -111,11 +111,12 @@ func (st *stream) settle(ev *event, p *part, res []store.Result, charges map[str
 			ch, ok := charges[c.key]
 			switch {
 			case res[i].Allowed && ok:
-				ch.Hits = p.block
+				// The block, never more than the store applied there.
+				ch.Applied = min(ch.Applied, p.block)
 				fitting = append(fitting, ch)
 			case res[i].Allowed:
-				// Charged with usage in the same call: usage is never
-				// given back, nor is what shares its charge.
+				// No charge to give back (usage in the same call
+				// absorbed it): the block lapses.
 				lost = true
 			}
 		}

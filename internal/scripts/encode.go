@@ -2,7 +2,6 @@ package scripts
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -120,101 +119,4 @@ func nowArg(now time.Time) (int64, error) {
 		return 0, fmt.Errorf("now %s is outside the supported clock range", now.UTC().Format(time.RFC3339Nano))
 	}
 	return us, nil
-}
-
-// Decode turns the script's reply into one Decision per op (the charges
-// after them are DecodeCharges').
-func Decode(reply any, n int) ([]algorithms.Decision, error) {
-	vals, ok := valuesOf(reply)
-	if !ok || vals.n < 4*n {
-		return nil, fmt.Errorf("reply %T of %d values for %d ops, want %d integers", reply, vals.n, n, 4*n)
-	}
-	return decodeAt(vals, 0, n)
-}
-
-// decodeAt reads n decisions from vals[at:].
-func decodeAt(vals values, at, n int) ([]algorithms.Decision, error) {
-	out := make([]algorithms.Decision, n)
-	for i := range out {
-		var f [4]int64
-		if err := vals.ints(at+4*i, f[:]); err != nil {
-			return nil, err
-		}
-		if f[1] < 0 || f[2] < 0 || f[3] < -1 {
-			return nil, errors.New("reply has a negative remaining, reset or retry")
-		}
-		d := algorithms.Decision{
-			Allowed:    f[0] == 1,
-			Remaining:  uint64(f[1]),
-			ResetAfter: time.Duration(f[2]) * time.Microsecond,
-			RetryAfter: time.Duration(f[3]) * time.Microsecond,
-		}
-		if f[3] == -1 {
-			d.RetryAfter = algorithms.Never
-		}
-		out[i] = d
-	}
-	return out, nil
-}
-
-// values is a take's reply: the integers of a take alone, or the one
-// string of little-endian binary64 (the same values) that a take merged
-// into take_many gets from lua/take_fixed.lua's reply_of, which Redis
-// answers for much less than an array of integers.
-type values struct {
-	arr    []any
-	packed string
-	n      int
-}
-
-func valuesOf(reply any) (values, bool) {
-	switch r := reply.(type) {
-	case []any:
-		return values{arr: r, n: len(r)}, true
-	case string:
-		return values{packed: r, n: len(r) / 8}, len(r)%8 == 0
-	}
-	return values{}, false
-}
-
-// ints reads vals[at:at+len(f)] as integers into f.
-func (v values) ints(at int, f []int64) error {
-	n := len(f)
-	if at+n > v.n {
-		return fmt.Errorf("reply ends %d values early", at+n-v.n)
-	}
-	for j := range f {
-		x, err := v.int(at + j)
-		if err != nil {
-			return err
-		}
-		f[j] = x
-	}
-	return nil
-}
-
-// int is vals[i], which must be an integer (Lua's binary64 holds every
-// value a take replies exactly).
-func (v values) int(i int) (int64, error) {
-	if v.arr != nil {
-		x, ok := v.arr[i].(int64)
-		if !ok {
-			return 0, fmt.Errorf("reply value %d is %T, want an integer", i, v.arr[i])
-		}
-		return x, nil
-	}
-	s := v.packed[8*i : 8*i+8]
-	f := math.Float64frombits(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
-	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, fmt.Errorf("reply value %d is %v, want an integer", i, f)
-	}
-	return int64(f), nil
-}
-
-func lenOf(reply any) int {
-	if vals, ok := reply.([]any); ok {
-		return len(vals)
-	}
-	return 0
 }

@@ -91,12 +91,13 @@ type spec struct {
 	used string
 	take func(Limit, State, uint64, int64) (Decision, State)
 	// force charges hits past the limit (see Record): the state take would
-	// have written had the hits fitted, bounded as its doc comment says.
-	force func(Limit, State, uint64, int64) State
+	// have written had the hits fitted, bounded as its doc comment says,
+	// and what that applied (Batch.Applied).
+	force func(Limit, State, uint64, int64) (State, uint64)
 	undo  func(Limit, State, Charged, int64) State
 	// refund gives hits back (see Refund) from a state read as Take reads
-	// it, reporting whether it changed anything.
-	refund func(Limit, State, uint64, int64) (State, bool)
+	// it, reporting what it gave (0: nothing changed).
+	refund func(Limit, State, uint64, int64) (State, uint64)
 	// horizon and valid: see Limit.Horizon and inRange.
 	horizon func(Limit) int64
 	valid   func(lim Limit, st State, now, horizon int64) bool

@@ -92,7 +92,7 @@ func logRoomAt(log []LogEntry, excess int64) int64 {
 // slidingLogForce logs hits past the limit as one entry at now, which
 // leaves the window a Period later like any other; the log's sum stays
 // within MaxCount. It is what slidingLog admits under a limit of MaxCount.
-func slidingLogForce(lim Limit, st State, hits uint64, now int64) State {
+func slidingLogForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	var sum int64
 	for _, e := range st.Log {
 		if e.At > now-lim.Period.Microseconds() {
@@ -101,11 +101,11 @@ func slidingLogForce(lim Limit, st State, hits uint64, now int64) State {
 	}
 	hits = min(hits, uint64(max(MaxCount-sum, 0)))
 	if hits == 0 {
-		return st
+		return st, 0
 	}
 	lim.Requests = MaxCount
 	_, next := slidingLog(lim, st, hits, now)
-	return next
+	return next, hits
 }
 
 func slidingLogHorizon(l Limit) int64 { return l.Period.Microseconds() }
@@ -131,16 +131,16 @@ func slidingLogUndo(lim Limit, st State, ch Charged, _ int64) State {
 // slidingLogRefund removes hits from the entries still in the period,
 // newest first (an entry that keeps some of its hits keeps its At and
 // Seq), and drops the entries that have left it, as a charge does.
-func slidingLogRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+func slidingLogRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if lim.Requests == 0 {
-		return st, false // no state at a zero rate
+		return st, 0 // no state at a zero rate
 	}
 	log := st.Log
 	for len(log) > 0 && log[0].At <= now-lim.Period.Microseconds() {
 		log = log[1:]
 	}
 	if len(log) == 0 {
-		return st, false
+		return st, 0
 	}
 	log = slices.Clone(log)
 	left := int64(hits)
@@ -148,15 +148,17 @@ func slidingLogRefund(lim Limit, st State, hits uint64, now int64) (State, bool)
 		last := &log[len(log)-1]
 		if last.Hits > left {
 			last.Hits -= left
+			left = 0
 			break
 		}
 		left -= last.Hits
 		log = log[:len(log)-1]
 	}
+	given := uint64(int64(hits) - left)
 	if len(log) == 0 {
-		return State{ExpiresAt: 1}, true // as slidingLog leaves an empty log
+		return State{ExpiresAt: 1}, given // as slidingLog leaves an empty log
 	}
-	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}, true
+	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}, given
 }
 
 // slidingLogCanonical is the entries still in the period at now, by time

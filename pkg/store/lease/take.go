@@ -189,7 +189,7 @@ func (s *Store) admit(sh uint8, e *entry, hits uint64, now int64, r *store.Resul
 	if l.kind == bucket {
 		capacity = l.limit.Capacity()
 	}
-	r.Allowed = true
+	r.Allowed, r.Applied = true, hits
 	r.Remaining = min(satAdd(e.remaining, l.room(now)), capacity)
 	r.ResetAfter = time.Duration(max(e.resetAt-now, 0)) * time.Microsecond
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,13 +151,7 @@ func (x *exactRun) read(t *testing.T, keys []string, limits map[string]algorithm
 // deniedByReference reports whether the reference denies reqs now, without
 // changing its states.
 func (x *exactRun) deniedByReference(reqs []store.Request) bool {
-	ops := store.Ops(reqs)
-	ds, _ := algorithms.TakeAll(ops, func(key string) algorithms.State {
-		st := x.h.model.states[key]
-		st.Log = slices.Clone(st.Log)
-		return st
-	}, x.h.clock.Now())
-	return algorithms.VerdictOf(ops, ds).Denied()
+	return store.VerdictOf(reqs, x.h.model.peek(reqs, x.h.clock.Now()).Decisions).Denied()
 }
 
 // recordsOn reports whether a usage op or a refund of reqs names key: the
