@@ -37,8 +37,14 @@ func BenchmarkRunnerTake(b *testing.B) {
 	}
 	fcall, evalsha := scripts.NewRunner(), scripts.NewRunner(scripts.WithoutFunctions())
 	variants := []variant{
-		{"fcall", func(ops []algorithms.Op) error { _, err := takeDecisions(fcall.Take(ctx, rdb, ops, time.Time{})); return err }, "fcall"},
-		{"evalsha", func(ops []algorithms.Op) error { _, err := takeDecisions(evalsha.Take(ctx, rdb, ops, time.Time{})); return err }, "evalsha"},
+		{"fcall", func(ops []algorithms.Op) error {
+			_, err := takeDecisions(fcall.Take(ctx, rdb, ops, time.Time{}))
+			return err
+		}, "fcall"},
+		{"evalsha", func(ops []algorithms.Op) error {
+			_, err := takeDecisions(evalsha.Take(ctx, rdb, ops, time.Time{}))
+			return err
+		}, "evalsha"},
 	}
 	if path := os.Getenv("RATELIMITD_BASELINE_SCRIPT"); path != "" {
 		src, err := os.ReadFile(path)
