@@ -83,14 +83,15 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if err := m.WatchRules(a.watcher.Current); err != nil {
 		return nil, err
 	}
-	if a.store, a.leases, err = newStore(set, m, log); err != nil {
+	tracingOpts, err := a.startTracing()
+	if err != nil {
+		return nil, err
+	}
+	if a.store, a.leases, err = newStore(set, m, log, a.tracerProvider()); err != nil {
 		return nil, err
 	}
 	a.observeLeases(a.watcher.Current())
-	var tracingOpts []grpc.ServerOption
-	if a.store, tracingOpts, err = a.startTracing(a.store); err != nil {
-		return nil, err
-	}
+	a.announceTracing()
 	if a.svc, err = newService(set, a.watcher, a.store, m, log); err != nil {
 		return nil, err
 	}

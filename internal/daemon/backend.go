@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -11,9 +10,9 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/redisqueue"
-	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/stack"
 )
 
 // backend is everything that differs between the stores ratelimitd runs
@@ -22,10 +21,10 @@ import (
 // logged for it. Each decision is a method here, so the rest of
 // internal/daemon never asks which backend it is on.
 type backend interface {
-	// newStore builds the limiter's store and, where counters can be
-	// leased, the lease gate over it (nil where they cannot). newStore
-	// (store.go) adds what every backend gets on top.
-	newStore(m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error)
+	// stackOptions say which store pkg/store/stack builds the limiter on,
+	// with its hooks into m and log; newStore (store.go) adds what every
+	// backend gets on top.
+	stackOptions(m *metrics.Metrics, log *zap.Logger) ([]stack.Option, error)
 	// newQueueStore builds the delay queue's store.
 	newQueueStore(m *metrics.Metrics, log *zap.Logger) (queue.Store, error)
 	// warnings are the settings this backend ignores, logged at start.
@@ -51,14 +50,10 @@ func (s settings) backend() backend {
 // heap.
 type memoryBackend struct{ set settings }
 
-// newStore never adds a lease gate: with every counter in memory already,
-// there is nothing a lease would save.
-func (b memoryBackend) newStore(m *metrics.Metrics, _ *zap.Logger) (store.Store, *leaseGate, error) {
-	st := memstore.New(memstore.WithMaxKeys(b.set.MemoryMaxKeys))
-	if err := m.AddMemStore(st); err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("memstore metrics: %w", err), st.Close())
-	}
-	return st, nil, nil
+// stackOptions: the stack never leases the embedded store: with every
+// counter in memory already, there is nothing a lease would save.
+func (b memoryBackend) stackOptions(*metrics.Metrics, *zap.Logger) ([]stack.Option, error) {
+	return []stack.Option{stack.WithMemory(memstore.WithMaxKeys(b.set.MemoryMaxKeys))}, nil
 }
 
 func (memoryBackend) newQueueStore(*metrics.Metrics, *zap.Logger) (queue.Store, error) {
@@ -85,21 +80,18 @@ func (memoryBackend) routeLogs(*zap.Logger) {}
 // connection settings and told apart in the breaker metrics.
 type redisBackend struct{ set settings }
 
-// The Redis store lends blocks of its counters to the lease decorator.
-var _ store.Lender = (*redisstore.Store)(nil)
-
-// newStore puts the lease decorator over the Redis store whether or not
-// LEASE_ENABLED is set, because a rule's own lease: true leases too; it
-// runs nothing until a batch leases.
-func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error) {
+// stackOptions: the stack puts the lease decorator over the Redis store
+// whether or not LEASE_ENABLED is set, because a rule's own lease: true
+// leases too; it runs nothing until a batch leases.
+func (b redisBackend) stackOptions(m *metrics.Metrics, log *zap.Logger) ([]stack.Option, error) {
 	set := b.set
 	opts, err := redisStoreConnection(set)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	breakers := redisstore.NewBreakerSet()
 	if err := watchBreakers(m, "limiter", breakers.States); err != nil {
-		return nil, nil, fmt.Errorf("redis breaker metrics: %w", err)
+		return nil, fmt.Errorf("redis breaker metrics: %w", err)
 	}
 	opts = append(opts,
 		redisstore.WithBreakerSet(breakers),
@@ -112,15 +104,7 @@ func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store
 				zap.Int("counters", charges), zap.Error(err))
 		}),
 	)
-	st, err := redisstore.New(opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("redis store: %w", err)
-	}
-	gate := newLeaseGate(st, set.Lease, log)
-	if err := m.AddLeases(gate); err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("lease metrics: %w", err), gate.Close())
-	}
-	return gate, gate, nil
+	return []stack.Option{stack.WithRedis(opts...), stack.WithLease(leaseOptions(set.Lease)...)}, nil
 }
 
 func (b redisBackend) newQueueStore(m *metrics.Metrics, log *zap.Logger) (queue.Store, error) {

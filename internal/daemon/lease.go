@@ -9,12 +9,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
-	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
-// leaseGate is the lease decorator (pkg/store/lease) over the Redis store.
-// The package runs the lifecycle: nothing runs until a batch leases,
+// leaseGate is the stack's lease decorator (pkg/store/lease) over the Redis
+// store. The package runs the lifecycle: nothing runs until a batch leases,
 // SetRules ends every lease when the rules change, Forget drops a reset's
 // keys (the counters API finds it through the store chain), Stop gives
 // every lease back on shutdown. What is left here is wiring: the LEASE_*
@@ -26,18 +25,16 @@ type leaseGate struct {
 	announced atomic.Bool
 }
 
-var _ store.Store = (*leaseGate)(nil)
-
-// newLeaseGate wraps next (the Redis store) in the lease decorator.
-func newLeaseGate(next store.Lender, l leaseSettings, log *zap.Logger) *leaseGate {
-	return &leaseGate{log: log, Store: lease.New(next,
+// leaseOptions are the LEASE_* settings as the lease decorator's options.
+func leaseOptions(l leaseSettings) []lease.Option {
+	return []lease.Option{
 		lease.WithTarget(l.Target),
 		lease.WithMaxBlock(l.MaxBlock),
 		lease.WithFraction(l.Fraction),
 		lease.WithIdle(l.Idle),
 		lease.WithMaxAge(l.MaxAge),
 		lease.WithMaxKeys(l.MaxKeys),
-	)}
+	}
 }
 
 // observe is told of every config put in force: a change of its rules ends

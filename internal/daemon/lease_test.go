@@ -13,6 +13,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
@@ -47,6 +48,12 @@ func (c *closeCounting) Close() error {
 	}
 	c.left = res[0].Remaining
 	return c.Store.Close()
+}
+
+// newLeaseGate is the daemon's lease gate over next, which the tests choose
+// (a memstore on a fixed clock) where the stack would put Redis.
+func newLeaseGate(next store.Lender, l leaseSettings, log *zap.Logger) *leaseGate {
+	return &leaseGate{Store: lease.New(next, leaseOptions(l)...), log: log}
 }
 
 func leaseCfg(t *testing.T, body string) *config.Config {
@@ -183,7 +190,7 @@ func TestNewStoreLeases(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := metrics.New()
-			st, gate, err := newStore(set, m, zap.NewNop())
+			st, gate, err := newStore(set, m, zap.NewNop(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +211,7 @@ func TestNewStoreLeases(t *testing.T) {
 			} else if ok {
 				inner = c.Unwrap()
 			}
-			if inner != store.Store(gate) {
+			if inner != store.Store(gate.Store) {
 				t.Errorf("under the local cache: %T, want the lease gate", inner)
 			}
 			if _, ok := gate.Unwrap().(*redisstore.Store); !ok {

@@ -1,13 +1,13 @@
 package daemon
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
@@ -15,26 +15,56 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
+	"github.com/ratelimitd/ratelimitd/pkg/store/stack"
 )
 
-// newStore builds the backend's store (with Redis, the lease gate over
-// it: leaseGate, on once a rule leases), then the local over-limit cache
+// newStore builds the limiter's store with pkg/store/stack, as an embedder
+// would: the backend's store (with Redis, the lease decorator over it, on
+// once a rule leases), then the local over-limit cache
 // (LOCAL_CACHE_SIZE_IN_BYTES) over either, so a request the cache knows to
-// be denied reaches neither. It returns the gate too (nil on the embedded
-// store, which never leases).
-func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error) {
-	st, gate, err := set.backend().newStore(m, log)
+// be denied reaches neither, then tp's spans (nil: no tracing). It returns
+// the lease gate too (nil on the embedded store, which never leases).
+func newStore(set settings, m *metrics.Metrics, log *zap.Logger, tp trace.TracerProvider) (store.Store, *leaseGate, error) {
+	opts, err := set.backend().stackOptions(m, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	if set.LocalCacheBytes == 0 {
-		return st, gate, nil
+	opts = append(opts, stack.WithLocalCache(set.LocalCacheBytes, localcache.WithMaxAge(set.LocalCacheMaxAge)))
+	if tp != nil {
+		opts = append(opts, stack.WithTracing(tp))
 	}
-	cache := localcache.New(st, set.LocalCacheBytes, localCacheOptions(set, st)...)
-	if err := m.AddLocalCache(cache); err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("local cache metrics: %w", err), st.Close())
+	stk, err := stack.New(opts...)
+	if err != nil {
+		return nil, nil, err
 	}
-	return cache, gate, nil
+	if err := addStackMetrics(m, stk); err != nil {
+		return nil, nil, errors.Join(err, stk.Close())
+	}
+	var gate *leaseGate
+	if stk.Lease != nil {
+		gate = &leaseGate{Store: stk.Lease, log: log}
+	}
+	return stk.Store, gate, nil
+}
+
+// addStackMetrics exports the statistics of the stack's layers.
+func addStackMetrics(m *metrics.Metrics, stk *stack.Stack) error {
+	if stk.Memory != nil {
+		if err := m.AddMemStore(stk.Memory); err != nil {
+			return fmt.Errorf("memstore metrics: %w", err)
+		}
+	}
+	if stk.Lease != nil {
+		if err := m.AddLeases(stk.Lease); err != nil {
+			return fmt.Errorf("lease metrics: %w", err)
+		}
+	}
+	if stk.Cache != nil {
+		if err := m.AddLocalCache(stk.Cache); err != nil {
+			return fmt.Errorf("local cache metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // redisConnection is how every client of ours reaches Redis (the limiter's
@@ -127,23 +157,3 @@ func redisTLS(set settings) (*tls.Config, error) {
 // misses a refund's invalidation answers the lifted denial from its cache
 // for at most this long.
 const defaultLocalCacheMaxAge = time.Second
-
-// localCacheOptions are LOCAL_CACHE_MAX_AGE and, on Redis, the refunds
-// other replicas publish (redisstore's WatchRefunds, found under the
-// decorators), which drop this replica's cached denials.
-func localCacheOptions(set settings, st store.Store) []localcache.Option {
-	opts := []localcache.Option{localcache.WithMaxAge(set.LocalCacheMaxAge)}
-	for st != nil {
-		if w, ok := st.(interface {
-			WatchRefunds(ctx context.Context, drop func(...string), flush func()) error
-		}); ok {
-			return append(opts, localcache.WithInvalidations(w.WatchRefunds))
-		}
-		u, ok := st.(interface{ Unwrap() store.Store })
-		if !ok {
-			break
-		}
-		st = u.Unwrap()
-	}
-	return opts
-}

@@ -5,19 +5,20 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/ratelimitd/ratelimitd/internal/tracing"
-	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// startTracing, with TRACING_ENABLED, wraps the store in a span per round
-// trip and returns the gRPC option making a server span per call.
-func (a *app) startTracing(st store.Store) (store.Store, []grpc.ServerOption, error) {
+// startTracing, with TRACING_ENABLED, starts the exporter and returns the
+// gRPC option making a server span per call; the store's spans come from
+// tracerProvider.
+func (a *app) startTracing() ([]grpc.ServerOption, error) {
 	t := a.set.Tracing
 	if !t.Enabled {
-		return st, nil, nil
+		return nil, nil
 	}
 	p, err := tracing.New(context.Background(), tracing.Config{
 		ServiceName:       t.Service,
@@ -27,11 +28,25 @@ func (a *app) startTracing(st store.Store) (store.Store, []grpc.ServerOption, er
 		SamplingRate:      t.SamplingRate,
 	})
 	if err != nil {
-		return st, nil, fmt.Errorf("TRACING_ENABLED: %w", err)
+		return nil, fmt.Errorf("TRACING_ENABLED: %w", err)
 	}
 	a.tracing = p
-	a.log.Info("tracing enabled", zap.String("service", t.Service), zap.Float64("sampling_rate", t.SamplingRate))
-	return tracing.WrapStore(st, p.Tracer(), a.set.Backend.String()), []grpc.ServerOption{grpc.StatsHandler(p.ServerHandler())}, nil
+	return []grpc.ServerOption{grpc.StatsHandler(p.ServerHandler())}, nil
+}
+
+// tracerProvider is the store's spans' provider: nil without tracing.
+func (a *app) tracerProvider() trace.TracerProvider {
+	if a.tracing == nil {
+		return nil
+	}
+	return a.tracing.TracerProvider()
+}
+
+// announceTracing logs that spans are exported, once the store is built.
+func (a *app) announceTracing() {
+	if t := a.set.Tracing; t.Enabled {
+		a.log.Info("tracing enabled", zap.String("service", t.Service), zap.Float64("sampling_rate", t.SamplingRate))
+	}
 }
 
 // stopTracing flushes buffered spans within the shutdown timeout.

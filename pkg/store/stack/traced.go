@@ -1,4 +1,4 @@
-package tracing
+package stack
 
 import (
 	"context"
@@ -10,25 +10,25 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// Store adds a span around each Take: the one backend round trip of a
+// traced adds a span around each Take: the one backend round trip of a
 // request, so its share of ShouldRateLimit's latency is visible.
-type Store struct {
+type traced struct {
 	next    store.Store
 	tracer  trace.Tracer
 	backend string
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Store = (*traced)(nil)
 
-// WrapStore traces next's round trips; backend names it in the span
+// newTraced traces next's round trips; backend names it in the span
 // ("redis", "memory").
-func WrapStore(next store.Store, tracer trace.Tracer, backend string) *Store {
-	return &Store{next: next, tracer: tracer, backend: backend}
+func newTraced(next store.Store, tracer trace.Tracer, backend string) *traced {
+	return &traced{next: next, tracer: tracer, backend: backend}
 }
 
 // Take runs next.Take inside a client span (for the embedded store, an
 // internal one) recording the batch size and any backend error.
-func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
+func (s *traced) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
 	kind := trace.SpanKindClient
 	if s.backend == "memory" {
 		kind = trace.SpanKindInternal
@@ -45,7 +45,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 }
 
 // Close closes next.
-func (s *Store) Close() error { return s.next.Close() }
+func (s *traced) Close() error { return s.next.Close() }
 
 // Unwrap returns the traced store.
-func (s *Store) Unwrap() store.Store { return s.next }
+func (s *traced) Unwrap() store.Store { return s.next }
