@@ -46,10 +46,9 @@ type settings struct {
 	// ConfigDir holds the YAML files; WatchPath is what the watcher watches
 	// (RUNTIME_ROOT when RUNTIME_WATCH_ROOT, so a runtime symlink swap is
 	// seen).
-	ConfigDir string
-	WatchPath string
-	// Version is the build's (Run's), not a setting: the xDS user agent.
-	Version        string
+	ConfigDir      string
+	WatchPath      string
+	Version        string // the build's (Run's), not a setting: the xDS user agent
 	IgnoreDotfiles bool
 	MergeDomains   bool
 	// CalendarMonths: USE_CALENDAR_MONTH_RATE_LIMIT.
