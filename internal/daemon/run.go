@@ -1,3 +1,7 @@
+// Package daemon is ratelimitd: its settings (envoyproxy/ratelimit's
+// environment and flags), the store (pkg/store/stack), the service
+// (pkg/service), its servers, stats, signals and shutdown, and `ratelimitd
+// check`. cmd/ratelimitd's main calls Run.
 package daemon
 
 import (
