@@ -211,8 +211,9 @@ func (s *Store) plan(reqs []store.Request, b *batch) []store.Request {
 			continue
 		}
 		if usageOn(reqs, op.Key) {
-			// The backend gives no charge for a key usage charged (usage is
-			// never given back), and a window block must be returnable.
+			// A block beside usage on its key would share its charge with
+			// what the usage applies (never given back): a window block
+			// must be returnable alone.
 			continue
 		}
 		hits := hitsOn(reqs, i)

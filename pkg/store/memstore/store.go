@@ -92,7 +92,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 }
 
 // TakeCharged is Take, also returning what an admitted batch charged each
-// key (algorithms.Charges: what take.lua reports on Redis), for
+// key (algorithms.Batch's Charges: what take.lua reports on Redis), for
 // pkg/store/lease to give unused hits back with Return.
 func (s *Store) TakeCharged(ctx context.Context, reqs []store.Request) ([]store.Result, []store.Charge, error) {
 	return s.take(ctx, reqs, true)
