@@ -89,7 +89,10 @@ end
 -- Record) for an op of algorithm number an, limit r, p, cap, refill, debt
 -- and h hits: the state read as absent when out of the algorithm's range,
 -- its take, and for a denial that rec records, force and a check on the
--- forced state. It returns ok, remaining, reset, retry, the new state (a,
+-- forced state. An op is recorded past its limit when it has hits and its
+-- rate some (or its algorithm counts at a zero rate: ALGS' zero,
+-- algorithms.Record), and it is usage, or a shadow or quota op of the
+-- first pass (which assumes the batch admitted). It returns ok, remaining, reset, retry, the new state (a,
 -- b, c, e, or a log's view), what it applied, whether it changed the
 -- state, and Take's own remaining, reset and retry when it recorded.
 local function decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, rec)
@@ -113,14 +116,6 @@ local function decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now
   return false, rem, reset, retry, 0, 0, 0, 0, view, applied, true, tr, ts, tt
 end
 
--- records reports whether an op whose take was denied is recorded anyway:
--- usage always; shadow and quota ops past their limits in an admitted
--- batch, which the first pass assumes; enforce and spare ops never. A zero
--- rate records only where the algorithm's ZeroRate is ZeroCounts (ALGS'
--- zero; algorithms.Record).
-local function records(alg, usage, mode, h, r)
-  return h > 0 and (r > 0 or alg.zero) and (usage or mode == SHADOW or mode == QUOTA)
-end
 
 -- fresh_or is a, b, c, e, view as an op of kind reads it: expired, fresh.
 local function fresh_or(kind, key, a, b, c, e, view, now)
@@ -132,23 +127,6 @@ local function fresh_or(kind, key, a, b, c, e, view, now)
   return a, b, c, e, nil
 end
 
--- running is the state op i of kind sees of its key in the first pass: the
--- state the op before it on the key left when of kind, the stored one when
--- none was read yet, else fresh (another family's reads as absent).
-local function running(i, kind, key, p, months, now)
-  local o, a, b, c, e, view = OPN * (i - 1), 0, 0, 0, 0, nil
-  local j = OP[o + 2]
-  local oj = OPN * (j - 1)
-  if j == 0 or OP[oj + 3] == false then
-    local extra
-    a, b, c, e, view, extra = load(kind, key, p, months, now)
-    loaded(KEYN * (OP[o + 1] - 1), kind, e, extra)
-  elseif OP[oj + 3] == kind then
-    a, b, c, e, view = OP[oj + 4], OP[oj + 5], OP[oj + 6], OP[oj + 7], OP[oj + 8]
-  end
-  return fresh_or(kind, key, a, b, c, e, view, now)
-end
-
 -- same_limit reports whether ops i and j (of ops, packed) name one limit.
 local function same_limit(ops, i, j)
   local x, y = OP_BYTES * (i - 1), OP_BYTES * (j - 1)
@@ -156,14 +134,17 @@ local function same_limit(ops, i, j)
 end
 
 -- first decides op i on its key's running state (the first pass) into out
--- and the scratch, and counts it toward its key's charge.
-local function first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, key, now, out)
+-- and the scratch: the state the op before it on the key left when of its
+-- kind, the stored one when none was read yet, else fresh (another
+-- family's reads as absent); and, when charges, counts it toward its key's
+-- charge.
+local function first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, key, now, out, charges)
   local alg, o, k = ALGS[an], OPN * (i - 1), 5 * i - 5
   local f, j = OP[o + 1], OP[o + 2]
   local q, oj = KEYN * (f - 1), OPN * (j - 1)
   if f == i then
     KEY[q + 4], KEY[q + 5], KEY[q + 6], KEY[q + 7], KEY[q + 8] = false, false, 0, false, false
-  elseif not same_limit(ops, f, i) then
+  elseif charges and not same_limit(ops, f, i) then
     KEY[q + 5] = true
   end
   KEY[q + 9] = i
@@ -179,26 +160,48 @@ local function first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, key, n
     out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = 0, 0, 0, NEVER, 0
     return
   end
-  local a, b, c, e, view = running(i, alg.kind, key, p, refill, now)
+  local kind, a, b, c, e, view = alg.kind, 0, 0, 0, 0, nil
+  if j == 0 or OP[oj + 3] == false then
+    -- load and loaded, inlined: this runs for nearly every op.
+    KEY[q + 1] = false
+    if kind == REGS then
+      a, b, c, e = regs_get(key)
+    elseif kind == COUNT then
+      local kept
+      a, b, c, e, kept = counter_get(key, p, refill, now)
+      KEY[q + 1], KEY[q + 2] = kept or false, e
+    else
+      view, KEY[q + 3] = log_load(key, now)
+    end
+  elseif OP[oj + 3] == kind then
+    a, b, c, e, view = OP[oj + 4], OP[oj + 5], OP[oj + 6], OP[oj + 7], OP[oj + 8]
+  end
+  if kind == LOG then
+    view = log_expire(view or log_fresh(key), now)
+  elseif e ~= 0 and now >= e then
+    a, b, c, e = 0, 0, 0, 0
+  end
   local ok, rem, reset, retry, applied, changed, tr, ts, tt
-  ok, rem, reset, retry, a, b, c, e, view, applied, changed, tr, ts, tt =
-    decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, records(alg, usage, mode, h, r))
-  OP[o + 3], OP[o + 4], OP[o + 5], OP[o + 6], OP[o + 7], OP[o + 8], OP[o + 9] = alg.kind, a, b, c, e, view, refill
-  OP[o + 10], OP[o + 11], OP[o + 12] = tr, ts, tt
+  ok, rem, reset, retry, a, b, c, e, view, applied, changed, tr, ts, tt = decide(alg, an, r, p, cap, refill, debt,
+    a, b, c, e, view, h, now, h > 0 and (r > 0 or alg.zero) and (usage or mode == SHADOW or mode == QUOTA))
+  OP[o + 3], OP[o + 4], OP[o + 5], OP[o + 6], OP[o + 7], OP[o + 8], OP[o + 9], OP[o + 10] = kind, a, b, c, e, view, refill, tr
+  if tr then OP[o + 11], OP[o + 12] = ts, tt end
   out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = ok and 1 or 0, rem, reset, retry, applied
-  KEY[q + 4] = KEY[q + 4] or changed
-  if usage and h > 0 then KEY[q + 7] = true end
-  if applied > 0 then
-    KEY[q + 6] = KEY[q + 6] + applied
-    if not usage then KEY[q + 8] = true
-    elseif view then view.pend[#view.pend].usage = true end
+  if changed then KEY[q + 4] = true end
+  if charges then
+    if usage and h > 0 then KEY[q + 7] = true end
+    if applied > 0 then
+      KEY[q + 6] = KEY[q + 6] + applied
+      if not usage then KEY[q + 8] = true
+      elseif view then view.pend[#view.pend].usage = true end
+    end
   end
 end
 
--- denied_running is running for the denied pass: the state the usage ops
--- before on the key (q: its KEY slots) left, or the stored one. writes
--- says the pass's writes will be made (a denied batch): what a load reads
--- besides the state is then the one they need.
+-- denied_running is the state an op sees of its key in the denied pass:
+-- the state the usage ops before on the key (q: its KEY slots) left, or the
+-- stored one. writes says the pass's writes will be made (a denied batch):
+-- what a load reads besides the state is then the one they need.
 local function denied_running(q, kind, key, p, months, now, writes)
   local a, b, c, e, view = 0, 0, 0, 0, nil
   if KEY[q + 10] == kind then
@@ -236,7 +239,7 @@ local function denied(ops, keys, k0, n, out, dst, d0, refunded, now, writes)
       if not usage then h = 0 end
       local ok, rem, reset, retry, applied, changed
       ok, rem, reset, retry, a, b, c, e, view, applied, changed =
-        decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, usage and records(alg, true, ENFORCE, h, r))
+        decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, usage and h > 0 and (r > 0 or alg.zero))
       if ok1 == 1 then dst[k + 1], dst[k + 2], dst[k + 3], dst[k + 4] = ok and 1 or 0, rem, reset, retry end
       if usage then
         KEY[q + 10], KEY[q + 11], KEY[q + 12], KEY[q + 13], KEY[q + 14], KEY[q + 15], KEY[q + 16] = alg.kind, a, b, c, e, view, refill
@@ -331,7 +334,7 @@ local function take_general(now, keys, k0, ops, n, charges, denials)
   local refunded = nil
   if refunds_in(ops, n) then refunded = refund_pass(now, keys, k0, ops, n) end
   link(keys, k0, n, refunded)
-  local out, verdict, both = {}, verdict_new(), false
+  local out, verdict, both = out_for(n, false), verdict_new(), false
   for i = 1, n do
     local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
     local mode, usage, joined = mode_of(packed)
@@ -341,9 +344,11 @@ local function take_general(now, keys, k0, ops, n, charges, denials)
     else
       local cap = burst
       if cap == 0 then cap = r end
-      first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, keys[k0 + i], now, out)
-      local q = KEYN * (OP[OPN * i - OPN + 1] - 1)
-      both = both or (KEY[q + 7] and KEY[q + 8])
+      first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, keys[k0 + i], now, out, charges)
+      if charges then
+        local q = KEYN * (OP[OPN * i - OPN + 1] - 1)
+        both = both or (KEY[q + 7] and KEY[q + 8])
+      end
     end
     verdict_add(verdict, mode, joined, out[k + 1] == 1)
   end
