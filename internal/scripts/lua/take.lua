@@ -89,12 +89,13 @@ end
 -- Record) for an op of algorithm number an, limit r, p, cap, refill, debt
 -- and h hits: the state read as absent when out of the algorithm's range,
 -- its take, and for a denial that rec records, force and a check on the
--- forced state. An op is recorded past its limit when it has hits and its
--- rate some (or its algorithm counts at a zero rate: ALGS' zero,
--- algorithms.Record), and it is usage, or a shadow or quota op of the
--- first pass (which assumes the batch admitted). It returns ok, remaining, reset, retry, the new state (a,
+-- forced state. It returns ok, remaining, reset, retry, the new state (a,
 -- b, c, e, or a log's view), what it applied, whether it changed the
--- state, and Take's own remaining, reset and retry when it recorded.
+-- state, and Take's own remaining, reset and retry when it recorded. An op
+-- is recorded past its limit when it has hits and its rate some (or its
+-- algorithm counts at a zero rate: ALGS' zero, algorithms.Record), and it
+-- is usage, or a shadow or quota op of the first pass (which assumes the
+-- batch admitted).
 local function decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, rec)
   local ok, rem, reset, retry, applied, tr, ts, tt, _
   if alg.kind ~= LOG then
@@ -115,7 +116,6 @@ local function decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now
   _, rem, reset, retry = alg.take(lim, view, 0, now)
   return false, rem, reset, retry, 0, 0, 0, 0, view, applied, true, tr, ts, tt
 end
-
 
 -- fresh_or is a, b, c, e, view as an op of kind reads it: expired, fresh.
 local function fresh_or(kind, key, a, b, c, e, view, now)
@@ -163,7 +163,7 @@ local function first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, key, n
   local kind, a, b, c, e, view = alg.kind, 0, 0, 0, 0, nil
   if j == 0 or OP[oj + 3] == false then
     -- load and loaded, inlined: this runs for nearly every op.
-    KEY[q + 1] = false
+    KEY[q + 1], KEY[q + 3] = false, false
     if kind == REGS then
       a, b, c, e = regs_get(key)
     elseif kind == COUNT then
