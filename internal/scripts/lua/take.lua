@@ -143,7 +143,8 @@ local function first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, key, n
   local f, j = OP[o + 1], OP[o + 2]
   local q, oj = KEYN * (f - 1), OPN * (j - 1)
   if f == i then
-    KEY[q + 4], KEY[q + 5], KEY[q + 6], KEY[q + 7], KEY[q + 8] = false, false, 0, false, false
+    KEY[q + 4] = false
+    if charges then KEY[q + 5], KEY[q + 6], KEY[q + 7], KEY[q + 8] = false, 0, false, false end
   elseif charges and not same_limit(ops, f, i) then
     KEY[q + 5] = true
   end
