@@ -30,34 +30,32 @@
 -- (refund.lua). A spare op (a lease top-up) is taken only when it fits.
 --
 -- Scratch shared by every take (a library outlives its calls; takes run one
--- at a time and set every slot they read): OP holds OPN slots per op i,
--- from OPN * (i - 1): 1 the first op on its key, 2 the op on it before i
--- (0: none), 3 the key's state after op i: its kind (false while none was
--- read), 4-7 its registers a, b, c, e, 8 a log's view, 9 a counter's
--- months, 10-12 Take's own remaining, reset and retry when the op was
--- recorded past its limit (nil otherwise). KEY holds KEYN slots per key,
--- from KEYN * (f - 1) for its first op f: 1 a counter's stored value when a
--- write in its window keeps its TTL (else false), 2 that window's end, 3 a
--- log's typeok, 4 whether the batch changed it, 5 whether an op named it
--- under another limit, 6 what its ops applied, 7 whether a usage op has
--- hits there, 8 whether another op applied some, 9 its last op; then the
--- denied pass's state and counts: 10 kind, 11-14 a..e, 15 view, 16 months,
--- 17 changed, 18 applied. SCRATCH takes a denied pass's answers no reply
+-- at a time and set every slot they read): FIRST[i] is the first op on op
+-- i's key; TAKEN holds, from 3 * (i - 1), Take's own remaining, reset and
+-- retry when op i was recorded past its limit (nil otherwise). KEY holds
+-- KEYN slots per key, from KEYN * (f - 1) for its first op f: 1 a
+-- counter's stored value when a write in its window keeps its TTL (else
+-- false), 2 that window's end, 3 a log's typeok, 4 whether the batch
+-- changed it, 5 whether an op named it under another limit, 6 what its ops
+-- applied, 7 whether a usage op has hits there, 8 whether another op
+-- applied some; its running state: 9 its kind (false while none was read),
+-- 10-13 its registers a, b, c, e, 14 a log's view, 15 a counter's months;
+-- and from 15 the same for the denied pass, then 23 whether it changed the
+-- key, 24 what it applied. SCRATCH takes a denied pass's answers no reply
 -- holds.
-local OP, OPN, KEY, KEYN, SCRATCH = {}, 12, {}, 18, {}
+local FIRST, TAKEN, KEY, KEYN, SCRATCH, PACKED = {}, {}, {}, 24, {}, 'packed'
 
--- link sets each op's first and previous op on its key among keys[k0 + 1
--- ..], refunds (which came first, refund.lua) left out: by pairs for the
--- few keys of nearly every take (interned strings compare by address).
+-- link sets FIRST for the ops on keys[k0 + 1 ..], refunds (which came
+-- first, refund.lua) left out: by pairs for the few keys of nearly every
+-- take (interned strings compare by address).
 local function link(keys, k0, n, refunded)
   for i = 1, n do
-    local o = OPN * (i - 1)
-    OP[o + 1], OP[o + 2] = i, 0
+    FIRST[i] = i
     if not (refunded and refunded[i]) then
       local key = keys[k0 + i]
       for j = i - 1, 1, -1 do
         if keys[k0 + j] == key and not (refunded and refunded[j]) then
-          OP[o + 1], OP[o + 2] = OP[OPN * (j - 1) + 1], j
+          FIRST[i] = FIRST[j]
           break
         end
       end
@@ -65,9 +63,9 @@ local function link(keys, k0, n, refunded)
   end
 end
 
--- load reads key's stored state as kind: a, b, c, e, then a log's view
--- and its typeok, or a counter's kept value (whose TTL a write in its
--- window keeps: counter_get's).
+-- load reads key's stored state as kind: a, b, c, e, then a log's view,
+-- and what a write needs besides it: a counter's kept value (whose TTL a
+-- write in its window keeps: counter_get's) or a log's typeok.
 local function load(kind, key, p, months, now)
   if kind == REGS then
     local a, b, c, e = regs_get(key)
@@ -80,32 +78,36 @@ local function load(kind, key, p, months, now)
   return 0, 0, 0, 0, view, typeok
 end
 
--- loaded notes in KEY's slots from q what load read besides the state.
-local function loaded(q, kind, e, extra)
-  KEY[q + 1], KEY[q + 2], KEY[q + 3] = (kind == COUNT and extra) or false, e, kind == LOG and extra
-end
-
--- decide mirrors algorithms.Take past the generic expiry (and, when rec,
--- Record) for an op of algorithm number an, limit r, p, cap, refill, debt
--- and h hits: the state read as absent when out of the algorithm's range,
--- its take, and for a denial that rec records, force and a check on the
--- forced state. It returns ok, remaining, reset, retry, the new state (a,
--- b, c, e, or a log's view), what it applied, whether it changed the
--- state, and Take's own remaining, reset and retry when it recorded. An op
+-- decide_regs mirrors algorithms.Take past the generic expiry (and, when
+-- rec, Record) for an op of a register or counter algorithm, limit r, p,
+-- cap, refill, debt and h hits: the state read as absent when out of the
+-- algorithm's range, its take, and for a denial that rec records, force and
+-- a check on the forced state. It returns ok, remaining, reset, retry, the
+-- new state a, b, c, e, what it applied, whether it changed the state, and
+-- Take's own remaining, reset and retry when it recorded. An op
 -- is recorded past its limit when it has hits and its rate some (or its
 -- algorithm counts at a zero rate: ALGS' zero, algorithms.Record), and it
 -- is usage, or a shadow or quota op of the first pass (which assumes the
 -- batch admitted).
-local function decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, rec)
+local function decide_regs(alg, r, p, cap, refill, debt, a, b, c, e, h, now, rec)
   local ok, rem, reset, retry, applied, tr, ts, tt, _
+  if r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now) then a, b, c, e = 0, 0, 0, 0 end
+  ok, rem, reset, retry, a, b, c, e = alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
+  if ok or not rec then return ok, rem, reset, retry, a, b, c, e, (ok and h or 0), ok and h > 0 end
+  tr, ts, tt = rem, reset, retry
+  a, b, c, e, applied = alg.force(r, p, cap, refill, debt, a, b, c, e, h, now)
+  _, rem, reset, retry = alg.take(r, p, cap, refill, debt, a, b, c, e, 0, now)
+  return false, rem, reset, retry, a, b, c, e, applied, true, tr, ts, tt
+end
+
+-- decide is decide_regs, and the same for a log's view (the state in
+-- between): ok, remaining, reset, retry, a, b, c, e, view, applied,
+-- changed, Take's own.
+local function decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, rec)
+  local ok, rem, reset, retry, applied, changed, tr, ts, tt, _
   if alg.kind ~= LOG then
-    if r > 0 and not alg.valid(r, p, cap, refill, debt, a, b, c, now) then a, b, c, e = 0, 0, 0, 0 end
-    ok, rem, reset, retry, a, b, c, e = alg.take(r, p, cap, refill, debt, a, b, c, e, h, now)
-    if ok or not rec then return ok, rem, reset, retry, a, b, c, e, nil, (ok and h or 0), ok and h > 0 end
-    tr, ts, tt = rem, reset, retry
-    a, b, c, e, applied = alg.force(r, p, cap, refill, debt, a, b, c, e, h, now)
-    _, rem, reset, retry = alg.take(r, p, cap, refill, debt, a, b, c, e, 0, now)
-    return false, rem, reset, retry, a, b, c, e, nil, applied, true, tr, ts, tt
+    ok, rem, reset, retry, a, b, c, e, applied, changed, tr, ts, tt = decide_regs(alg, r, p, cap, refill, debt, a, b, c, e, h, now, rec)
+    return ok, rem, reset, retry, a, b, c, e, nil, applied, changed, tr, ts, tt
   end
   local lim = limit_new(an, r, p, cap, refill, debt)
   if r > 0 and not alg.valid(lim, view, now) then view = log_fresh(view.key) end
@@ -117,8 +119,30 @@ local function decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now
   return false, rem, reset, retry, 0, 0, 0, 0, view, applied, true, tr, ts, tt
 end
 
--- fresh_or is a, b, c, e, view as an op of kind reads it: expired, fresh.
-local function fresh_or(kind, key, a, b, c, e, view, now)
+-- running is the state an op of kind sees of its key (q: its KEY slots)
+-- from its running state at q + s (s: 9, or 16 in the denied pass): that
+-- state when of kind, the stored one when none was read yet, else fresh
+-- (another family's reads as absent); expired, fresh. Unless peek (a
+-- check, which moves nothing), the running state becomes that, and a load
+-- notes, when notes, what a write of it needs.
+local function running(q, s, kind, key, p, months, now, notes, peek)
+  local K = KEY
+  local have, a, b, c, e, view = K[q + s], 0, 0, 0, 0, nil
+  if have == kind then
+    a, b, c, e, view = K[q + s + 1], K[q + s + 2], K[q + s + 3], K[q + s + 4], K[q + s + 5]
+  elseif have == false then
+    local extra
+    a, b, c, e, view, extra = load(kind, key, p, months, now)
+    if notes and not peek and kind == COUNT then
+      K[q + 1], K[q + 2] = extra or false, e
+    elseif notes and not peek and kind == LOG then
+      K[q + 3] = extra
+    end
+  elseif notes and not peek then
+    -- Another family's state, read as absent: nothing of it is kept.
+    K[q + 1], K[q + 3] = false, false
+  end
+  if not peek then K[q + s] = kind end
   if kind == LOG then
     return 0, 0, 0, 0, log_expire(view or log_fresh(key), now)
   elseif e ~= 0 and now >= e then
@@ -133,138 +157,129 @@ local function same_limit(ops, i, j)
   return string.sub(ops, x + 1, x + 48) == string.sub(ops, y + 1, y + 48)
 end
 
--- first decides op i on its key's running state (the first pass) into out
--- and the scratch: the state the op before it on the key left when of its
--- kind, the stored one when none was read yet, else fresh (another
--- family's reads as absent); and, when charges, counts it toward its key's
--- charge.
-local function first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, key, now, out, charges)
-  local alg, o, k = ALGS[an], OPN * (i - 1), 5 * i - 5
-  local f, j = OP[o + 1], OP[o + 2]
-  local q, oj = KEYN * (f - 1), OPN * (j - 1)
-  if f == i then
-    KEY[q + 4] = false
-    if charges then KEY[q + 5], KEY[q + 6], KEY[q + 7], KEY[q + 8] = false, 0, false, false end
-  elseif charges and not same_limit(ops, f, i) then
-    KEY[q + 5] = true
-  end
-  KEY[q + 9] = i
-  if alg == nil then
-    -- algorithms.Take denies it, still dropping an expired running state.
-    OP[o + 3], OP[o + 10] = false, nil
-    if j > 0 and OP[oj + 3] ~= false then
-      local kind = OP[oj + 3]
-      OP[o + 3], OP[o + 9] = kind, OP[oj + 9]
-      OP[o + 4], OP[o + 5], OP[o + 6], OP[o + 7], OP[o + 8] =
-        fresh_or(kind, key, OP[oj + 4], OP[oj + 5], OP[oj + 6], OP[oj + 7], OP[oj + 8], now)
-    end
-    out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = 0, 0, 0, NEVER, 0
-    return
-  end
-  local kind, a, b, c, e, view = alg.kind, 0, 0, 0, 0, nil
-  if j == 0 or OP[oj + 3] == false then
-    -- load and loaded, inlined: this runs for nearly every op.
-    KEY[q + 1], KEY[q + 3] = false, false
-    if kind == REGS then
-      a, b, c, e = regs_get(key)
-    elseif kind == COUNT then
-      local kept
-      a, b, c, e, kept = counter_get(key, p, refill, now)
-      KEY[q + 1], KEY[q + 2] = kept or false, e
-    else
-      view, KEY[q + 3] = log_load(key, now)
-    end
-  elseif OP[oj + 3] == kind then
-    a, b, c, e, view = OP[oj + 4], OP[oj + 5], OP[oj + 6], OP[oj + 7], OP[oj + 8]
-  end
-  if kind == LOG then
-    view = log_expire(view or log_fresh(key), now)
-  elseif e ~= 0 and now >= e then
-    a, b, c, e = 0, 0, 0, 0
-  end
-  local ok, rem, reset, retry, applied, changed, tr, ts, tt
-  ok, rem, reset, retry, a, b, c, e, view, applied, changed, tr, ts, tt = decide(alg, an, r, p, cap, refill, debt,
-    a, b, c, e, view, h, now, h > 0 and (r > 0 or alg.zero) and (usage or mode == SHADOW or mode == QUOTA))
-  OP[o + 3], OP[o + 4], OP[o + 5], OP[o + 6], OP[o + 7], OP[o + 8], OP[o + 9], OP[o + 10] = kind, a, b, c, e, view, refill, tr
-  if tr then OP[o + 11], OP[o + 12] = ts, tt end
-  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = ok and 1 or 0, rem, reset, retry, applied
-  if changed then KEY[q + 4] = true end
-  if charges then
-    if usage and h > 0 then KEY[q + 7] = true end
-    if applied > 0 then
-      KEY[q + 6] = KEY[q + 6] + applied
-      if not usage then KEY[q + 8] = true
-      elseif view then view.pend[#view.pend].usage = true end
-    end
+-- write_state writes a key's final state (q: its KEY slots) of kind:
+-- registers (PACKED: packed already, a, with its TTL argument, b), a
+-- counter (of months calendar months; its kept value's TTL kept in the
+-- same window) or a log's view; one that no longer matters at now is
+-- deleted.
+local function write_state(key, q, kind, a, b, c, e, view, months, now)
+  local K = KEY
+  if kind == PACKED then
+    regs_put(key, a, b)
+  elseif kind == REGS then
+    regs_set(key, a, b, c, e, now)
+  elseif kind == COUNT then
+    local kept = nil
+    if K[q + 1] and K[q + 2] == e then kept = K[q + 1] end
+    counter_put(key, a, b, e, now, kept, months)
+  else
+    log_write(key, view, K[q + 3], now)
   end
 end
 
--- denied_running is the state an op sees of its key in the denied pass:
--- the state the usage ops before on the key (q: its KEY slots) left, or the
--- stored one. writes says the pass's writes will be made (a denied batch):
--- what a load reads besides the state is then the one they need.
-local function denied_running(q, kind, key, p, months, now, writes)
-  local a, b, c, e, view = 0, 0, 0, 0, nil
-  if KEY[q + 10] == kind then
-    a, b, c, e, view = KEY[q + 11], KEY[q + 12], KEY[q + 13], KEY[q + 14], KEY[q + 15]
-  elseif KEY[q + 10] == false then
-    local extra
-    a, b, c, e, view, extra = load(kind, key, p, months, now)
-    if writes then loaded(q, kind, e, extra) end
+-- first decides op i (of ops, packed) on its key's running state (the
+-- first pass) into out and the scratch and, when charges, counts it toward
+-- its key's charge. once says the op is its take's only one and no charge
+-- is asked for: a write the verdict cannot undo (the op allowed, usage, or
+-- a shadow op) is then made at once; unique, that no key repeats. It
+-- returns the op's mode, whether it is joined, and whether it wrote.
+local function first(ops, i, key, now, out, charges, once, unique)
+  local K = KEY
+  local an, r, p, cap, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+  local mode, usage, joined = mode_of(packed)
+  local alg, f, k, t = ALGS[an], FIRST[i], 5 * i - 5, 3 * i - 3
+  local q = KEYN * (f - 1)
+  if cap == 0 then cap = r end
+  if f == i then
+    K[q + 4], K[q + 9] = false, false
+    if charges then K[q + 5], K[q + 6], K[q + 7], K[q + 8] = false, 0, false, false end
+  elseif charges and not same_limit(ops, f, i) then
+    K[q + 5] = true
   end
-  return fresh_or(kind, key, a, b, c, e, view, now)
+  TAKEN[t + 1] = nil
+  if alg == nil then
+    -- algorithms.Take denies it, still dropping an expired running state.
+    local kind = K[q + 9]
+    if kind then
+      K[q + 10], K[q + 11], K[q + 12], K[q + 13], K[q + 14] = running(q, 9, kind, key, p, refill, now)
+    end
+    out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = 0, 0, 0, NEVER, 0
+    return mode, joined, false
+  end
+  local kind, rec = alg.kind, h > 0 and (r > 0 or alg.zero) and (usage or mode == SHADOW or mode == QUOTA)
+  local ok, rem, reset, retry, applied, changed, a, b, c, e, view
+  if kind == REGS and K[q + 9] == false then
+    -- running, inlined for a register key's first op: nearly every op of
+    -- a register algorithm.
+    K[q + 9] = REGS
+    a, b, c, e = regs_get(key)
+    if e ~= 0 and now >= e then a, b, c, e = 0, 0, 0, 0 end
+    ok, rem, reset, retry, a, b, c, e, applied, changed, TAKEN[t + 1], TAKEN[t + 2], TAKEN[t + 3] =
+      decide_regs(alg, r, p, cap, refill, debt, a, b, c, e, h, now, rec)
+  else
+    a, b, c, e, view = running(q, 9, kind, key, p, refill, now, true, false)
+    ok, rem, reset, retry, a, b, c, e, view, applied, changed, TAKEN[t + 1], TAKEN[t + 2], TAKEN[t + 3] =
+      decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, rec)
+  end
+  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = ok and 1 or 0, rem, reset, retry, applied
+  if changed and once and (ok or usage or mode == SHADOW) then
+    -- Nothing else reads the key's state: it is written as it stands.
+    write_state(key, q, kind, a, b, c, e, view, refill, now)
+    return mode, joined, true
+  end
+  if changed and unique and kind == REGS and not charges then
+    -- Nothing but its write reads it: packed for it now.
+    K[q + 9], K[q + 10], K[q + 11], K[q + 4] = PACKED, struct.pack(REGS_FORMAT, a, b, c, e), regs_ttl(e, now), true
+    return mode, joined, false
+  end
+  K[q + 10], K[q + 11], K[q + 12], K[q + 13], K[q + 14], K[q + 15] = a, b, c, e, view, refill
+  if changed then K[q + 4] = true end
+  if charges then
+    if usage and h > 0 then K[q + 7] = true end
+    if applied > 0 then
+      K[q + 6] = K[q + 6] + applied
+      if not usage then K[q + 8] = true
+      elseif view then view.pend[#view.pend].usage = true end
+    end
+  end
+  return mode, joined, false
 end
 
 -- denied is the denied pass, from the first pass's answers in out into
 -- dst from dst[d0 + 1] (5 values per op, as out): the stored states again,
 -- usage recorded on them (a denied usage op keeps its first pass's
 -- denial), an allowed op answering a check on its key's state there and a
--- denied one Take's own denial; refunds as in the first pass.
+-- denied one Take's own denial; refunds as in the first pass. writes says
+-- its writes will be made (a denied batch): what a load reads besides the
+-- state is then the one they need.
 local function denied(ops, keys, k0, n, out, dst, d0, refunded, now, writes)
+  local K = KEY
   for i = 1, n do
-    local k, j, o = d0 + 5 * i - 5, 5 * i - 5, OPN * (i - 1)
-    local f, refund = OP[o + 1], refunded and refunded[i]
-    local q = KEYN * (f - 1)
-    local ok1 = out[j + 1]
+    local k, j, t, f = d0 + 5 * i - 5, 5 * i - 5, 3 * i - 3, FIRST[i]
+    local q, refund, ok1 = KEYN * (f - 1), refunded and refunded[i], out[j + 1]
     dst[k + 1], dst[k + 2], dst[k + 3], dst[k + 4], dst[k + 5] = ok1, out[j + 2], out[j + 3], out[j + 4], out[j + 5]
-    if f == i then KEY[q + 10], KEY[q + 17], KEY[q + 18] = false, false, 0 end
-    local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
+    if f == i then K[q + 16], K[q + 23], K[q + 24] = false, false, 0 end
+    local an, r, p, cap, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
     local mode, usage = mode_of(packed)
-    local alg, cap = ALGS[an], burst
+    local alg = ALGS[an]
     if cap == 0 then cap = r end
     if not refund then dst[k + 5] = 0 end
     if refund or alg == nil then
       -- As in the first pass.
     elseif usage or ok1 == 1 then
-      local a, b, c, e, view = denied_running(q, alg.kind, keys[k0 + i], p, refill, now, writes)
+      local a, b, c, e, view = running(q, 16, alg.kind, keys[k0 + i], p, refill, now, writes, not usage)
       if not usage then h = 0 end
       local ok, rem, reset, retry, applied, changed
       ok, rem, reset, retry, a, b, c, e, view, applied, changed =
         decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, usage and h > 0 and (r > 0 or alg.zero))
       if ok1 == 1 then dst[k + 1], dst[k + 2], dst[k + 3], dst[k + 4] = ok and 1 or 0, rem, reset, retry end
       if usage then
-        KEY[q + 10], KEY[q + 11], KEY[q + 12], KEY[q + 13], KEY[q + 14], KEY[q + 15], KEY[q + 16] = alg.kind, a, b, c, e, view, refill
-        KEY[q + 17], KEY[q + 18], dst[k + 5] = KEY[q + 17] or changed, KEY[q + 18] + applied, applied
+        K[q + 17], K[q + 18], K[q + 19], K[q + 20], K[q + 21], K[q + 22] = a, b, c, e, view, refill
+        K[q + 23], K[q + 24], dst[k + 5] = K[q + 23] or changed, K[q + 24] + applied, applied
       end
-    elseif OP[o + 10] ~= nil then
-      dst[k + 2], dst[k + 3], dst[k + 4] = OP[o + 10], OP[o + 11], OP[o + 12]
+    elseif TAKEN[t + 1] ~= nil then
+      dst[k + 2], dst[k + 3], dst[k + 4] = TAKEN[t + 1], TAKEN[t + 2], TAKEN[t + 3]
     end
-  end
-end
-
--- write_state writes a key's final state (q: its KEY slots), kind:
--- registers, a counter (of months calendar months; its kept value's TTL
--- kept in the same window) or a log; one that no longer matters at now is
--- deleted.
-local function write_state(kind, key, q, a, b, c, e, view, months, now)
-  if kind == REGS then
-    regs_set(key, a, b, c, e, now)
-  elseif kind == COUNT then
-    local kept = nil
-    if KEY[q + 1] and KEY[q + 2] == e then kept = KEY[q + 1] end
-    counter_put(key, a, b, e, now, kept, months)
-  else
-    log_write(key, view, KEY[q + 3], now)
   end
 end
 
@@ -275,10 +290,10 @@ end
 -- hits) of each entry its ops but usage added for a log. Nothing when that
 -- is nothing.
 local function charge_of(out, f, now)
+  local K = KEY
   local q, m = KEYN * (f - 1), #out
-  local o = OPN * (KEY[q + 9] - 1)
-  if OP[o + 3] == LOG then
-    local view, n, applied = OP[o + 8], 0, 0
+  if K[q + 9] == LOG then
+    local view, n, applied = K[q + 14], 0, 0
     for _, e in ipairs(view.pend) do
       if not e.usage then
         n, applied = n + 1, applied + e.hits
@@ -290,8 +305,8 @@ local function charge_of(out, f, now)
     end
     return
   end
-  local applied, a, b, c, e = KEY[q + 6], OP[o + 4], OP[o + 5], OP[o + 6], OP[o + 7]
-  if KEY[q + 7] then applied = applied - math.min(applied, KEY[q + 18]) end
+  local applied, a, b, c, e = K[q + 6], K[q + 10], K[q + 11], K[q + 12], K[q + 13]
+  if K[q + 7] then applied = applied - math.min(applied, K[q + 24]) end
   if e <= now then a, b, c, e = 0, 0, 0, 1 end -- written as deleted (algorithms' settle)
   if applied > 0 then
     out[m + 1], out[m + 2], out[m + 3], out[m + 4], out[m + 5], out[m + 6], out[m + 7] = f, applied, a, b, c, e, 0
@@ -326,35 +341,38 @@ local function verdict_add(v, mode, joined, ok)
   end
 end
 
--- take_general decides n ops (OP_BYTES each in ops) on keys[k0 + 1 ..]:
--- refunds first, the first pass, the verdict (no enforced op denied, and
--- not every quota alternative denied), then what the outcome writes, the
--- denied pass where a denied batch, the denials or a charge needs it, and
--- the charges.
-local function take_general(now, keys, k0, ops, n, charges, denials)
+-- take_general decides n ops (OP_BYTES each in ops) on keys[k0 + 1 ..]
+-- (unique: no key repeats): refunds first, the first pass, the verdict
+-- (no enforced op denied, and not every quota alternative denied), then
+-- what the outcome writes, the denied pass where a denied batch, the
+-- denials or a charge needs it, and the charges.
+local function take_general(now, keys, k0, ops, n, charges, denials, unique)
+  local K = KEY
   local refunded = nil
   if refunds_in(ops, n) then refunded = refund_pass(now, keys, k0, ops, n) end
-  link(keys, k0, n, refunded)
-  local out, verdict, both = out_for(n, false), verdict_new(), false
+  if unique then
+    for i = 1, n do FIRST[i] = i end
+  else
+    link(keys, k0, n, refunded)
+  end
+  local out, verdict, both, wrote = out_for(n, false), verdict_new(), false, false
   for i = 1, n do
-    local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-    local mode, usage, joined = mode_of(packed)
-    local refund, k = refunded and refunded[i], 5 * i - 5
+    local refund, k, mode, joined = refunded and refunded[i], 5 * i - 5, REFUND, false
     if refund then
       out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = 1, refund[1], refund[2], 0, refund[3]
     else
-      local cap = burst
-      if cap == 0 then cap = r end
-      first(ops, i, an, r, p, cap, refill, debt, h, mode, usage, keys[k0 + i], now, out, charges)
+      mode, joined, wrote = first(ops, i, keys[k0 + i], now, out, charges, n == 1 and not charges, unique)
       if charges then
-        local q = KEYN * (OP[OPN * i - OPN + 1] - 1)
-        both = both or (KEY[q + 7] and KEY[q + 8])
+        local q = KEYN * (FIRST[i] - 1)
+        both = both or (K[q + 7] and K[q + 8])
       end
     end
     verdict_add(verdict, mode, joined, out[k + 1] == 1)
   end
+  if wrote then return out end -- one op, written at once: its verdict's either way
   local admitted = not verdict.enforced_denied and not (verdict.quota_ops > 0 and verdict.quota_denied == verdict.quota_ops)
   if not admitted then
+    -- (One op that wrote at once is its denied pass's own: usage.)
     denied(ops, keys, k0, n, out, out, 0, refunded, now, true)
     if denials then for x = 1, 5 * n do out[5 * n + x] = out[x] end end
   elseif denials then
@@ -365,14 +383,13 @@ local function take_general(now, keys, k0, ops, n, charges, denials)
   end
   for i = 1, n do
     local q = KEYN * (i - 1)
-    if OP[OPN * i - OPN + 1] == i and not (refunded and refunded[i]) then
-      if admitted and KEY[q + 4] then
-        local l = OPN * (KEY[q + 9] - 1)
-        write_state(OP[l + 3], keys[k0 + i], q, OP[l + 4], OP[l + 5], OP[l + 6], OP[l + 7], OP[l + 8], OP[l + 9], now)
-      elseif not admitted and KEY[q + 17] then
-        write_state(KEY[q + 10], keys[k0 + i], q, KEY[q + 11], KEY[q + 12], KEY[q + 13], KEY[q + 14], KEY[q + 15], KEY[q + 16], now)
+    if FIRST[i] == i and not (refunded and refunded[i]) then
+      if admitted and K[q + 4] then
+        write_state(keys[k0 + i], q, K[q + 9], K[q + 10], K[q + 11], K[q + 12], K[q + 13], K[q + 14], K[q + 15], now)
+      elseif not admitted and K[q + 23] then
+        write_state(keys[k0 + i], q, K[q + 16], K[q + 17], K[q + 18], K[q + 19], K[q + 20], K[q + 21], K[q + 22], now)
       end
-      if admitted and charges and KEY[q + 8] and not KEY[q + 5] then charge_of(out, i, now) end
+      if admitted and charges and K[q + 8] and not K[q + 5] then charge_of(out, i, now) end
     end
   end
   return out
@@ -405,11 +422,12 @@ end
 -- else take_general's. packed lets it reply one string (take_fixed's
 -- reply_of): take_many's takes, whose replies only scripts.Decode reads.
 local function take_keys(now, keys, k0, ops, n, charges, denials, packed)
+  local d = distinct(keys, k0, n)
   if not denials then
-    local out = take_fixed(now, keys, k0, ops, n, charges, not distinct(keys, k0, n), packed)
+    local out = take_fixed(now, keys, k0, ops, n, charges, not d, packed)
     if out then return out end
   end
-  return take_general(now, keys, k0, ops, n, charges, denials)
+  return take_general(now, keys, k0, ops, n, charges, denials, d)
 end
 
 local function take_main()
