@@ -38,11 +38,12 @@
 -- false), 2 that window's end, 3 a log's typeok, 4 whether the batch
 -- changed it, 5 whether an op named it under another limit, 6 what its ops
 -- applied, 7 whether a usage op has hits there, 8 whether another op
--- applied some; its running state: 9 its kind (false while none was read),
--- 10-13 its registers a, b, c, e, 14 a log's view, 15 a counter's months;
--- and from 15 the same for the denied pass, then 23 whether it changed the
--- key, 24 what it applied. SCRATCH takes a denied pass's answers no reply
--- holds.
+-- applied some; its running state: 9 its kind (false while none was read;
+-- PACKED once a unique register key's state is decided: packed at 10, its
+-- TTL argument at 11), 10-13 its registers a, b, c, e, 14 a log's view, 15
+-- a counter's months; and from 16 the same for the denied pass, then 23
+-- whether it changed the key, 24 what it applied. SCRATCH takes a denied
+-- pass's answers no reply holds.
 local FIRST, TAKEN, KEY, KEYN, SCRATCH, PACKED = {}, {}, {}, 24, {}, 'packed'
 
 -- link sets FIRST for the ops on keys[k0 + 1 ..], refunds (which came
