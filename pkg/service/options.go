@@ -55,6 +55,15 @@ type Headers struct {
 	Draft bool
 	// RetryAfter adds Retry-After (whole seconds) to an OVER_LIMIT answer.
 	RetryAfter bool
+	// Request adds the same three values as Classic to the request Envoy
+	// forwards upstream (LIMIT_REQUEST_HEADERS_ENABLED), named by
+	// RequestLimit, RequestRemaining and RequestReset; an empty name keeps
+	// envoyproxy's.
+	Request                                      bool
+	RequestLimit, RequestRemaining, RequestReset string
+	// AllLimits adds ratelimit-limit-<unit>s and ratelimit-remaining-<unit>s
+	// for every counted limit (LIMIT_ALL_DESCRIPTORS_HEADERS_ENABLED).
+	AllLimits bool
 }
 
 // WithHeaders sets the HTTP headers added to responses.
