@@ -47,6 +47,8 @@ type Service struct {
 	// dynamicMetadata and globalQuota: see WithDynamicMetadata, WithQuotaMode.
 	dynamicMetadata bool
 	globalQuota     bool
+	// quotaGroups: see WithQuotaGroups.
+	quotaGroups bool
 	// globalLease: see WithLease.
 	globalLease bool
 	log         *zap.Logger

@@ -117,6 +117,15 @@ func WithQuotaMode(on bool) Option {
 	return passThrough(ratelimit.WithQuotaMode(on))
 }
 
+// WithQuotaGroups is QUOTA_GROUP_BY_BACKEND: quota descriptors naming the
+// same backend_name and model_name_override are one quota group, over
+// when any of them is; a request is over only when every group is, and
+// with WithDynamicMetadata the response lists the backends left
+// (passedBackends), for Envoy AI Gateway's failover.
+func WithQuotaGroups(on bool) Option {
+	return passThrough(ratelimit.WithQuotaGroups(on))
+}
+
 // WithDynamicMetadata is RESPONSE_DYNAMIC_METADATA: responses carry the
 // request and the matched rules' metadata in dynamic_metadata.
 func WithDynamicMetadata(on bool) Option {
