@@ -60,6 +60,8 @@ type Service struct {
 	// decode bounds the bytes of requests being decoded at once (gRPC and
 	// /json); see WithDecodeBudget.
 	decode *byteBudget
+	// admission: see WithAdmission; nil admits everything.
+	admission *admission
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
@@ -89,16 +91,29 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 // ShouldRateLimit decides req. Errors carry a gRPC status: InvalidArgument
 // for a malformed request, Unavailable when there is no config or the
 // backend fails (unless the matched rules' on_store_error decide the
-// request), DeadlineExceeded/Canceled when the caller gave up. It never
+// request) or REQUEST_TIMEOUT passes, ResourceExhausted past
+// MAX_CONCURRENT_REQUESTS, DeadlineExceeded/Canceled when the caller gave
+// up. It never
 // answers UNKNOWN, which Envoy would treat as OK.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if s.obs == nil {
-		return s.shouldRateLimit(ctx, req)
+		return s.admitted(ctx, req)
 	}
 	start := time.Now()
-	resp, err := s.shouldRateLimit(ctx, req)
+	resp, err := s.admitted(ctx, req)
 	s.obs.Request(status.Code(err).String(), time.Since(start))
 	return resp, err
+}
+
+// admitted decides req within WithAdmission's bounds: RESOURCE_EXHAUSTED at
+// once past MAX_CONCURRENT_REQUESTS.
+func (s *Service) admitted(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	ctx, release, err := s.admission.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.shouldRateLimit(ctx, req)
 }
 
 func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -115,6 +117,16 @@ func WithShadowMode(on bool) Option {
 // over the limit only when all its counted descriptors are.
 func WithQuotaMode(on bool) Option {
 	return passThrough(ratelimit.WithQuotaMode(on))
+}
+
+// WithAdmission is MAX_CONCURRENT_REQUESTS and REQUEST_TIMEOUT: past
+// maxConcurrent decisions in progress a call is refused at once with
+// RESOURCE_EXHAUSTED (an ErrorInfo reason OVERLOADED says why), and a
+// decision still waiting for the store timeout after it began is answered
+// UNAVAILABLE (or from its rules' on_store_error). Zero leaves either
+// unbounded.
+func WithAdmission(maxConcurrent int, timeout time.Duration) Option {
+	return passThrough(ratelimit.WithAdmission(maxConcurrent, timeout))
 }
 
 // WithQuotaGroups is QUOTA_GROUP_BY_BACKEND: quota descriptors naming the
