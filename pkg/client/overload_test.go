@@ -35,7 +35,9 @@ func TestLimiterOverloaded(t *testing.T) {
 	}
 	thaw := srv.Freeze(t)
 	stuck := make(chan client.Decision, 1)
-	go func() { stuck <- client.NewLimiter(remote, client.WithTimeout(time.Minute)).Check(t.Context(), "api", 0, alice) }()
+	go func() {
+		stuck <- client.NewLimiter(remote, client.WithTimeout(time.Minute)).Check(t.Context(), "api", 0, alice)
+	}()
 	testkit.WaitFor(t, 10*time.Second, "the stalled call to hold the only slot", func() bool {
 		d := client.NewLimiter(remote, client.WithTimeout(10*time.Second)).Check(t.Context(), "api", 0, alice)
 		return status.Code(d.Err) == codes.ResourceExhausted
