@@ -83,7 +83,7 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if err := m.WatchRules(a.watcher.Current); err != nil {
 		return nil, err
 	}
-	if a.store, a.leases, err = newStore(set, m, log); err != nil {
+	if a.store, a.leases, err = newStore(set, m, a.envoy, log); err != nil {
 		return nil, err
 	}
 	a.observeLeases(a.watcher.Current())

@@ -183,7 +183,7 @@ func TestNewStoreLeases(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := metrics.New()
-			st, gate, err := newStore(set, m, zap.NewNop())
+			st, gate, err := newStore(set, m, nil, zap.NewNop())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,9 +20,9 @@ import (
 // newStore builds the backend's store (with Redis, the lease gate over
 // it: leaseGate, on once a rule leases), then the local over-limit cache
 // (LOCAL_CACHE_SIZE_IN_BYTES) over either, so a request the cache knows to
-// be denied reaches neither. It returns the gate too (nil on the embedded
-// store, which never leases).
-func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *leaseGate, error) {
+// be denied reaches neither; its gauges go to envoy's stats. It returns
+// the gate too (nil on the embedded store, which never leases).
+func newStore(set settings, m *metrics.Metrics, envoy *envoyStats, log *zap.Logger) (store.Store, *leaseGate, error) {
 	st, gate, err := set.backend().newStore(m, log)
 	if err != nil {
 		return nil, nil, err
@@ -34,6 +34,7 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger) (store.Store, *
 	if err := m.AddLocalCache(cache); err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("local cache metrics: %w", err), st.Close())
 	}
+	envoy.addLocalCache(cache)
 	return cache, gate, nil
 }
 

@@ -171,6 +171,10 @@ type Hit struct {
 	// only that).
 	Allowed, Shadow, RuleShadow bool
 	FromCache                   bool
+	// CachedDenial: the local cache held the denial, though the backend
+	// decided the request (store.Result.CachedDenial); envoyproxy's
+	// over_limit_with_local_cache counts it, ratelimitd's own does not.
+	CachedDenial bool
 	// Usage: the hits were usage, recorded whatever the decision.
 	Usage bool
 	// Charged: the store charged the hits, so Remaining is after them (the
@@ -203,7 +207,7 @@ func (m *Metrics) Observe(h Hit) {
 	hits := float64(h.Hits)
 	if c.envoy != nil {
 		m.envoy.Count(c.envoy, envoystats.Decision{Hits: h.Hits, Limit: h.Capacity, Before: h.before(),
-			Over: !h.Allowed, FromCache: h.FromCache, Shadow: h.RuleShadow})
+			Over: !h.Allowed, FromCache: h.FromCache || (h.CachedDenial && !h.Allowed), Shadow: h.RuleShadow})
 	}
 	c.total.Add(hits)
 	if !h.Allowed {

@@ -46,6 +46,10 @@ type Result struct {
 	// FromCache says a local over-limit cache answered without the
 	// backend (see pkg/store/localcache).
 	FromCache bool
+	// CachedDenial says the local cache held this denial, though the
+	// backend was asked for the batch's other requests and confirmed it:
+	// envoyproxy counts it over_limit_with_local_cache.
+	CachedDenial bool
 }
 
 // Store decides a batch of requests atomically with the semantics of
