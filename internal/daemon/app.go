@@ -164,6 +164,8 @@ func newService(set settings, w configWatcher, st store.Store, m *metrics.Metric
 		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
 		service.WithDynamicMetadata(set.DynamicMetadata),
 		service.WithQuotaMode(set.QuotaMode),
+		service.WithQuotaGroups(set.QuotaGroups),
+		service.WithAdmission(set.Overload.MaxConcurrentRequests, set.Overload.RequestTimeout),
 		service.WithLease(set.Lease.Enabled),
 		service.WithLogger(log),
 		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),

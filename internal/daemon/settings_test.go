@@ -76,6 +76,7 @@ func defaultSettings() settings {
 		RLQS:                      defaultRLQSSettings(),
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
+			RequestLimit: service.DefaultLimitHeader, RequestRemaining: service.DefaultRemainingHeader, RequestReset: service.DefaultResetHeader,
 		},
 	}
 }
