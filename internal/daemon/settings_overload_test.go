@@ -32,7 +32,9 @@ func TestDropInSettings(t *testing.T) {
 		{
 			name: "overload bounds",
 			env:  map[string]string{"MAX_CONCURRENT_REQUESTS": "5000", "REQUEST_TIMEOUT": "250ms"},
-			want: func(s *settings) { s.Overload = overloadSettings{MaxConcurrentRequests: 5000, RequestTimeout: 250 * time.Millisecond} },
+			want: func(s *settings) {
+				s.Overload = overloadSettings{MaxConcurrentRequests: 5000, RequestTimeout: 250 * time.Millisecond}
+			},
 		},
 		{
 			name: "quota groups",
