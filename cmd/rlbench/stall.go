@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,8 +32,37 @@ type stallResult struct {
 	// what it got; probeMax the slowest of the probes after it.
 	probe, probeMax time.Duration
 	probeCode       codes.Code
-	// drained: from the wake until every caller had its answer.
-	drained time.Duration
+	// drained: from the wake until every caller had its answer;
+	// launched: from the start of the sleep until the last caller called
+	// (past the sleep, the box could not send them all in time).
+	drained, launched time.Duration
+	// arrived: the callers the service had taken in (deciding or refused)
+	// when Redis woke; -1 when its metrics could not be read.
+	arrived int
+}
+
+// arrived reads from the target's metrics how many calls it had taken in:
+// those in progress and those refused.
+func (t *target) arrived() int {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + t.debug[0] + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1
+	}
+	n := 0.0
+	for _, name := range []string{"ratelimitd_requests_in_flight", "ratelimitd_requests_overloaded_total"} {
+		v, err := metricSum(strings.NewReader(string(body)), name)
+		if err != nil {
+			return -1
+		}
+		n += v
+	}
+	return int(n)
 }
 
 // runStall is the stall scenario: -concurrency callers, each with a
@@ -62,24 +93,26 @@ func runStall(o options) error {
 	fmt.Printf("\nrlbench scenario %s: %s\n", o.scenario.name, o.scenario.about)
 	fmt.Printf("%d callers on %d connections, %s deadlines, Redis asleep %s, %d rounds, key %q, %d CPUs\n",
 		o.concurrency, o.connections, o.timeout, o.stall, o.rounds, o.key, numCPU())
-	fmt.Printf("%-40s %9s %9s %8s %9s %9s %9s %12s %10s %9s\n",
-		"target", "RSS MiB", "peak MiB", "answered", "RESOURCE_", "UNAVAIL", "DEADLINE", "probe", "probe max", "drained")
+	fmt.Printf("%-36s %7s %8s %8s %8s %9s %7s %8s %9s %22s %9s %8s\n", "target", "RSS MiB", "peak MiB", "arrived",
+		"answered", "RESOURCE_", "UNAVAIL", "DEADLINE", "launched", "probe", "probe max", "drained")
 	for round := range o.rounds {
 		for _, name := range o.targets {
 			r, err := stallOnce(o, name, logFile, redisAddr, round)
 			if err != nil {
 				return fmt.Errorf("%s: %w (log: %s)", name, err, tail(readAll(logFile.Name()), 2000))
 			}
-			fmt.Printf("%-40s %9.1f %9.1f %8d %9d %9d %9d %12s %10s %9s\n", name,
-				mib(r.baseRSS), mib(r.peakRSS), r.codes[codes.OK], r.codes[codes.ResourceExhausted], r.codes[codes.Unavailable],
-				r.codes[codes.DeadlineExceeded], fmt.Sprintf("%s %s", rnd(r.probe), r.probeCode), rnd(r.probeMax), rnd(r.drained))
+			fmt.Printf("%-36s %7.1f %8.1f %8d %8d %9d %7d %8d %9s %22s %9s %8s\n", name, mib(r.baseRSS), mib(r.peakRSS), r.arrived,
+				r.codes[codes.OK], r.codes[codes.ResourceExhausted], r.codes[codes.Unavailable], r.codes[codes.DeadlineExceeded],
+				rnd(r.launched), fmt.Sprintf("%s %s", rnd(r.probe), r.probeCode), rnd(r.probeMax), rnd(r.drained))
 			if other := o.concurrency - r.codes[codes.OK] - r.codes[codes.ResourceExhausted] - r.codes[codes.Unavailable] - r.codes[codes.DeadlineExceeded]; other > 0 {
 				fmt.Printf("  %d callers got other codes: %v\n", other, r.codes)
 			}
 		}
 	}
-	fmt.Println("RSS: the service's resident memory before the stall and its peak (sampled every 20 ms); answered: OK or OVER_LIMIT;")
-	fmt.Println("probe: the first call sent as Redis woke, on its own connection; drained: until the last caller had its answer.")
+	fmt.Println("RSS: the service's resident memory before the stall and its peak (sampled every 20 ms); arrived: callers the service")
+	fmt.Println("had taken in (deciding or refused) when Redis woke; answered: OK or OVER_LIMIT;")
+	fmt.Println("probe: the first call sent as Redis woke, on its own connection; drained: until the last caller had its answer;")
+	fmt.Println("launched: when the last caller called, from the start of the sleep (past the sleep, the box could not send them all in time).")
 	return nil
 }
 
@@ -121,34 +154,48 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 	}
 	defer sleeper.close()
 	woke := make(chan error, 1)
-	go func() {
+	sleepRedis := func() {
 		_ = sleeper.c.SetDeadline(time.Now().Add(o.stall + time.Minute))
 		_, err := sleeper.c.Write([]byte("DEBUG SLEEP " + strconv.FormatFloat(o.stall.Seconds(), 'f', 3, 64) + "\r\n"))
 		if err == nil {
 			_, err = sleeper.r.ReadString('\n')
 		}
 		woke <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // the command reached the idle Redis
+	}
 
+	// The callers are ready before Redis sleeps and start together, so
+	// that as many as the box can send are in flight during the sleep.
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var done atomic.Int64
+	var wg, ready sync.WaitGroup
+	var lastStart atomic.Int64
+	begin := make(chan struct{})
 	for i := range o.concurrency {
 		wg.Add(1)
+		ready.Add(1)
 		go func() {
 			defer wg.Done()
-			code := call(rlsv3.NewRateLimitServiceClient(conns[i%o.connections]), stallRequest(o, round, i), o.timeout)
+			client, req := rlsv3.NewRateLimitServiceClient(conns[i%o.connections]), stallRequest(o, round, i)
+			ready.Done()
+			<-begin
+			lastStart.Store(time.Now().UnixNano())
+			code := call(client, req, o.timeout)
 			mu.Lock()
 			r.codes[code]++
 			mu.Unlock()
-			done.Add(1)
 		}()
 	}
+	ready.Wait()
+	go sleepRedis()
+	time.Sleep(50 * time.Millisecond) // the command reached the idle Redis
+	asleep := time.Now()
+	close(begin)
 	if err := <-woke; err != nil {
 		return r, fmt.Errorf("DEBUG SLEEP: %w", err)
 	}
 	wake := time.Now()
+	r.launched = time.Unix(0, lastStart.Load()).Sub(asleep)
+	arrived := make(chan int, 1)
+	go func() { arrived <- t.arrived() }()
 	r.probe, r.probeCode = timedCall(probeClient, stallRequest(o, round, o.concurrency), o.timeout)
 	for i := range 20 {
 		d, _ := timedCall(probeClient, stallRequest(o, round, o.concurrency+1+i), o.timeout)
@@ -156,6 +203,7 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 	}
 	wg.Wait()
 	r.drained = time.Since(wake)
+	r.arrived = <-arrived
 	r.peakRSS = max(stopSampling(), peak(), r.baseRSS)
 	return r, nil
 }

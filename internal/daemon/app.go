@@ -95,6 +95,9 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if a.svc, err = newService(set, a.watcher, a.store, m, log); err != nil {
 		return nil, err
 	}
+	if err := m.AddAdmission(a.svc); err != nil {
+		return nil, err
+	}
 	if err := a.newServers(m, tracingOpts); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // admission bounds the decisions in progress (MAX_CONCURRENT_REQUESTS) and
 // how long each may take (REQUEST_TIMEOUT), so that a stalled Redis cannot
 // pile up waiting calls until the process runs out of memory
-// (envoyproxy/ratelimit#1241). A nil *admission admits everything.
+// (envoyproxy/ratelimit#1241). Without bounds it only counts them.
 type admission struct {
 	// slots holds one token per decision in progress; nil: no cap.
 	slots   chan struct{}
@@ -50,26 +50,21 @@ type requestDeadline struct{}
 // timeout after it began is answered UNAVAILABLE (or from its rules'
 // on_store_error), as a store failure is. Zero leaves either unbounded.
 func WithAdmission(maxConcurrent int, timeout time.Duration) Option {
-	return func(s *Service) {
-		if maxConcurrent <= 0 && timeout <= 0 {
-			s.admission = nil
-			return
-		}
-		a := &admission{timeout: max(timeout, 0)}
-		if maxConcurrent > 0 {
-			a.slots = make(chan struct{}, maxConcurrent)
-		}
-		s.admission = a
+	return func(s *Service) { s.admission = newAdmission(maxConcurrent, timeout) }
+}
+
+func newAdmission(maxConcurrent int, timeout time.Duration) *admission {
+	a := &admission{timeout: max(timeout, 0)}
+	if maxConcurrent > 0 {
+		a.slots = make(chan struct{}, maxConcurrent)
 	}
+	return a
 }
 
 // admit takes a slot for a decision and bounds ctx by the timeout; the
 // caller must call release once the decision has returned, whatever
 // happened to ctx. A call whose caller already gave up takes nothing.
 func (a *admission) admit(ctx context.Context) (context.Context, func(), error) {
-	if a == nil {
-		return ctx, func() {}, nil
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, status.FromContextError(err).Err()
 	}
@@ -103,7 +98,7 @@ func (a *admission) admit(ctx context.Context) (context.Context, func(), error) 
 // before the context's timer fires.
 func (a *admission) expired(ctx context.Context) bool {
 	deadline, ok := ctx.Value(requestDeadline{}).(time.Time)
-	if a == nil || !ok || time.Now().Before(deadline) {
+	if !ok || time.Now().Before(deadline) {
 		return false
 	}
 	if caller, ok := ctx.Deadline(); ok && caller.Before(deadline) {
@@ -114,12 +109,8 @@ func (a *admission) expired(ctx context.Context) bool {
 }
 
 // Admission reports the decisions in progress, the calls refused past
-// MAX_CONCURRENT_REQUESTS and the decisions REQUEST_TIMEOUT ended; zeros
-// without WithAdmission.
+// MAX_CONCURRENT_REQUESTS and the decisions REQUEST_TIMEOUT ended.
 func (s *Service) Admission() (inFlight int64, rejected, timedOut uint64) {
 	a := s.admission
-	if a == nil {
-		return 0, 0, 0
-	}
 	return a.inFlight.Load(), a.rejected.Load(), a.timedOut.Load()
 }

@@ -60,7 +60,7 @@ type Service struct {
 	// decode bounds the bytes of requests being decoded at once (gRPC and
 	// /json); see WithDecodeBudget.
 	decode *byteBudget
-	// admission: see WithAdmission; nil admits everything.
+	// admission: see WithAdmission (unbounded by default).
 	admission *admission
 }
 
@@ -76,8 +76,9 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 			entries:     DefaultMaxEntries,
 			valueLen:    DefaultMaxValueLen,
 		},
-		log:    zap.NewNop(),
-		decode: newByteBudget(DefaultDecodeBudget),
+		log:       zap.NewNop(),
+		decode:    newByteBudget(DefaultDecodeBudget),
+		admission: newAdmission(0, 0),
 	}
 	for _, opt := range opts {
 		opt(s)
