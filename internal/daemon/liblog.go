@@ -43,7 +43,9 @@ var (
 )
 
 // grpcLog is a grpclog.LoggerV2 forwarding to the latest Run's logger.
-type grpcLog struct{ cur atomic.Pointer[zapgrpc.Logger] }
+type grpcLog struct {
+	cur atomic.Pointer[zapgrpc.Logger]
+}
 
 var _ grpclog.LoggerV2 = (*grpcLog)(nil)
 
