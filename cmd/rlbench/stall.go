@@ -36,8 +36,8 @@ type stallResult struct {
 	// launched: from the start of the sleep until the last caller called
 	// (past the sleep, the box could not send them all in time).
 	drained, launched time.Duration
-	// arrived: the callers the service had taken in (deciding or refused)
-	// when Redis woke; -1 when its metrics could not be read.
+	// arrived: the most callers the service had taken in (deciding or
+	// refused) at once while Redis slept, from its metrics every 100 ms.
 	arrived int
 }
 
@@ -109,8 +109,8 @@ func runStall(o options) error {
 			}
 		}
 	}
-	fmt.Println("RSS: the service's resident memory before the stall and its peak (sampled every 20 ms); arrived: callers the service")
-	fmt.Println("had taken in (deciding or refused) when Redis woke; answered: OK or OVER_LIMIT;")
+	fmt.Println("RSS: the service's resident memory before the stall and its peak (sampled every 20 ms); arrived: the most callers")
+	fmt.Println("the service had taken in (deciding or refused) while Redis slept; answered: OK or OVER_LIMIT;")
 	fmt.Println("probe: the first call sent as Redis woke, on its own connection; drained: until the last caller had its answer;")
 	fmt.Println("launched: when the last caller called, from the start of the sleep (past the sleep, the box could not send them all in time).")
 	return nil
@@ -185,6 +185,23 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 		}()
 	}
 	ready.Wait()
+	// How many calls the service has taken in, polled until Redis wakes.
+	var arrived atomic.Int64
+	stopPolling := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			select {
+			case <-stopPolling:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if n := int64(t.arrived()); n > arrived.Load() {
+				arrived.Store(n)
+			}
+		}
+	}()
 	go sleepRedis()
 	time.Sleep(50 * time.Millisecond) // the command reached the idle Redis
 	asleep := time.Now()
@@ -193,9 +210,8 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 		return r, fmt.Errorf("DEBUG SLEEP: %w", err)
 	}
 	wake := time.Now()
+	close(stopPolling)
 	r.launched = time.Unix(0, lastStart.Load()).Sub(asleep)
-	arrived := make(chan int, 1)
-	go func() { arrived <- t.arrived() }()
 	r.probe, r.probeCode = timedCall(probeClient, stallRequest(o, round, o.concurrency), o.timeout)
 	for i := range 20 {
 		d, _ := timedCall(probeClient, stallRequest(o, round, o.concurrency+1+i), o.timeout)
@@ -203,7 +219,8 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 	}
 	wg.Wait()
 	r.drained = time.Since(wake)
-	r.arrived = <-arrived
+	<-polled
+	r.arrived = int(arrived.Load())
 	r.peakRSS = max(stopSampling(), peak(), r.baseRSS)
 	return r, nil
 }
