@@ -1,23 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/ratelimitd/ratelimitd/internal/procstat"
 )
@@ -39,30 +30,6 @@ type stallResult struct {
 	// arrived: the most callers the service had taken in (deciding or
 	// refused) at once while Redis slept, from its metrics every 100 ms.
 	arrived int
-}
-
-// arrived reads from the target's metrics how many calls it had taken in:
-// those in progress and those refused.
-func (t *target) arrived() int {
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + t.debug[0] + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return -1
-	}
-	n := 0.0
-	for _, name := range []string{"ratelimitd_requests_in_flight", "ratelimitd_requests_overloaded_total"} {
-		v, err := metricSum(strings.NewReader(string(body)), name)
-		if err != nil {
-			return -1
-		}
-		n += v
-	}
-	return int(n)
 }
 
 // runStall is the stall scenario: -concurrency callers, each with a
@@ -124,8 +91,7 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 		return stallResult{}, err
 	}
 	defer t.close()
-	addr := t.conns[0].CanonicalTarget()
-	conns, err := dialMany(addr, o.connections+1)
+	conns, err := dialMany(t.conns[0].CanonicalTarget(), o.connections+1)
 	if err != nil {
 		return stallResult{}, err
 	}
@@ -134,165 +100,45 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 			_ = c.Close()
 		}
 	}()
-	probeClient := rlsv3.NewRateLimitServiceClient(conns[o.connections])
 	// Warm up every connection (and the service's Redis pool and scripts).
 	for i, c := range conns {
 		if code := call(rlsv3.NewRateLimitServiceClient(c), stallRequest(o, round, -1-i), time.Minute); code != codes.OK {
 			return stallResult{}, fmt.Errorf("warm-up call: %s", code)
 		}
 	}
-	r := stallResult{codes: map[codes.Code]int{}}
+	r := stallResult{}
 	pid := t.procs[0].pid()
 	if r.baseRSS, err = procstat.RSS(pid); err != nil {
 		return r, err
 	}
 	peak, stopSampling := sampleRSS(pid)
-
 	sleeper, err := dialRedis(redisAddr)
 	if err != nil {
 		return r, err
 	}
 	defer sleeper.close()
-	woke := make(chan error, 1)
-	sleepRedis := func() {
-		_ = sleeper.c.SetDeadline(time.Now().Add(o.stall + time.Minute))
-		_, err := sleeper.c.Write([]byte("DEBUG SLEEP " + strconv.FormatFloat(o.stall.Seconds(), 'f', 3, 64) + "\r\n"))
-		if err == nil {
-			_, err = sleeper.r.ReadString('\n')
-		}
-		woke <- err
-	}
 
-	// The callers are ready before Redis sleeps and start together, so
-	// that as many as the box can send are in flight during the sleep.
-	var mu sync.Mutex
-	var wg, ready sync.WaitGroup
-	var lastStart atomic.Int64
-	begin := make(chan struct{})
-	for i := range o.concurrency {
-		wg.Add(1)
-		ready.Add(1)
-		go func() {
-			defer wg.Done()
-			client, req := rlsv3.NewRateLimitServiceClient(conns[i%o.connections]), stallRequest(o, round, i)
-			ready.Done()
-			<-begin
-			lastStart.Store(time.Now().UnixNano())
-			code := call(client, req, o.timeout)
-			mu.Lock()
-			r.codes[code]++
-			mu.Unlock()
-		}()
-	}
-	ready.Wait()
-	// How many calls the service has taken in, polled until Redis wakes.
-	var arrived atomic.Int64
-	stopPolling := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		for {
-			select {
-			case <-stopPolling:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			if n := int64(t.arrived()); n > arrived.Load() {
-				arrived.Store(n)
-			}
-		}
-	}()
-	go sleepRedis()
+	c := readyCallers(o, conns[:o.connections], round)
+	stopPolling := pollArrivals(t)
+	woke := make(chan error, 1)
+	go func() { woke <- sleeper.sleep(o.stall) }()
 	time.Sleep(50 * time.Millisecond) // the command reached the idle Redis
 	asleep := time.Now()
-	close(begin)
+	close(c.begin)
 	if err := <-woke; err != nil {
 		return r, fmt.Errorf("DEBUG SLEEP: %w", err)
 	}
 	wake := time.Now()
-	close(stopPolling)
-	r.launched = time.Unix(0, lastStart.Load()).Sub(asleep)
-	r.probe, r.probeCode = timedCall(probeClient, stallRequest(o, round, o.concurrency), o.timeout)
+	r.arrived = stopPolling()
+	r.launched = time.Unix(0, c.lastStart.Load()).Sub(asleep)
+	probe := rlsv3.NewRateLimitServiceClient(conns[o.connections])
+	r.probe, r.probeCode = timedCall(probe, stallRequest(o, round, o.concurrency), o.timeout)
 	for i := range 20 {
-		d, _ := timedCall(probeClient, stallRequest(o, round, o.concurrency+1+i), o.timeout)
+		d, _ := timedCall(probe, stallRequest(o, round, o.concurrency+1+i), o.timeout)
 		r.probeMax = max(r.probeMax, d)
 	}
-	wg.Wait()
+	r.codes = c.wait()
 	r.drained = time.Since(wake)
-	<-polled
-	r.arrived = int(arrived.Load())
 	r.peakRSS = max(stopSampling(), peak(), r.baseRSS)
 	return r, nil
-}
-
-// stallRequest is caller i's request: a counter of its own under the
-// scenario's key, so every answer is an admission.
-func stallRequest(o options, round, i int) *rlsv3.RateLimitRequest {
-	return request(o.domain, o.key, 1, func(int) string { return "r" + strconv.Itoa(round) + "c" + strconv.Itoa(i) })
-}
-
-func call(c rlsv3.RateLimitServiceClient, req *rlsv3.RateLimitRequest, timeout time.Duration) codes.Code {
-	_, code := timedCall(c, req, timeout)
-	return code
-}
-
-func timedCall(c rlsv3.RateLimitServiceClient, req *rlsv3.RateLimitRequest, timeout time.Duration) (time.Duration, codes.Code) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	start := time.Now()
-	_, err := c.ShouldRateLimit(ctx, req)
-	return time.Since(start), status.Code(err)
-}
-
-func dialMany(addr string, n int) ([]*grpc.ClientConn, error) {
-	conns := make([]*grpc.ClientConn, 0, n)
-	for range n {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			for _, c := range conns {
-				_ = c.Close()
-			}
-			return nil, err
-		}
-		conns = append(conns, c)
-	}
-	return conns, nil
-}
-
-// sampleRSS reads pid's resident memory every 20 ms until stop, which
-// returns the peak seen; peak reads it so far.
-func sampleRSS(pid int) (peak func() uint64, stop func() uint64) {
-	var highest atomic.Uint64
-	quit, finished := make(chan struct{}), make(chan struct{})
-	read := func() {
-		if v, err := procstat.RSS(pid); err == nil && v > highest.Load() {
-			highest.Store(v)
-		}
-	}
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			read()
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return highest.Load, func() uint64 {
-		close(quit)
-		<-finished
-		read()
-		return highest.Load()
-	}
-}
-
-func mib(b uint64) float64 { return float64(b) / (1 << 20) }
-
-func readAll(path string) []byte {
-	b, _ := os.ReadFile(path)
-	return b
 }
