@@ -48,10 +48,11 @@ func (c *child) stop() {
 }
 
 // startRedis runs redis-server on a port internal/redisproc chooses (one
-// below the kernel's ephemeral range, another if it is taken).
-func startRedis(bin, dir string) (*child, string, error) {
+// below the kernel's ephemeral range, another if it is taken), with extra
+// arguments after the bench's own.
+func startRedis(bin, dir string, extra ...string) (*child, string, error) {
 	proc, port, err := redisproc.Launch(bin, 0, func(port int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}
+		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
 	})
 	if err != nil {
 		return nil, "", err

@@ -19,14 +19,19 @@ type stallResult struct {
 	// codes counts the callers' answers: OK stands for any answer (OK or
 	// OVER_LIMIT), the rest for the error they got.
 	codes map[codes.Code]int
-	// probe is the first call sent once Redis woke: how long it took and
-	// what it got; probeMax the slowest of the probes after it.
+	// probe is how long after the wake a call sent then was first answered
+	// (calls one after the other, on a connection of their own; refused:
+	// those refused before it) and with what; probeMax the slowest of 20
+	// calls after it.
 	probe, probeMax time.Duration
 	probeCode       codes.Code
+	probeRefused    int
 	// drained: from the wake until every caller had its answer;
 	// launched: from the start of the sleep until the last caller called
 	// (past the sleep, the box could not send them all in time).
 	drained, launched time.Duration
+	// cpu: the service's CPU time from the sleep until the last answer.
+	cpu time.Duration
 	// arrived: the most callers the service had taken in (deciding or
 	// refused) at once while Redis slept, from its metrics every 100 ms.
 	arrived int
@@ -51,7 +56,13 @@ func runStall(o options) error {
 		return err
 	}
 	defer logFile.Close()
-	redisProc, redisAddr, err := startRedis(o.redisServer, dir)
+	// The delay queue's metrics read Redis at every scrape, which would
+	// wait out the sleep: the run polls the service's metrics meanwhile.
+	if err := os.Setenv("QUEUE_ENABLED", "false"); err != nil {
+		return err
+	}
+	// DEBUG is refused unless enabled (Redis 7).
+	redisProc, redisAddr, err := startRedis(o.redisServer, dir, "--enable-debug-command", "local")
 	if err != nil {
 		return err
 	}
@@ -60,17 +71,17 @@ func runStall(o options) error {
 	fmt.Printf("\nrlbench scenario %s: %s\n", o.scenario.name, o.scenario.about)
 	fmt.Printf("%d callers on %d connections, %s deadlines, Redis asleep %s, %d rounds, key %q, %d CPUs\n",
 		o.concurrency, o.connections, o.timeout, o.stall, o.rounds, o.key, numCPU())
-	fmt.Printf("%-36s %7s %8s %8s %8s %9s %7s %8s %9s %22s %9s %8s\n", "target", "RSS MiB", "peak MiB", "arrived",
-		"answered", "RESOURCE_", "UNAVAIL", "DEADLINE", "launched", "probe", "probe max", "drained")
+	fmt.Printf("%-36s %7s %8s %8s %8s %9s %7s %8s %9s %22s %9s %8s %7s\n", "target", "RSS MiB", "peak MiB", "arrived",
+		"answered", "RESOURCE_", "UNAVAIL", "DEADLINE", "launched", "probe", "probe max", "drained", "CPU")
 	for round := range o.rounds {
 		for _, name := range o.targets {
 			r, err := stallOnce(o, name, logFile, redisAddr, round)
 			if err != nil {
 				return fmt.Errorf("%s: %w (log: %s)", name, err, tail(readAll(logFile.Name()), 2000))
 			}
-			fmt.Printf("%-36s %7.1f %8.1f %8d %8d %9d %7d %8d %9s %22s %9s %8s\n", name, mib(r.baseRSS), mib(r.peakRSS), r.arrived,
+			fmt.Printf("%-36s %7.1f %8.1f %8d %8d %9d %7d %8d %9s %22s %9s %8s %7s\n", name, mib(r.baseRSS), mib(r.peakRSS), r.arrived,
 				r.codes[codes.OK], r.codes[codes.ResourceExhausted], r.codes[codes.Unavailable], r.codes[codes.DeadlineExceeded],
-				rnd(r.launched), fmt.Sprintf("%s %s", rnd(r.probe), r.probeCode), rnd(r.probeMax), rnd(r.drained))
+				rnd(r.launched), fmt.Sprintf("%s %s (%d)", rnd(r.probe), r.probeCode, r.probeRefused), rnd(r.probeMax), rnd(r.drained), rnd(r.cpu))
 			if other := o.concurrency - r.codes[codes.OK] - r.codes[codes.ResourceExhausted] - r.codes[codes.Unavailable] - r.codes[codes.DeadlineExceeded]; other > 0 {
 				fmt.Printf("  %d callers got other codes: %v\n", other, r.codes)
 			}
@@ -78,8 +89,10 @@ func runStall(o options) error {
 	}
 	fmt.Println("RSS: the service's resident memory before the stall and its peak (sampled every 20 ms); arrived: the most callers")
 	fmt.Println("the service had taken in (deciding or refused) while Redis slept; answered: OK or OVER_LIMIT;")
-	fmt.Println("probe: the first call sent as Redis woke, on its own connection; drained: until the last caller had its answer;")
-	fmt.Println("launched: when the last caller called, from the start of the sleep (past the sleep, the box could not send them all in time).")
+	fmt.Println("probe: from the wake until a call sent then was answered (calls one after the other on a connection of their own;")
+	fmt.Println("in brackets those refused before it); probe max: the slowest of 20 calls after it; drained: until the last caller's answer;")
+	fmt.Println("launched: when the last caller called, from the start of the sleep (past the sleep, the box could not send them all in time);")
+	fmt.Println("CPU: the service's, from the sleep to the last answer.")
 	return nil
 }
 
@@ -112,6 +125,10 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 		return r, err
 	}
 	peak, stopSampling := sampleRSS(pid)
+	cpuBefore, err := procstat.CPUTime(pid)
+	if err != nil {
+		return r, err
+	}
 	sleeper, err := dialRedis(redisAddr)
 	if err != nil {
 		return r, err
@@ -132,13 +149,25 @@ func stallOnce(o options, name string, logFile io.Writer, redisAddr string, roun
 	r.arrived = stopPolling()
 	r.launched = time.Unix(0, c.lastStart.Load()).Sub(asleep)
 	probe := rlsv3.NewRateLimitServiceClient(conns[o.connections])
-	r.probe, r.probeCode = timedCall(probe, stallRequest(o, round, o.concurrency), o.timeout)
+	// Calls one after the other until one is answered: the wait for it,
+	// from the wake, and how many were refused on the way; then 20 more.
+	for i := 0; ; i++ {
+		_, code := timedCall(probe, stallRequest(o, round, o.concurrency+i), o.timeout)
+		if code == codes.OK || time.Since(wake) > o.timeout {
+			r.probe, r.probeCode = time.Since(wake), code
+			break
+		}
+		r.probeRefused++
+	}
 	for i := range 20 {
-		d, _ := timedCall(probe, stallRequest(o, round, o.concurrency+1+i), o.timeout)
+		d, _ := timedCall(probe, stallRequest(o, round, -100-i), o.timeout)
 		r.probeMax = max(r.probeMax, d)
 	}
 	r.codes = c.wait()
 	r.drained = time.Since(wake)
+	if cpu, err := procstat.CPUTime(pid); err == nil {
+		r.cpu = cpu - cpuBefore
+	}
 	r.peakRSS = max(stopSampling(), peak(), r.baseRSS)
 	return r, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -81,11 +82,17 @@ func pollArrivals(t *target) (stop func() int) {
 // sleep has Redis sleep d (DEBUG SLEEP) and returns when it wakes.
 func (r *redisConn) sleep(d time.Duration) error {
 	_ = r.c.SetDeadline(time.Now().Add(d + time.Minute))
-	_, err := r.c.Write([]byte("DEBUG SLEEP " + strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "\r\n"))
-	if err == nil {
-		_, err = r.r.ReadString('\n')
+	if _, err := r.c.Write([]byte("DEBUG SLEEP " + strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "\r\n")); err != nil {
+		return err
 	}
-	return err
+	reply, err := r.r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if reply = strings.TrimSpace(reply); reply != "+OK" {
+		return fmt.Errorf("DEBUG SLEEP: %s", reply)
+	}
+	return nil
 }
 
 // stallRequest is caller i's request: a counter of its own under the
