@@ -121,16 +121,11 @@ func run(o options) error {
 	if o.rounds < 1 || o.concurrency < 1 || o.duration <= 0 || o.replicas < 1 {
 		return errors.New("-rounds, -concurrency, -duration and -replicas must be positive")
 	}
-	dir, err := os.MkdirTemp("", "rlbench-")
+	dir, logFile, cleanup, err := workDir("rlbench-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	logFile, err := os.Create(filepath.Join(dir, "ratelimitd.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
+	defer cleanup()
 
 	redisProc, redisAddr, err := startRedis(o.redisServer, dir)
 	if err != nil {
@@ -175,6 +170,19 @@ func run(o options) error {
 	printTable(o, targets, samples)
 	reportFailures(samples, logFile.Name())
 	return nil
+}
+
+// workDir makes a temporary directory for a run (Redis's files) and the
+// services' log in it; cleanup removes both.
+func workDir(prefix string) (dir string, logFile *os.File, cleanup func(), err error) {
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, nil, err
+	}
+	if logFile, err = os.Create(filepath.Join(dir, "ratelimitd.log")); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	return dir, logFile, func() { _ = logFile.Close(); _ = os.RemoveAll(dir) }, nil
 }
 
 // startTarget starts -replicas servers of what a target name describes:

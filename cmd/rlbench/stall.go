@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -46,16 +45,11 @@ func runStall(o options) error {
 	if o.ratelimitd == "" {
 		return fmt.Errorf("-ratelimitd is required")
 	}
-	dir, err := os.MkdirTemp("", "rlbench-stall-")
+	dir, logFile, cleanup, err := workDir("rlbench-stall-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	logFile, err := os.Create(filepath.Join(dir, "ratelimitd.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
+	defer cleanup()
 	// The delay queue's metrics read Redis at every scrape, which would
 	// wait out the sleep: the run polls the service's metrics meanwhile.
 	if err := os.Setenv("QUEUE_ENABLED", "false"); err != nil {

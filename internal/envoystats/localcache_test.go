@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
@@ -44,15 +42,7 @@ var localCacheLines = []string{
 }
 
 func TestLocalCacheGaugesOverStatsd(t *testing.T) {
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	sink, err := NewStatsd("127.0.0.1", conn.LocalAddr().(*net.UDPAddr).Port, "udp", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, sink := udpStatsd(t)
 	s := New(sink)
 	defer s.Close()
 	s.AddLocalCache(spentCache(t))

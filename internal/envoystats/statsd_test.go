@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	gostats "github.com/lyft/gostats"
 	"go.uber.org/zap"
 )
 
@@ -44,18 +45,26 @@ func contains(lines []string, want ...string) bool {
 	return true
 }
 
-// TestStatsdOverUDP: counters go out as name:delta|c (with EXTRA_TAGS in the
-// name, as gostats writes them), timers as name:ms|ms.
-func TestStatsdOverUDP(t *testing.T) {
+// udpStatsd is a statsd sink sending over UDP to conn, a socket of the
+// test's.
+func udpStatsd(t *testing.T) (net.PacketConn, gostats.Sink) {
+	t.Helper()
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
 	sink, err := NewStatsd("127.0.0.1", conn.LocalAddr().(*net.UDPAddr).Port, "udp", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return conn, sink
+}
+
+// TestStatsdOverUDP: counters go out as name:delta|c (with EXTRA_TAGS in the
+// name, as gostats writes them), timers as name:ms|ms.
+func TestStatsdOverUDP(t *testing.T) {
+	conn, sink := udpStatsd(t)
 	s := New(sink, WithExtraTags(map[string]string{"cluster": "eu"}))
 	defer s.Close()
 	s.Count(s.Rule("d.k_v"), Decision{Hits: 2, Limit: 10})
