@@ -192,8 +192,9 @@ func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *
 			Hits:   h,
 			Mode:   mode,
 			Usage:  usage,
-			Joined: len(p.reqs) > first,
-			Lease:  lease && l.Leases(s.globalLease),
+			Joined:   len(p.reqs) > first,
+			Lease:    lease && l.Leases(s.globalLease),
+			Fallback: fallbackOf(l.OnStoreError),
 		})
 		p.rules = append(p.rules, l)
 	}

@@ -1,0 +1,67 @@
+package fallback
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// Presence is how replicas learn of each other through the backend while
+// it answers (redisstore.Presence is one).
+type Presence interface {
+	// Beat records replica id as live now and returns how many replicas
+	// are live, this one included, and the backend's epoch: a token that
+	// stays the same while the backend keeps its data and changes when it
+	// lost them (a Redis restarted empty).
+	Beat(ctx context.Context, id string) (live int, epoch string, err error)
+	// Leave removes id, so that the others' shares grow at their next beat
+	// instead of when id's last beat ages out.
+	Leave(ctx context.Context, id string) error
+}
+
+// membership is what the beats said: the replicas live at the last beat,
+// whether another was ever seen, and the backend's epoch then.
+type membership struct {
+	live     int
+	sawOther bool
+	epoch    string
+	beatAt   time.Time
+}
+
+// divisor is the number of replicas a limit is shared by: the replicas
+// live at the last beat, once this replica has seen another; before that
+// (started while the backend was down, or alone so far) fallback, the
+// configured count.
+func (m membership) divisor(fallback int) uint64 {
+	if m.sawOther && m.live > 0 {
+		return uint64(m.live)
+	}
+	return uint64(max(fallback, 1))
+}
+
+// scale is lim shared by n replicas: every count divided by n, rounded
+// down, so that n shares never add up to more than the limit. A share that
+// rounds down to nothing admits nothing (a limit of zero requests).
+func scale(lim algorithms.Limit, n uint64) algorithms.Limit {
+	if n <= 1 {
+		return lim
+	}
+	out := lim
+	out.Requests = lim.Requests / n
+	out.MaxDebt = lim.MaxDebt / n
+	if lim.Burst > 0 {
+		out.Burst = lim.Burst / n
+		if out.Burst == 0 {
+			// A burst of 0 would mean Requests: no share of it is left.
+			out.Requests = 0
+		}
+	}
+	return out
+}
+
+// share is this replica's part of what the backend had left, remaining,
+// under scaled: remaining / n, never more than the share's capacity.
+func share(remaining uint64, scaled algorithms.Limit, n uint64) uint64 {
+	return min(remaining/max(n, 1), scaled.Capacity())
+}
