@@ -20,9 +20,9 @@ func newLocalMetrics() localMetrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ratelimitd", Subsystem: "local", Name: name, Help: help}, []string{"domain", "rule"})
 	}
 	return localMetrics{
-		decisions: rule("decisions_total", "Descriptors of an on_store_error: local rule decided in this replica's memory, with its share of the limit, because Redis could not decide them."),
+		decisions:  rule("decisions_total", "Descriptors of an on_store_error: local rule decided in this replica's memory, with its share of the limit, because Redis could not decide them."),
 		reconciled: rule("reconciled_hits_total", "Hits admitted locally charged to Redis once it answered again (with, after Redis lost its data, the replica's share of what it had counted before)."),
-		dropped: rule("dropped_hits_total", "Hits admitted locally never charged to Redis: their window ended first, or Redis may have counted them already (a call that failed after it was sent)."),
+		dropped:    rule("dropped_hits_total", "Hits admitted locally never charged to Redis: their window ended first, or Redis may have counted them already (a call that failed after it was sent)."),
 	}
 }
 

@@ -49,7 +49,7 @@ func (s *Service) noteLocal(p *plan, results []store.Result) {
 	if !local && s.local.n.Load() == 0 {
 		return
 	}
-	now := time.Now().UnixNano()
+	now := s.now().UnixNano()
 	for _, sl := range p.slots {
 		if sl.kind != counted || sl.rule.FromRequest() {
 			continue

@@ -58,8 +58,9 @@ type Service struct {
 	// decode bounds the bytes of requests being decoded at once (gRPC and
 	// /json); see WithDecodeBudget.
 	decode *byteBudget
-	// local: the rules deciding locally now (local.go).
+	// local: the rules deciding locally now (local.go), on the clock now.
 	local localRules
+	now   func() time.Time
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
@@ -76,6 +77,7 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 		},
 		log:    zap.NewNop(),
 		decode: newByteBudget(DefaultDecodeBudget),
+		now:    time.Now,
 	}
 	for _, opt := range opts {
 		opt(s)
