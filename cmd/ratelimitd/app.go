@@ -19,6 +19,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/tracing"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/fallback"
 )
 
 // configWatcher is what serve needs of *config.Watcher or, with
@@ -55,6 +56,9 @@ type app struct {
 	leases *leaseGate
 	// rlqs is the Rate Limit Quota Service (rlqs.go); nil unless RLQS_ENABLED.
 	rlqs *rlqs.Server
+	// fallback decides on_store_error: local rules while Redis cannot
+	// (fallback.go); nil on the embedded store.
+	fallback *fallback.Store
 
 	grpcLn, httpLn, debugLn net.Listener
 
@@ -86,7 +90,11 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if a.store, a.leases, err = newStore(set, m, log); err != nil {
 		return nil, err
 	}
+	if a.store, a.fallback, err = a.withFallback(a.store, m); err != nil {
+		return nil, err
+	}
 	a.observeLeases(a.watcher.Current())
+	a.startFallback(a.watcher.Current())
 	var tracingOpts []grpc.ServerOption
 	if a.store, tracingOpts, err = a.startTracing(a.store); err != nil {
 		return nil, err
@@ -111,6 +119,7 @@ func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
 		if err == nil {
 			empty.observe(cfg)
 			a.observeLeases(cfg)
+			a.startFallback(cfg)
 		}
 		a.syncHealth()
 	}
