@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
@@ -23,7 +25,7 @@ func (a *app) withFallback(st store.Store, m *metrics.Metrics) (store.Store, *fa
 	rule := func(key string) (string, string) { return a.watcher.Current().RuleOfKey(keys, key) }
 	fb := fallback.New(st,
 		fallback.WithReplicas(set.Fallback.Replicas),
-		fallback.WithPresence(rs.Presence(keys.PresenceKey(), 3*set.Fallback.Heartbeat), set.Fallback.Heartbeat),
+		fallback.WithPresence(redisPresence{rs.Presence(keys.PresenceKey(), 3*set.Fallback.Heartbeat)}, set.Fallback.Heartbeat),
 		fallback.WithUncharged(redisstore.NotRun),
 		fallback.WithReconciled(func(key string, hits uint64) {
 			domain, r := rule(key)
@@ -38,6 +40,14 @@ func (a *app) withFallback(st store.Store, m *metrics.Metrics) (store.Store, *fa
 		return st, nil, err // st is still the app's to close
 	}
 	return fb, fb, nil
+}
+
+// redisPresence is the Redis store's presence as the decorator reads it.
+type redisPresence struct{ *redisstore.Presence }
+
+func (p redisPresence) Beat(ctx context.Context, id string, local bool) (fallback.Members, error) {
+	b, err := p.Presence.Beat(ctx, id, local)
+	return fallback.Members(b), err
 }
 
 // startFallback starts the replicas' presence once a config in force has a

@@ -32,11 +32,11 @@ type entry struct {
 	// gen counts the windows pending was reset for, so that a charge of
 	// an ended window's hits never takes back the next window's.
 	gen uint64
-	// draining: the backend took a charge since, so requests go to it
-	// again; what is still pending is charged by the next pass.
-	draining bool
-	inflight charge
-	seq      uint64
+	// confirmed: the backend answered a charge (or check) of it since it
+	// went local; it stays local until no replica is unconfirmed.
+	confirmed bool
+	inflight  charge
+	seq       uint64
 }
 
 // charge is a reconcile call that may have run: it is sent again with the
@@ -98,11 +98,10 @@ func (s *Store) open(reqs []store.Request, now time.Time) error {
 		if r.Fallback != store.FallbackLocal {
 			continue
 		}
-		if e, ok := s.entries[r.Key]; ok {
-			e.draining = false
+		if _, ok := s.entries[r.Key]; ok {
 			continue
 		}
-		e := &entry{limit: r.Limit, scaled: scale(r.Limit, n), epoch: s.members.epoch}
+		e := &entry{limit: r.Limit, scaled: scale(r.Limit, n), epoch: s.members.Epoch}
 		if last, ok := s.seen.last(r.Key, now); ok {
 			if used := e.scaled.Capacity() - share(last.remaining, e.scaled, n); used > 0 {
 				e.seed, e.seedUntil = used, last.until

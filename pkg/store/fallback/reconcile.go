@@ -55,8 +55,9 @@ func (s *Store) loop() {
 	}
 }
 
-// Beat tells the presence this replica is live and learns how many are,
-// and the backend's epoch. Without a presence it does nothing.
+// Beat tells the presence this replica is live, and whether it is still
+// local, and learns how many replicas are, and the backend's epoch.
+// Without a presence it does nothing.
 func (s *Store) Beat(ctx context.Context) error {
 	p := s.opts.presence
 	if p == nil {
@@ -64,26 +65,62 @@ func (s *Store) Beat(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	live, epoch, err := p.Beat(ctx, s.opts.id)
-	if err != nil {
-		return err
-	}
+	s.mu.Lock()
+	local := s.unconfirmed()
+	s.mu.Unlock()
+	m, err := p.Beat(ctx, s.opts.id, local)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.members = membership{live: live, sawOther: s.members.sawOther || live > 1, epoch: epoch, beatAt: s.now()}
+	if err != nil {
+		s.members.recovered = time.Time{} // the backend may be down again
+		return err
+	}
+	s.members.Members, s.members.beatAt = m, s.now()
+	s.members.sawOther = s.members.sawOther || m.Live > 1
+	if s.members.recovered.IsZero() && len(s.entries) > 0 {
+		s.members.recovered = m.Now
+	}
 	return nil
 }
 
+// releasable reports whether the counters decided here may go back to the
+// backend: every live replica has beaten since this one found the backend
+// back (a beat from before the outage may say "not local" of a replica
+// that went local since), and none of them is still local. mu is held.
+func (s *Store) releasable() bool {
+	m := s.members
+	return !m.recovered.IsZero() && m.Local == 0 && !m.Oldest.Before(m.recovered)
+}
+
+// unconfirmed reports whether a counter decided here has had no answer
+// from the backend since it went local. mu is held.
+func (s *Store) unconfirmed() bool {
+	for _, e := range s.entries {
+		if !e.confirmed {
+			return true
+		}
+	}
+	return false
+}
+
 // Reconcile charges the backend with the hits admitted here, counter by
-// counter, and hands back to it every counter it took them for; it returns
-// how many counters are still decided here. It beats first, so that a
-// backend that lost its data (another epoch) also gets back what it had
-// counted before the outage (each entry's seed).
+// counter, and returns how many counters are still decided here. It beats
+// first, so that a backend that lost its data (another epoch) also gets
+// back what it had counted before the outage (each entry's seed), and so
+// that counters are handed back to the backend only once no replica is
+// still local: until then the backend's counts lack the other replicas'
+// hits, and a replica deciding there would admit them again.
 func (s *Store) Reconcile(ctx context.Context) int {
 	if s.active.Load() == 0 {
 		return 0
 	}
-	_ = s.Beat(ctx)
+	release := true
+	if s.opts.presence != nil {
+		err := s.Beat(ctx)
+		s.mu.Lock()
+		release = err == nil && s.releasable()
+		s.mu.Unlock()
+	}
 	s.mu.Lock()
 	keys := make([]string, 0, len(s.entries))
 	for k := range s.entries { // map order: no counter always waits last
@@ -96,7 +133,7 @@ func (s *Store) Reconcile(ctx context.Context) int {
 	for range min(passWorkers, len(keys)) {
 		wg.Go(func() {
 			for k := range work {
-				if s.reconcileKey(ctx, k) {
+				if s.reconcileKey(ctx, k, release) {
 					answered.Add(1)
 				} else {
 					failed.Add(1)
@@ -115,10 +152,11 @@ func (s *Store) Reconcile(ctx context.Context) int {
 	return int(s.active.Load())
 }
 
-// reconcileKey charges key's pending hits; false if the backend failed.
-func (s *Store) reconcileKey(ctx context.Context, key string) bool {
+// reconcileKey charges key's pending hits, and hands key back to the
+// backend when release allows; false if the backend failed.
+func (s *Store) reconcileKey(ctx context.Context, key string, release bool) bool {
 	for range rounds {
-		reqs, c, ok := s.nextCharge(key)
+		reqs, c, ok := s.nextCharge(key, release)
 		if !ok {
 			return true
 		}
@@ -126,9 +164,10 @@ func (s *Store) reconcileKey(ctx context.Context, key string) bool {
 		_, err := s.next.Take(cctx, reqs)
 		cancel()
 		if err != nil {
+			s.unconfirm(key)
 			return false
 		}
-		s.settle(key, c)
+		s.settle(key, c, release)
 	}
 	return true
 }
@@ -137,8 +176,9 @@ func (s *Store) reconcileKey(ctx context.Context, key string) bool {
 // again, as it was, if its outcome is unknown; else what is pending now,
 // with the seed if the backend lost its data. Hits whose window ended are
 // dropped instead. Nothing to charge is a check, which tells the backend
-// answers for key again. ok is false once key is no longer decided here.
-func (s *Store) nextCharge(key string) (reqs []store.Request, c charge, ok bool) {
+// answers for key again (none once it has, until release). ok is false
+// when there is no call to make.
+func (s *Store) nextCharge(key string, release bool) (reqs []store.Request, c charge, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
@@ -160,7 +200,7 @@ func (s *Store) nextCharge(key string) (reqs []store.Request, c charge, ok bool)
 		e.gen++
 	}
 	c = charge{pending: e.pending, gen: e.gen, until: e.until}
-	if e.seed > 0 && e.epoch != "" && s.members.epoch != e.epoch && now.Before(e.seedUntil) {
+	if e.seed > 0 && e.epoch != "" && s.members.Epoch != e.epoch && now.Before(e.seedUntil) {
 		c.seed = e.seed
 		c.until = later(c.until, e.seedUntil)
 	}
@@ -168,6 +208,11 @@ func (s *Store) nextCharge(key string) (reqs []store.Request, c charge, ok bool)
 		e.seq++
 		c.seq = e.seq
 		e.inflight = c
+	} else if e.confirmed {
+		if release {
+			s.remove(key)
+		}
+		return nil, charge{}, false
 	}
 	return s.chargeRequests(key, e, c, now), c, true
 }
@@ -192,9 +237,9 @@ func (s *Store) chargeRequests(key string, e *entry, c charge, now time.Time) []
 }
 
 // settle records that the backend took charge c of key (or answered its
-// check): the counter goes back to the backend, and out of this store once
-// nothing is pending.
-func (s *Store) settle(key string, c charge) {
+// check); with release, key goes back to the backend once nothing is
+// pending.
+func (s *Store) settle(key string, c charge, release bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
@@ -214,12 +259,30 @@ func (s *Store) settle(key string, c charge) {
 			s.opts.reconciled(key, c.hits())
 		}
 	}
-	e.draining = true
-	if e.pending == 0 && e.inflight.seq == 0 {
-		delete(s.entries, key)
-		s.active.Store(int64(len(s.entries)))
-		_, _ = s.local.Reset(context.Background(), []string{key})
+	e.confirmed = true
+	if release && e.pending == 0 && e.inflight.seq == 0 {
+		s.remove(key)
 	}
+}
+
+// unconfirm records that the backend failed key's charge: it is down
+// again, as far as this replica can tell.
+func (s *Store) unconfirm(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[key]; ok {
+		e.confirmed = false
+	}
+}
+
+// remove hands key back to the backend. mu is held.
+func (s *Store) remove(key string) {
+	delete(s.entries, key)
+	s.active.Store(int64(len(s.entries)))
+	if len(s.entries) == 0 {
+		s.members.recovered = time.Time{}
+	}
+	_, _ = s.local.Reset(context.Background(), []string{key})
 }
 
 func later(a, b time.Time) time.Time {

@@ -175,3 +175,45 @@ func TestUnknownOutcomeIsNotChargedAgain(t *testing.T) {
 		t.Errorf("the counter holds %d (stats %+v), want 1: the lost call's own charge, not charged again", used, st)
 	}
 }
+
+// A replica whose hits the backend took keeps deciding locally, charging
+// as it goes, while another replica has not reached the backend yet: the
+// backend's count lacks that one's hits, and deciding there would admit
+// them again. Once no replica is still local, each hands its counters back.
+func TestHandBackOnceNoReplicaIsLocal(t *testing.T) {
+	clock := fakeclock.New(t0.Add(time.Second))
+	b := newBackend(t, clock)
+	p := newPresence(b, 3*time.Second)
+	a, c := replica(t, b, p), replica(t, b, p)
+	beat(t, a, c, a)
+	lim := perMinute(100)
+	b.setDown(true)
+	admitted(t, a, 10, local("k", lim))
+	admitted(t, c, 10, local("k", lim))
+	clock.Advance(time.Second)
+	b.setDown(false)
+	a.Reconcile(context.Background()) // c has not reconciled yet
+	if used := b.used(t, "k", lim); used != 10 {
+		t.Fatalf("after a's pass the counter holds %d, want a's 10", used)
+	}
+	before := b.callCount()
+	admitted(t, a, 5, local("k", lim))
+	if calls := b.callCount() - before; calls != 0 {
+		t.Errorf("a asked the backend %d times while c was still local, want 0", calls)
+	}
+	for range 3 {
+		a.Reconcile(context.Background())
+	}
+	if left := a.Stats().Keys; left != 1 {
+		t.Errorf("a handed its counter back while c's hits were not in the backend (%d left)", left)
+	}
+	c.Reconcile(context.Background())
+	c.Reconcile(context.Background()) // c's beat now says it is not local
+	a.Reconcile(context.Background())
+	if a.Stats().Keys != 0 || c.Stats().Keys != 0 {
+		t.Errorf("counters still local: a %d, c %d; want both handed back", a.Stats().Keys, c.Stats().Keys)
+	}
+	if used := b.used(t, "k", lim); used != 25 {
+		t.Errorf("the counter holds %d, want the 25 admitted", used)
+	}
+}

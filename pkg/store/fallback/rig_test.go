@@ -104,46 +104,58 @@ func (b *backend) used(t *testing.T, key string, lim algorithms.Limit) uint64 {
 }
 
 // presence is the replicas as the backend sees them: beats kept for ttl
-// on the fake clock, an epoch that changes when the backend restarts
-// empty; it fails while the backend is down.
+// on the fake clock, those still local, an epoch that changes when the
+// backend restarts empty; it fails while the backend is down.
 type presence struct {
 	b     *backend
 	ttl   time.Duration
 	mu    sync.Mutex
 	beats map[string]time.Time
+	local map[string]bool
 	seen  int // the backend epoch the beats belong to
 }
 
 func newPresence(b *backend, ttl time.Duration) *presence {
-	return &presence{b: b, ttl: ttl, beats: map[string]time.Time{}}
+	return &presence{b: b, ttl: ttl, beats: map[string]time.Time{}, local: map[string]bool{}}
 }
 
-func (p *presence) Beat(_ context.Context, id string) (int, string, error) {
+func (p *presence) Beat(_ context.Context, id string, local bool) (fallback.Members, error) {
 	p.b.mu.Lock()
 	down, epoch := p.b.down, p.b.epoch
 	p.b.mu.Unlock()
 	if down {
-		return 0, "", errDown
+		return fallback.Members{}, errDown
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if epoch != p.seen {
-		p.beats, p.seen = map[string]time.Time{}, epoch
+		p.beats, p.local, p.seen = map[string]time.Time{}, map[string]bool{}, epoch
 	}
 	now := p.b.clock.Now()
-	p.beats[id] = now
+	p.beats[id], p.local[id] = now, local
+	m := fallback.Members{Now: now, Oldest: now, Epoch: "epoch-" + strconv.Itoa(epoch)}
 	for k, at := range p.beats {
 		if now.Sub(at) >= p.ttl {
 			delete(p.beats, k)
+			delete(p.local, k)
+			continue
+		}
+		m.Live++
+		if p.local[k] {
+			m.Local++
+		}
+		if at.Before(m.Oldest) {
+			m.Oldest = at
 		}
 	}
-	return len(p.beats), "epoch-" + strconv.Itoa(epoch), nil
+	return m, nil
 }
 
 func (p *presence) Leave(_ context.Context, id string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.beats, id)
+	delete(p.local, id)
 	return nil
 }
 

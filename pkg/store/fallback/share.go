@@ -8,25 +8,36 @@ import (
 )
 
 // Presence is how replicas learn of each other through the backend while
-// it answers (redisstore.Presence is one).
+// it answers (redisstore.Presence is one, through an adapter).
 type Presence interface {
-	// Beat records replica id as live now and returns how many replicas
-	// are live, this one included, and the backend's epoch: a token that
-	// stays the same while the backend keeps its data and changes when it
-	// lost them (a Redis restarted empty).
-	Beat(ctx context.Context, id string) (live int, epoch string, err error)
+	// Beat records replica id as live now, and as still deciding locally
+	// counters the backend has not answered for since (local).
+	Beat(ctx context.Context, id string, local bool) (Members, error)
 	// Leave removes id, so that the others' shares grow at their next beat
 	// instead of when id's last beat ages out.
 	Leave(ctx context.Context, id string) error
 }
 
-// membership is what the beats said: the replicas live at the last beat,
-// whether another was ever seen, and the backend's epoch then.
+// Members is what a beat says, this replica included.
+type Members struct {
+	// Live replicas, and those of them still local.
+	Live, Local int
+	// Oldest is when the live replica that beat longest ago beat last; Now
+	// is when this beat was recorded. Both are on the presence's clock.
+	Oldest, Now time.Time
+	// Epoch stays the same while the backend keeps its data and changes
+	// when it lost them (a Redis restarted empty).
+	Epoch string
+}
+
+// membership is what the beats said: the last one's members, whether
+// another replica was ever seen, and when this replica first beat after
+// the backend came back (on the presence's clock; zero until then).
 type membership struct {
-	live     int
-	sawOther bool
-	epoch    string
-	beatAt   time.Time
+	Members
+	sawOther  bool
+	beatAt    time.Time // on this store's clock
+	recovered time.Time
 }
 
 // divisor is the number of replicas a limit is shared by: the replicas
@@ -34,8 +45,8 @@ type membership struct {
 // (started while the backend was down, or alone so far) fallback, the
 // configured count.
 func (m membership) divisor(fallback int) uint64 {
-	if m.sawOther && m.live > 0 {
-		return uint64(m.live)
+	if m.sawOther && m.Live > 0 {
+		return uint64(m.Live)
 	}
 	return uint64(max(fallback, 1))
 }

@@ -101,12 +101,13 @@ func hasLocal(reqs []store.Request) bool {
 }
 
 // stuck reports whether a Local request of reqs names a counter still
-// decided here: it stays here until the backend has taken its hits.
+// decided here: it stays here until the backend has taken its hits and
+// those of every other replica (see Reconcile).
 func (s *Store) stuck(reqs []store.Request) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range reqs {
-		if e, ok := s.entries[r.Key]; ok && r.Fallback == store.FallbackLocal && !e.draining {
+		if _, ok := s.entries[r.Key]; ok && r.Fallback == store.FallbackLocal {
 			return true
 		}
 	}

@@ -17,53 +17,83 @@ const epochTTL = 24 * time.Hour
 
 // Presence is the replicas of one deployment as Redis sees them, for
 // pkg/store/fallback: a sorted set of replica ids scored by the Redis time
-// of their last beat (one ZADD and a trim per beat), and an epoch key set
-// once and kept while Redis keeps its data. Both share the key's hash tag:
-// one Cluster slot, so one MULTI per beat.
+// of their last beat (one ZADD and a trim per beat), another of those
+// still deciding counters locally, and an epoch key set once and kept
+// while Redis keeps its data. All share the key's hash tag: one Cluster
+// slot, so one MULTI per beat.
 type Presence struct {
-	client        redis.UniversalClient
-	key, epochKey string
-	ttl           time.Duration
+	client                  redis.UniversalClient
+	key, localKey, epochKey string
+	ttl                     time.Duration
 }
 
 // Presence returns the presence under key (which should carry a hash tag
 // of its own, e.g. "{ratelimitd}:replicas"), where a replica counts as live
 // for ttl after its last beat.
 func (s *Store) Presence(key string, ttl time.Duration) *Presence {
-	return &Presence{client: s.client, key: key, epochKey: key + ":epoch", ttl: ttl}
+	return &Presence{client: s.client, key: key, localKey: key + ":local", epochKey: key + ":epoch", ttl: ttl}
 }
 
-// Beat records id as live at Redis's time and returns the replicas live
-// now (this one included) and the epoch. Two round trips: TIME, then one
-// MULTI that adds id, trims the replicas past ttl, sets the epoch if it is
-// missing (a Redis that lost its data), and reads both back.
-func (p *Presence) Beat(ctx context.Context, id string) (int, string, error) {
+// Beat is what one beat says, this replica included.
+type Beat struct {
+	// Live replicas, and those of them still local.
+	Live, Local int
+	// Oldest is the last beat of the live replica that beat longest ago,
+	// Now this beat's: Redis's time.
+	Oldest, Now time.Time
+	// Epoch is set once and changes only when Redis lost its data.
+	Epoch string
+}
+
+// Beat records id as live at Redis's time, and as local or not. Two round
+// trips: TIME, then one MULTI that adds id to one set and to or from the
+// other, trims both of beats older than ttl, sets the epoch if it is
+// missing (a Redis that lost its data), and reads back.
+func (p *Presence) Beat(ctx context.Context, id string, local bool) (Beat, error) {
 	now, err := p.client.Time(ctx).Result()
 	if err != nil {
-		return 0, "", fmt.Errorf("redisstore: presence: %w", err)
+		return Beat{}, fmt.Errorf("redisstore: presence: %w", err)
 	}
 	ms := now.UnixMilli()
-	var live *redis.IntCmd
+	old := "(" + strconv.FormatInt(ms-p.ttl.Milliseconds(), 10)
+	var live, stillLocal *redis.IntCmd
+	var oldest *redis.ZSliceCmd
 	var epoch *redis.StringCmd
 	_, err = p.client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.ZAdd(ctx, p.key, redis.Z{Score: float64(ms), Member: id})
-		pipe.ZRemRangeByScore(ctx, p.key, "-inf", "("+strconv.FormatInt(ms-p.ttl.Milliseconds(), 10))
-		pipe.PExpire(ctx, p.key, p.ttl)
+		for _, k := range []string{p.key, p.localKey} {
+			if k == p.key || local {
+				pipe.ZAdd(ctx, k, redis.Z{Score: float64(ms), Member: id})
+			} else {
+				pipe.ZRem(ctx, k, id)
+			}
+			pipe.ZRemRangeByScore(ctx, k, "-inf", old)
+			pipe.PExpire(ctx, k, p.ttl)
+		}
 		pipe.SetNX(ctx, p.epochKey, id+":"+strconv.FormatInt(now.UnixMicro(), 10), epochTTL)
 		pipe.PExpire(ctx, p.epochKey, epochTTL)
 		epoch = pipe.Get(ctx, p.epochKey)
-		live = pipe.ZCard(ctx, p.key)
+		live, stillLocal = pipe.ZCard(ctx, p.key), pipe.ZCard(ctx, p.localKey)
+		oldest = pipe.ZRangeWithScores(ctx, p.key, 0, 0)
 		return nil
 	})
 	if err != nil {
-		return 0, "", fmt.Errorf("redisstore: presence: %w", err)
+		return Beat{}, fmt.Errorf("redisstore: presence: %w", err)
 	}
-	return int(live.Val()), epoch.Val(), nil
+	b := Beat{Live: int(live.Val()), Local: int(stillLocal.Val()), Now: time.UnixMilli(ms), Epoch: epoch.Val()}
+	if z := oldest.Val(); len(z) > 0 {
+		b.Oldest = time.UnixMilli(int64(z[0].Score))
+	}
+	return b, nil
 }
 
 // Leave removes id at once.
 func (p *Presence) Leave(ctx context.Context, id string) error {
-	if err := p.client.ZRem(ctx, p.key, id).Err(); err != nil {
+	_, err := p.client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.ZRem(ctx, p.key, id)
+		pipe.ZRem(ctx, p.localKey, id)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("redisstore: presence: %w", err)
 	}
 	return nil

@@ -39,12 +39,22 @@ func TestPresence(t *testing.T) {
 			const key = "rl{ratelimitd}:replicas"
 			p := s.Presence(key, 3*time.Second)
 			var epoch string
+			var first time.Time
 			for i := range 3 {
-				live, e, err := p.Beat(ctx, "r"+strconv.Itoa(i))
-				if err != nil || live != i+1 || (i > 0 && e != epoch) || e == "" {
-					t.Fatalf("beat %d: %d live, epoch %q (first %q), %v; want %d and one epoch", i, live, e, epoch, err, i+1)
+				b, err := p.Beat(ctx, "r"+strconv.Itoa(i), i > 0)
+				if err != nil || b.Live != i+1 || b.Local != i || (i > 0 && b.Epoch != epoch) || b.Epoch == "" {
+					t.Fatalf("beat %d: %+v, %v; want %d live, %d local and one epoch (first %q)", i, b, err, i+1, i, epoch)
 				}
-				epoch = e
+				if i == 0 {
+					first = b.Now
+				}
+				if !b.Oldest.Equal(first) || b.Now.Before(first) {
+					t.Errorf("beat %d: oldest beat %s, now %s; want the first one's time, %s, and a later one", i, b.Oldest, b.Now, first)
+				}
+				epoch = b.Epoch
+			}
+			if b, err := p.Beat(ctx, "r1", false); err != nil || b.Local != 1 {
+				t.Errorf("after r1 is no longer local: %+v, %v; want 1 local", b, err)
 			}
 			// A replica whose last beat is older than the TTL, by Redis's clock.
 			now, _ := rdb.Time(ctx).Result()
@@ -52,17 +62,18 @@ func TestPresence(t *testing.T) {
 			if err := p.Leave(ctx, "r2"); err != nil {
 				t.Fatal(err)
 			}
-			if live, _, err := p.Beat(ctx, "r0"); err != nil || live != 2 {
-				t.Errorf("after one left and one aged out: %d live, %v; want 2", live, err)
+			if b, err := p.Beat(ctx, "r0", false); err != nil || b.Live != 2 || b.Local != 0 {
+				t.Errorf("after one left (local) and one aged out: %+v, %v; want 2 live and 0 local", b, err)
 			}
-			for _, k := range []string{key, key + ":epoch"} {
+			p.Beat(ctx, "r1", true)
+			for _, k := range []string{key, key + ":local", key + ":epoch"} {
 				if ttl, err := rdb.PTTL(ctx, k).Result(); err != nil || ttl <= 0 {
 					t.Errorf("%s: TTL %s %v, want one", k, ttl, err)
 				}
 			}
-			rdb.Del(ctx, key, key+":epoch") // Redis lost its data
-			if live, e, err := p.Beat(ctx, "r0"); err != nil || live != 1 || e == epoch || e == "" {
-				t.Errorf("after Redis lost its data: %d live, epoch %q (was %q), %v; want 1 and another epoch", live, e, epoch, err)
+			rdb.Del(ctx, key, key+":local", key+":epoch") // Redis lost its data
+			if b, err := p.Beat(ctx, "r0", false); err != nil || b.Live != 1 || b.Epoch == epoch || b.Epoch == "" {
+				t.Errorf("after Redis lost its data: %+v, %v; want 1 live and another epoch than %q", b, err, epoch)
 			}
 		})
 	}
