@@ -15,6 +15,10 @@ import (
 // the others do not deny it, so it could go either way.
 var errUndecided = errors.New("fallback: a request without a fallback leaves the batch undecided")
 
+// errFull: WithMaxKeys counters are decided locally already; a new one
+// fails as it would without the decorator, so memory stays bounded.
+var errFull = errors.New("fallback: too many counters decided locally")
+
 // entry is a counter decided in memory while the backend could not.
 type entry struct {
 	limit  algorithms.Limit // the rule's, as the backend counts
@@ -93,6 +97,7 @@ func (s *Store) decide(reqs []store.Request, charge bool) ([]store.Result, error
 // (seen), recorded as usage before the batch.
 func (s *Store) open(reqs []store.Request, now time.Time) error {
 	var seeds []store.Request
+	var full error
 	n := s.members.divisor(s.opts.replicas)
 	for _, r := range reqs {
 		if r.Fallback != store.FallbackLocal {
@@ -100,6 +105,10 @@ func (s *Store) open(reqs []store.Request, now time.Time) error {
 		}
 		if _, ok := s.entries[r.Key]; ok {
 			continue
+		}
+		if len(s.entries) >= s.opts.maxKeys {
+			full = errFull
+			break
 		}
 		e := &entry{limit: r.Limit, scaled: scale(r.Limit, n), epoch: s.members.Epoch}
 		if last, ok := s.seen.last(r.Key, now); ok {
@@ -111,13 +120,12 @@ func (s *Store) open(reqs []store.Request, now time.Time) error {
 		s.entries[r.Key] = e
 	}
 	s.active.Store(int64(len(s.entries)))
-	if len(seeds) == 0 {
-		return nil
+	if len(seeds) > 0 {
+		if _, err := s.local.Take(context.Background(), seeds); err != nil {
+			return fmt.Errorf("fallback: seeding %d counters: %w", len(seeds), err)
+		}
 	}
-	if _, err := s.local.Take(context.Background(), seeds); err != nil {
-		return fmt.Errorf("fallback: seeding %d counters: %w", len(seeds), err)
-	}
-	return nil
+	return full
 }
 
 // substitute is reqs as the local store decides them: Local requests under

@@ -10,6 +10,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/fallback"
 )
 
 // A batch mixing local requests with others is decided all-or-nothing with
@@ -157,5 +158,23 @@ func TestConcurrentOutage(t *testing.T) {
 	}
 	if used := b.used(t, "k", lim); used != uint64(min(total, 1000)) || total > 1000 {
 		t.Errorf("admitted %d, the counter holds %d: want them equal, within 1000", total, used)
+	}
+}
+
+// Past WithMaxKeys counters decided locally, a new counter fails as it
+// would without the decorator; those decided already go on.
+func TestMaxKeys(t *testing.T) {
+	clock := fakeclock.New(t0.Add(time.Second))
+	b := newBackend(t, clock)
+	r := replica(t, b, nil, fallback.WithMaxKeys(2))
+	lim := perMinute(10)
+	b.setDown(true)
+	admitted(t, r, 1, local("a", lim))
+	admitted(t, r, 1, local("b", lim))
+	if _, err := r.Take(context.Background(), []store.Request{local("c", lim)}); !errors.Is(err, errDown) {
+		t.Errorf("a third counter: %v, want the backend's error", err)
+	}
+	if got := admitted(t, r, 3, local("a", lim)); got != 3 {
+		t.Errorf("a counter decided already admitted %d of 3", got)
 	}
 }
