@@ -22,19 +22,6 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 )
 
-const localConfig = `
-domain: lo
-descriptors:
-  - key: local
-    rate_limit: {unit: hour, requests_per_unit: 10, on_store_error: local}
-  - key: allow
-    rate_limit: {unit: hour, requests_per_unit: 10, on_store_error: allow}
-  - key: deny
-    rate_limit: {unit: hour, requests_per_unit: 10, on_store_error: deny}
-  - key: default
-    rate_limit: {unit: hour, requests_per_unit: 10}
-`
-
 // localStore is the fallback decorator over st, sharing limits by two, on
 // clock, with no loop: the test reconciles.
 func localStore(t *testing.T, st store.Store, clock *fakeclock.Clock) *fallback.Store {
@@ -55,10 +42,10 @@ func TestOnStoreErrorLocal(t *testing.T) {
 	clock := fakeclock.New(epoch.Add(time.Second))
 	core, logs := observer.New(zap.InfoLevel)
 	m := metrics.New()
-	svc := ratelimit.New(staticConfig{parse(t, localConfig)}, localStore(t, downRedis(t), clock),
+	svc := ratelimit.New(staticConfig{parse(t, storeErrorConfig)}, localStore(t, downRedis(t), clock),
 		ratelimit.WithObserver(m), ratelimit.WithLogger(zap.New(core)), ratelimit.WithClock(clock.Now))
 	share := func(code rlsv3.RateLimitResponse_Code, remaining uint32) *rlsv3.RateLimitResponse_DescriptorStatus {
-		return limited(code, 10, rlsv3.RateLimitResponse_RateLimit_HOUR, "", remaining, time.Hour-time.Second)
+		return limited(code, 10, rlsv3.RateLimitResponse_RateLimit_MINUTE, "", remaining, time.Minute-time.Second)
 	}
 	over := &rlsv3.RateLimitResponse_DescriptorStatus{Code: OVER}
 	for i, tc := range []struct {
@@ -71,7 +58,7 @@ func TestOnStoreErrorLocal(t *testing.T) {
 		{[]string{"local", "default"}, nil},
 		{[]string{"local", "default", "deny"}, response(OVER, share(OK, 5), bare(), over)},
 	} {
-		req := request("lo")
+		req := request("se")
 		for _, k := range tc.keys {
 			req.Descriptors = append(req.Descriptors, desc(k, tc.keys[len(tc.keys)-1]))
 		}
@@ -89,13 +76,13 @@ func TestOnStoreErrorLocal(t *testing.T) {
 		}
 		assertResponse(t, i, resp, tc.want)
 	}
-	if got := counterWith(t, m, "ratelimitd_local_decisions_total", "rule", "lo.local"); got != 4 {
-		t.Errorf("ratelimitd_local_decisions_total{rule=lo.local} = %v, want the 4 requests decided locally", got)
+	if got := counterWith(t, m, "ratelimitd_local_decisions_total", "rule", "se.local"); got != 4 {
+		t.Errorf("ratelimitd_local_decisions_total{rule=se.local} = %v, want the 4 requests decided locally", got)
 	}
 	if n := logs.FilterMessageSnippet("rule deciding locally").Len(); n != 1 {
 		t.Errorf("%d lines logged the rule going local, want 1", n)
 	}
-	_, err := svc.Inspect(context.Background(), "lo", [][]config.Entry{{{Key: "local", Value: "x"}}})
+	_, err := svc.Inspect(context.Background(), "se", [][]config.Entry{{{Key: "local", Value: "x"}}})
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("the counters API with Redis down: %v, want UNAVAILABLE", err)
 	}
@@ -105,19 +92,19 @@ func TestOnStoreErrorLocal(t *testing.T) {
 // decided it again and a second has passed without a local decision.
 func TestLocalRuleComesBack(t *testing.T) {
 	srv := redistest.StartProcess(t)
-	rs, err := redisstore.New(redisstore.WithAddr(srv.Addr), redisstore.WithTimeout(time.Second))
+	clock := fakeclock.New(epoch.Add(time.Second))
+	rs, err := redisstore.New(redisstore.WithAddr(srv.Addr), redisstore.WithTimeout(time.Second), redisstore.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := fakeclock.New(epoch.Add(time.Second))
 	fb := localStore(t, rs, clock)
 	core, logs := observer.New(zap.InfoLevel)
-	svc := ratelimit.New(staticConfig{parse(t, localConfig)}, fb, ratelimit.WithLogger(zap.New(core)), ratelimit.WithClock(clock.Now))
+	svc := ratelimit.New(staticConfig{parse(t, storeErrorConfig)}, fb, ratelimit.WithLogger(zap.New(core)), ratelimit.WithClock(clock.Now))
 	call := func() *rlsv3.RateLimitResponse {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		resp, err := svc.ShouldRateLimit(ctx, request("lo", desc("local", "v")))
+		resp, err := svc.ShouldRateLimit(ctx, request("se", desc("local", "v")))
 		if err != nil {
 			t.Fatal(err)
 		}
