@@ -217,3 +217,21 @@ func TestHandBackOnceNoReplicaIsLocal(t *testing.T) {
 		t.Errorf("the counter holds %d, want the 25 admitted", used)
 	}
 }
+
+// A replica closed with hits admitted locally charges them on its way out
+// when the backend answers.
+func TestCloseCharges(t *testing.T) {
+	clock := fakeclock.New(t0.Add(time.Second))
+	b := newBackend(t, clock)
+	r := replica(t, b, nil)
+	lim := perMinute(100)
+	b.setDown(true)
+	admitted(t, r, 4, local("k", lim))
+	b.setDown(false)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if used := b.used(t, "k", lim); used != 4 {
+		t.Errorf("after Close the counter holds %d, want the 4 admitted locally", used)
+	}
+}

@@ -162,13 +162,21 @@ func (s *Store) Stats() Stats {
 		Reconciled: s.reconciled.Load(), Dropped: s.dropped.Load()}
 }
 
-// Close stops the loop, leaves the presence (waiting at most a heartbeat,
-// or a second), and closes the local store and the backend.
+// Close stops the loop, charges what is pending (within a second), leaves
+// the presence (waiting at most a heartbeat, or a second), and closes the
+// local store and the backend.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.startOnce.Do(func() { close(s.done) })
 		close(s.stop)
 		<-s.done
+		if s.active.Load() > 0 {
+			// A last pass, within a second: what was admitted here reaches
+			// Redis if it answers now, instead of never.
+			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			s.Reconcile(ctx)
+			cancel()
+		}
 		s.mu.Lock()
 		beaten := !s.members.beatAt.IsZero()
 		s.mu.Unlock()
