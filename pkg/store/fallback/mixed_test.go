@@ -178,3 +178,25 @@ func TestMaxKeys(t *testing.T) {
 		t.Errorf("a counter decided already admitted %d of 3", got)
 	}
 }
+
+// A batch naming a counter still decided locally goes to the backend all
+// the same when a request without a fallback needs its answer.
+func TestStuckBatchWithoutFallbackAsksTheBackend(t *testing.T) {
+	clock := fakeclock.New(t0.Add(time.Second))
+	b := newBackend(t, clock)
+	r := replica(t, b, nil)
+	lim := perMinute(10)
+	b.setDown(true)
+	admitted(t, r, 1, local("k", lim))
+	b.setDown(false)
+	other := local("other", lim)
+	other.Fallback = store.FallbackNone
+	res, err := r.Take(context.Background(), []store.Request{local("k", lim), other})
+	if err != nil || res[0].Local || !res[0].Allowed {
+		t.Errorf("%+v %v, want the backend's answer", res, err)
+	}
+	alone, err := r.Take(context.Background(), []store.Request{local("k", lim)})
+	if err != nil || !alone[0].Local {
+		t.Errorf("%+v %v, want k alone still decided locally", alone, err)
+	}
+}

@@ -67,13 +67,15 @@ func New(next store.Store, opts ...Option) *Store {
 
 // Take asks the backend; when it fails, a batch with a Local request is
 // decided here (see decide), and so is every batch naming a counter
-// decided here whose hits the backend has not taken back yet.
+// decided here whose hits the backend has not taken back yet, unless a
+// request without a fallback in it needs the backend's answer.
 func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result, error) {
-	if !hasLocal(reqs) {
+	local, none := fallbacks(reqs)
+	if !local {
 		return s.next.Take(ctx, reqs)
 	}
 	s.Start()
-	if s.active.Load() > 0 && s.stuck(reqs) {
+	if s.active.Load() > 0 && !none && s.stuck(reqs) {
 		return s.decide(reqs, true)
 	}
 	res, err := s.next.Take(ctx, reqs)
@@ -91,13 +93,18 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	return out, nil
 }
 
-func hasLocal(reqs []store.Request) bool {
+// fallbacks reports whether reqs hold a Local request, and one without a
+// fallback.
+func fallbacks(reqs []store.Request) (local, none bool) {
 	for i := range reqs {
-		if reqs[i].Fallback == store.FallbackLocal {
-			return true
+		switch reqs[i].Fallback {
+		case store.FallbackLocal:
+			local = true
+		case store.FallbackNone:
+			none = true
 		}
 	}
-	return false
+	return local, none
 }
 
 // stuck reports whether a Local request of reqs names a counter still
