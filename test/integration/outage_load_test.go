@@ -142,6 +142,15 @@ func judgeOutage(t *testing.T, svcs []*service, l *outageLoad, took time.Duratio
 	if float64(admitted) > 1.1*float64(limit) {
 		t.Errorf("admitted %d in the window, more than 1.1 x the limit of %d", admitted, limit)
 	}
+	for i, svc := range svcs {
+		// One line when the rule went local and one when it came back,
+		// not one per request (two of each if Redis flapped).
+		logs := svc.logs.String()
+		went, back := strings.Count(logs, "rule deciding locally"), strings.Count(logs, "rule back on the store")
+		if went < 1 || went > 2 || back < 1 || back > 2 {
+			t.Errorf("replica %d logged the rule going local %d times and coming back %d times, want once or twice each", i, went, back)
+		}
+	}
 	if denied == 0 || local == 0 || reconciled == 0 {
 		t.Errorf("%d denied, %.0f decided locally, %.0f reconciled: the load never met the limit locally, so the run shows nothing", denied, local, reconciled)
 	}
