@@ -55,54 +55,6 @@ func (s *Store) loop() {
 	}
 }
 
-// Beat tells the presence this replica is live, and whether it is still
-// local, and learns how many replicas are, and the backend's epoch.
-// Without a presence it does nothing.
-func (s *Store) Beat(ctx context.Context) error {
-	p := s.opts.presence
-	if p == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	s.mu.Lock()
-	local := s.unconfirmed()
-	s.mu.Unlock()
-	m, err := p.Beat(ctx, s.opts.id, local)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
-		s.members.recovered = time.Time{} // the backend may be down again
-		return err
-	}
-	s.members.Members, s.members.beatAt = m, s.now()
-	s.members.sawOther = s.members.sawOther || m.Live > 1
-	if s.members.recovered.IsZero() && len(s.entries) > 0 {
-		s.members.recovered = m.Now
-	}
-	return nil
-}
-
-// releasable reports whether the counters decided here may go back to the
-// backend: every live replica has beaten since this one found the backend
-// back (a beat from before the outage may say "not local" of a replica
-// that went local since), and none of them is still local. mu is held.
-func (s *Store) releasable() bool {
-	m := s.members
-	return !m.recovered.IsZero() && m.Local == 0 && !m.Oldest.Before(m.recovered)
-}
-
-// unconfirmed reports whether a counter decided here has had no answer
-// from the backend since it went local. mu is held.
-func (s *Store) unconfirmed() bool {
-	for _, e := range s.entries {
-		if !e.confirmed {
-			return true
-		}
-	}
-	return false
-}
-
 // Reconcile charges the backend with the hits admitted here, counter by
 // counter, and returns how many counters are still decided here. It beats
 // first, so that a backend that lost its data (another epoch) also gets
@@ -118,7 +70,7 @@ func (s *Store) Reconcile(ctx context.Context) int {
 	if s.opts.presence != nil {
 		err := s.Beat(ctx)
 		s.mu.Lock()
-		release = err == nil && s.releasable()
+		release = (err == nil && s.releasable()) || s.presenceLost()
 		s.mu.Unlock()
 	}
 	s.mu.Lock()

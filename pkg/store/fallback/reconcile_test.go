@@ -2,6 +2,8 @@ package fallback_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,4 +236,43 @@ func TestCloseCharges(t *testing.T) {
 	if used := b.used(t, "k", lim); used != 4 {
 		t.Errorf("after Close the counter holds %d, want the 4 admitted locally", used)
 	}
+}
+
+// A presence that fails while the backend answers (its commands refused)
+// does not keep counters local for ever: after ten heartbeats without a
+// beat they go back as without a presence.
+func TestBrokenPresenceReleases(t *testing.T) {
+	clock := fakeclock.New(t0.Add(time.Second))
+	b := newBackend(t, clock)
+	p := &breakable{presence: newPresence(b, 3*time.Second)}
+	r := replica(t, b, p)
+	beat(t, r)
+	lim := perMinute(100)
+	b.setDown(true)
+	admitted(t, r, 3, local("k", lim))
+	p.broken.Store(true)
+	b.setDown(false)
+	clock.Advance(5 * time.Second)
+	r.Reconcile(context.Background())
+	if used, left := b.used(t, "k", lim), r.Stats().Keys; used != 3 || left != 1 {
+		t.Errorf("5 s after the last beat: the counter holds %d, %d counters local; want 3 charged and still local", used, left)
+	}
+	clock.Advance(10 * time.Second)
+	if left := r.Reconcile(context.Background()); left != 0 {
+		t.Errorf("15 s after the last beat, %d counters still local", left)
+	}
+}
+
+// breakable is a presence whose beats fail once broken, as Redis refuses
+// commands an ACL lacks while it answers the rest.
+type breakable struct {
+	*presence
+	broken atomic.Bool
+}
+
+func (p *breakable) Beat(ctx context.Context, id string, local bool) (fallback.Members, error) {
+	if p.broken.Load() {
+		return fallback.Members{}, errors.New("NOPERM")
+	}
+	return p.presence.Beat(ctx, id, local)
 }

@@ -76,3 +76,63 @@ func scale(lim algorithms.Limit, n uint64) algorithms.Limit {
 func share(remaining uint64, scaled algorithms.Limit, n uint64) uint64 {
 	return min(remaining/max(n, 1), scaled.Capacity())
 }
+
+// Beat tells the presence this replica is live, and whether it is still
+// local, and learns how many replicas are, and the backend's epoch.
+// Without a presence it does nothing.
+func (s *Store) Beat(ctx context.Context) error {
+	p := s.opts.presence
+	if p == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	s.mu.Lock()
+	local := s.unconfirmed()
+	s.mu.Unlock()
+	m, err := p.Beat(ctx, s.opts.id, local)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.members.recovered = time.Time{} // the backend may be down again
+		return err
+	}
+	s.members.Members, s.members.beatAt = m, s.now()
+	s.members.sawOther = s.members.sawOther || m.Live > 1
+	if s.members.recovered.IsZero() && len(s.entries) > 0 {
+		s.members.recovered = m.Now
+	}
+	return nil
+}
+
+// releasable reports whether the counters decided here may go back to the
+// backend: every live replica has beaten since this one found the backend
+// back (a beat from before the outage may say "not local" of a replica
+// that went local since), and none of them is still local. mu is held.
+func (s *Store) releasable() bool {
+	m := s.members
+	return !m.recovered.IsZero() && m.Local == 0 && !m.Oldest.Before(m.recovered)
+}
+
+// presenceLost reports whether no beat has succeeded for presenceLostAfter
+// heartbeats: a presence that fails while charges succeed (an ACL without
+// its commands) must not keep counters local for ever, so they go back as
+// they would without one. mu is held.
+func (s *Store) presenceLost() bool {
+	return s.now().Sub(s.members.beatAt) > presenceLostAfter*s.opts.heartbeat
+}
+
+// presenceLostAfter is how many heartbeats without a beat make the
+// presence lost; more than a Cluster failover of its slot takes.
+const presenceLostAfter = 10
+
+// unconfirmed reports whether a counter decided here has had no answer
+// from the backend since it went local. mu is held.
+func (s *Store) unconfirmed() bool {
+	for _, e := range s.entries {
+		if !e.confirmed {
+			return true
+		}
+	}
+	return false
+}
