@@ -77,9 +77,7 @@ func TestMixedBatches(t *testing.T) {
 // A refund answered locally gives this replica's share room back and takes
 // back what it can of the hits pending for the backend.
 func TestRefundDuringOutage(t *testing.T) {
-	clock := fakeclock.New(t0.Add(time.Second))
-	b := newBackend(t, clock)
-	r := replica(t, b, nil)
+	_, b, r := rig(t)
 	lim := perMinute(5)
 	b.setDown(true)
 	admitted(t, r, 5, local("k", lim))
@@ -101,9 +99,7 @@ func TestRefundDuringOutage(t *testing.T) {
 // Requests without a Local one never touch the local store, and a backend
 // answer is passed on as it is.
 func TestWithoutLocalPassesThrough(t *testing.T) {
-	clock := fakeclock.New(t0.Add(time.Second))
-	b := newBackend(t, clock)
-	r := replica(t, b, nil)
+	_, b, r := rig(t)
 	req := local("k", perMinute(3))
 	req.Fallback = store.FallbackAllow
 	b.setDown(true)
@@ -124,9 +120,7 @@ func TestWithoutLocalPassesThrough(t *testing.T) {
 // backend flaps admit, in all, what the backend ends up holding (run with
 // -race).
 func TestConcurrentOutage(t *testing.T) {
-	clock := fakeclock.New(t0.Add(time.Second))
-	b := newBackend(t, clock)
-	r := replica(t, b, nil)
+	_, b, r := rig(t)
 	lim := perMinute(1000)
 	var mu sync.Mutex
 	total := 0
@@ -164,9 +158,7 @@ func TestConcurrentOutage(t *testing.T) {
 // Past WithMaxKeys counters decided locally, a new counter fails as it
 // would without the decorator; those decided already go on.
 func TestMaxKeys(t *testing.T) {
-	clock := fakeclock.New(t0.Add(time.Second))
-	b := newBackend(t, clock)
-	r := replica(t, b, nil, fallback.WithMaxKeys(2))
+	_, b, r := rig(t, fallback.WithMaxKeys(2))
 	lim := perMinute(10)
 	b.setDown(true)
 	admitted(t, r, 1, local("a", lim))
@@ -182,9 +174,7 @@ func TestMaxKeys(t *testing.T) {
 // A batch naming a counter still decided locally goes to the backend all
 // the same when a request without a fallback needs its answer.
 func TestStuckBatchWithoutFallbackAsksTheBackend(t *testing.T) {
-	clock := fakeclock.New(t0.Add(time.Second))
-	b := newBackend(t, clock)
-	r := replica(t, b, nil)
+	_, b, r := rig(t)
 	lim := perMinute(10)
 	b.setDown(true)
 	admitted(t, r, 1, local("k", lim))

@@ -161,9 +161,7 @@ func TestBackendRestartedEmpty(t *testing.T) {
 // A request decided by the backend with an unknown outcome (it may have
 // charged it) is answered locally but never charged again.
 func TestUnknownOutcomeIsNotChargedAgain(t *testing.T) {
-	clock := fakeclock.New(t0.Add(time.Second))
-	b := newBackend(t, clock)
-	r := replica(t, b, nil)
+	_, b, r := rig(t)
 	lim := perMinute(100)
 	b.loseReplies(1)
 	res, err := r.Take(context.Background(), []store.Request{local("k", lim)})
@@ -223,9 +221,7 @@ func TestHandBackOnceNoReplicaIsLocal(t *testing.T) {
 // A replica closed with hits admitted locally charges them on its way out
 // when the backend answers.
 func TestCloseCharges(t *testing.T) {
-	clock := fakeclock.New(t0.Add(time.Second))
-	b := newBackend(t, clock)
-	r := replica(t, b, nil)
+	_, b, r := rig(t)
 	lim := perMinute(100)
 	b.setDown(true)
 	admitted(t, r, 4, local("k", lim))

@@ -212,3 +212,12 @@ func beat(t *testing.T, ss ...*fallback.Store) {
 		}
 	}
 }
+
+// rig is one replica, without a presence, over a backend of its own, on a
+// fake clock a second into a minute.
+func rig(t *testing.T, opts ...fallback.Option) (*fakeclock.Clock, *backend, *fallback.Store) {
+	t.Helper()
+	clock := fakeclock.New(t0.Add(time.Second))
+	b := newBackend(t, clock)
+	return clock, b, replica(t, b, nil, opts...)
+}
