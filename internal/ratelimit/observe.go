@@ -72,6 +72,7 @@ func (s *Service) observe(cfg *config.Config, domain string, p *plan, results []
 			// A denial the local cache held counts as envoyproxy counts a
 			// local cache hit, though the backend confirmed it.
 			CachedDenial: res.CachedDenial,
+			Local:        res.Local && r.OnStoreError == config.StoreErrorLocal,
 			Charged:      !denied || req.Usage,
 			Capacity:     r.Limit.Capacity(),
 			Remaining:    res.Remaining,

@@ -62,6 +62,9 @@ type Service struct {
 	decode *byteBudget
 	// admission: see WithAdmission (unbounded by default).
 	admission *admission
+	// local: the rules deciding locally now (local.go), on the clock now.
+	local localRules
+	now   func() time.Time
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
@@ -79,6 +82,7 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 		log:       zap.NewNop(),
 		decode:    newByteBudget(DefaultDecodeBudget),
 		admission: newAdmission(0, 0),
+		now:       time.Now,
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -94,8 +98,7 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 // backend fails (unless the matched rules' on_store_error decide the
 // request) or REQUEST_TIMEOUT passes, ResourceExhausted past
 // MAX_CONCURRENT_REQUESTS, DeadlineExceeded/Canceled when the caller gave
-// up. It never
-// answers UNKNOWN, which Envoy would treat as OK.
+// up. It never answers UNKNOWN, which Envoy would treat as OK.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if s.obs == nil {
 		return s.admitted(ctx, req)
@@ -143,6 +146,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	s.addHeaders(p, results, resp)
 	s.addDynamicMetadata(req, p, resp)
 	s.observe(cfg, req.GetDomain(), p, results)
+	s.noteLocal(p, results)
 	if ce := s.log.Check(zapcore.DebugLevel, "decided"); ce != nil {
 		ce.Write(zap.String("domain", req.GetDomain()), zap.Int("descriptors", len(p.slots)),
 			zap.Int("counted", len(p.reqs)), zap.Stringer("overall", resp.GetOverallCode()))
