@@ -148,3 +148,16 @@ func startModel(redisAddr string, unit time.Duration, limit uint64) (*child, str
 	return startSelf("envoy-model", "-serve-model", "127.0.0.1:0", "-model-redis", redisAddr,
 		"-model-unit", unit.String(), "-model-limit", strconv.FormatUint(limit, 10))
 }
+
+// workDir makes a temporary directory for a run (Redis's files) and the
+// services' log in it; cleanup removes both.
+func workDir(prefix string) (dir string, logFile *os.File, cleanup func(), err error) {
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, nil, err
+	}
+	if logFile, err = os.Create(filepath.Join(dir, "ratelimitd.log")); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	return dir, logFile, func() { _ = logFile.Close(); _ = os.RemoveAll(dir) }, nil
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -170,19 +169,6 @@ func run(o options) error {
 	printTable(o, targets, samples)
 	reportFailures(samples, logFile.Name())
 	return nil
-}
-
-// workDir makes a temporary directory for a run (Redis's files) and the
-// services' log in it; cleanup removes both.
-func workDir(prefix string) (dir string, logFile *os.File, cleanup func(), err error) {
-	if dir, err = os.MkdirTemp("", prefix); err != nil {
-		return "", nil, nil, err
-	}
-	if logFile, err = os.Create(filepath.Join(dir, "ratelimitd.log")); err != nil {
-		_ = os.RemoveAll(dir)
-		return "", nil, nil, err
-	}
-	return dir, logFile, func() { _ = logFile.Close(); _ = os.RemoveAll(dir) }, nil
 }
 
 // startTarget starts -replicas servers of what a target name describes:

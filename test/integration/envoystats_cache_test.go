@@ -1,8 +1,15 @@
 package integration
 
 import (
+	"net/http"
+	"sort"
+	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
@@ -121,4 +128,45 @@ func (c *cacheModel) check(t *testing.T, lines *statsdLines, promURL string) {
 		t.Errorf("ratelimit_localcache_* series %v, want the eight gauges", series)
 	}
 	t.Logf("local cache: %d hits, %d misses, %d entries, %d overwrites", c.hits, c.misses, len(c.known), c.overwrites)
+}
+
+// scrapeSeries reads every sample whose name starts with prefix.
+func scrapeSeries(t *testing.T, url, prefix string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, f := range families {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
+			}
+			sort.Strings(labels)
+			id := "{" + strings.Join(labels, ",") + "}"
+			if id == "{}" {
+				id = ""
+			}
+			switch f.GetType() {
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_count"+id] = float64(m.GetHistogram().GetSampleCount())
+			case dto.MetricType_COUNTER:
+				out[name+id] = m.GetCounter().GetValue()
+			default:
+				out[name+id] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -15,9 +14,6 @@ import (
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
@@ -366,47 +362,6 @@ func escape(name string) string { return notMetricChar.ReplaceAllString(name, "_
 func scrapeEnvoySeries(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	return scrapeSeries(t, url, "ratelimit_service_")
-}
-
-// scrapeSeries reads every sample whose name starts with prefix.
-func scrapeSeries(t *testing.T, url, prefix string) map[string]float64 {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for name, f := range families {
-		if !strings.HasPrefix(name, prefix) {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
-			}
-			sort.Strings(labels)
-			id := "{" + strings.Join(labels, ",") + "}"
-			if id == "{}" {
-				id = ""
-			}
-			switch f.GetType() {
-			case dto.MetricType_HISTOGRAM:
-				out[name+"_count"+id] = float64(m.GetHistogram().GetSampleCount())
-			case dto.MetricType_COUNTER:
-				out[name+id] = m.GetCounter().GetValue()
-			default:
-				out[name+id] = m.GetGauge().GetValue()
-			}
-		}
-	}
-	return out
 }
 
 func diffSeries(got, want map[string]float64) string {
