@@ -43,6 +43,9 @@ type Store struct {
 	spread  bool
 	refresh *refresher
 	closed  atomic.Bool
+	// channel and noticeFailed: the notices (refunds.go).
+	channel      string
+	noticeFailed func(op string, err error)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -60,7 +63,9 @@ func New(opts ...Option) (*Store, error) {
 	if s.conn.Timeout <= 0 {
 		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.conn.Timeout)
 	}
-	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.conn.Timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
+	st := &Store{client: s.client, timeout: s.conn.Timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed,
+		channel: s.channel, noticeFailed: s.noticeFailed}
+	st.runner = scripts.NewRunner(scripts.WithLiftedRefunds(st.notify))
 	if st.client == nil {
 		// The breakers come with the client, as its first hooks: an open one
 		// must answer before a call queues.
