@@ -108,12 +108,22 @@ func (s *Store) WatchRefunds(ctx context.Context, drop func(keys ...string), flu
 				continue
 			}
 			s.noticeFailure("subscribe", err)
-			// go-redis reconnects on the next receive; pace the retries
-			// while Redis is down.
+			// go-redis reconnects on the next receive after a broken
+			// connection (pace the retries while Redis is down), but a
+			// SUBSCRIBE the server refused (an ACL without the channel)
+			// leaves the connection up and unsubscribed: ask again.
+			var refused redis.Error
+			wait := refundPing / 10
+			if errors.As(err, &refused) {
+				wait = refundPing
+			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(refundPing / 10):
+			case <-time.After(wait):
+			}
+			if refused != nil {
+				_ = ps.Subscribe(ctx, s.channel)
 			}
 		}
 	}
