@@ -96,7 +96,6 @@ func TestNoticeChannelHonoursThePrefix(t *testing.T) {
 	}
 }
 
-
 // A subscription the server refuses is reported (WithNoticeFailure) on
 // every attempt, paced, and made again until WatchRefunds' context ends.
 func TestSubscriptionFailureReported(t *testing.T) {
