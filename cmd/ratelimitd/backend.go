@@ -97,6 +97,10 @@ func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store
 	if err != nil {
 		return nil, nil, err
 	}
+	noticeFailed, err := noticeFailures(m, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	breakers := redisstore.NewBreakerSet()
 	if err := watchBreakers(m, "limiter", breakers.States); err != nil {
 		return nil, nil, fmt.Errorf("redis breaker metrics: %w", err)
@@ -106,6 +110,8 @@ func (b redisBackend) newStore(m *metrics.Metrics, log *zap.Logger) (store.Store
 		redisstore.WithBreakerChange(logBreakerChange(log, "limiter")),
 		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
 		redisstore.WithRoundTripObserver(m.RoundTrip),
+		redisstore.WithKeyPrefix(set.CacheKeyPrefix),
+		redisstore.WithNoticeFailure(noticeFailed),
 		redisstore.WithUndoFailure(func(charges int, err error) {
 			m.UndoFailed()
 			log.Warn("cross-slot undo failed; the denied request's hits stay charged until their window passes",
