@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	gostats "github.com/lyft/gostats"
 	"go.uber.org/zap"
 )
 
@@ -44,18 +45,25 @@ func contains(lines []string, want ...string) bool {
 	return true
 }
 
-// TestStatsdOverUDP: counters go out as name:delta|c (with EXTRA_TAGS in the
-// name, as gostats writes them), timers as name:ms|ms.
-func TestStatsdOverUDP(t *testing.T) {
+// udpStatsd is a statsd sink over UDP to a socket the test reads.
+func udpStatsd(t *testing.T) (net.PacketConn, gostats.Sink) {
+	t.Helper()
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
 	sink, err := NewStatsd("127.0.0.1", conn.LocalAddr().(*net.UDPAddr).Port, "udp", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return conn, sink
+}
+
+// TestStatsdOverUDP: counters go out as name:delta|c (with EXTRA_TAGS in the
+// name, as gostats writes them), timers as name:ms|ms.
+func TestStatsdOverUDP(t *testing.T) {
+	conn, sink := udpStatsd(t)
 	s := New(sink, WithExtraTags(map[string]string{"cluster": "eu"}))
 	defer s.Close()
 	s.Count(s.Rule("d.k_v"), Decision{Hits: 2, Limit: 10})
@@ -78,15 +86,7 @@ var statsdLine = regexp.MustCompile(`^[^:|\x00-\x1f\x7f]+:[0-9.]+\|(c|g|ms)$`)
 // domain) reach a real UDP socket as '_' inside one line each, so that no
 // value writes a stat of its own.
 func TestStatsdLinesCarryNoControlCharacters(t *testing.T) {
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	sink, err := NewStatsd("127.0.0.1", conn.LocalAddr().(*net.UDPAddr).Port, "udp", zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, sink := udpStatsd(t)
 	s := New(sink)
 	defer s.Close()
 	s.Count(s.Rule("d.user_a\nevil.total_hits:9|c\r\x00b\x7f\tz"), Decision{Hits: 2, Limit: 10})

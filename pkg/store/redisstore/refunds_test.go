@@ -37,21 +37,27 @@ func (n *noticeErrors) of(op string) []error {
 	return n.errs[op]
 }
 
+// deafRedis starts a Redis with the user rl (password pw) allowed every
+// key and command but refused the notices' channel, and returns its address.
+func deafRedis(t *testing.T) string {
+	t.Helper()
+	srv := redistest.Start(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	if err := admin.Do(t.Context(), "ACL", "SETUSER", "rl", "on", ">pw", "~*", "&elsewhere", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return srv.Addr
+}
+
 // A refund is applied and answered whatever becomes of its notice: on a
 // Redis whose ACL refuses the store's user the notices' channel, a refund
 // of a spent counter is answered OK with the room it gave back, and the
 // refused PUBLISH is reported (WithNoticeFailure), not returned. The take
 // script published it itself before, so the same NOPERM failed the refund.
 func TestRefundAnsweredWhenItsNoticeFails(t *testing.T) {
-	srv := redistest.Start(t)
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = admin.Close() })
-	// Every key and command, and a channel other than the notices'.
-	if err := admin.Do(t.Context(), "ACL", "SETUSER", "rl", "on", ">pw", "~*", "&elsewhere", "+@all").Err(); err != nil {
-		t.Fatal(err)
-	}
 	var failures noticeErrors
-	s := newStore(t, redisstore.WithAddr(srv.Addr), redisstore.WithAuth("rl:pw"), fixedClock(), redisstore.WithNoticeFailure(failures.add))
+	s := newStore(t, redisstore.WithAddr(deafRedis(t)), redisstore.WithAuth("rl:pw"), fixedClock(), redisstore.WithNoticeFailure(failures.add))
 	lim := window(2)
 	mustTake(t, s, []store.Request{{Key: "k", Limit: lim, Hits: 2}})
 	res := mustTake(t, s, []store.Request{{Key: "k", Limit: lim, Hits: 1, Mode: algorithms.NegativeHits}})
@@ -99,14 +105,8 @@ func TestNoticeChannelHonoursThePrefix(t *testing.T) {
 // A subscription the server refuses is reported (WithNoticeFailure) on
 // every attempt, paced, and made again until WatchRefunds' context ends.
 func TestSubscriptionFailureReported(t *testing.T) {
-	srv := redistest.Start(t)
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = admin.Close() })
-	if err := admin.Do(t.Context(), "ACL", "SETUSER", "rl", "on", ">pw", "~*", "&elsewhere", "+@all").Err(); err != nil {
-		t.Fatal(err)
-	}
 	var failures noticeErrors
-	s := newStore(t, redisstore.WithAddr(srv.Addr), redisstore.WithAuth("rl:pw"), redisstore.WithNoticeFailure(failures.add))
+	s := newStore(t, redisstore.WithAddr(deafRedis(t)), redisstore.WithAuth("rl:pw"), redisstore.WithNoticeFailure(failures.add))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
