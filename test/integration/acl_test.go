@@ -15,6 +15,7 @@ import (
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
 	queuev1 "github.com/ratelimitd/ratelimitd/api/queue/v1"
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // aclConfig has a counter of every algorithm, a hot one that leases and
@@ -167,10 +168,10 @@ func aclWithoutChannel(t *testing.T, ctx context.Context, admin *redis.Client, a
 	if resp, err := c.call(request("acl", refund)); err != nil || resp.GetOverallCode() != ok || resp.GetStatuses()[0].GetLimitRemaining() != 4 {
 		t.Fatalf("a refund whose notice is refused: %v, %v; want OK with 4 left", resp, err)
 	}
+	// Published in the background, after the answer.
+	want := `ratelimitd_local_cache_notice_errors_total{op="publish"} 1`
+	testkit.WaitFor(t, 10*time.Second, want, func() bool { return strings.Contains(scrape(t, c), want) })
 	metrics := scrape(t, c)
-	if want := `ratelimitd_local_cache_notice_errors_total{op="publish"} 1`; !strings.Contains(metrics, want) {
-		t.Errorf("/metrics lacks %s", want)
-	}
 	if !strings.Contains(metrics, `ratelimitd_local_cache_notice_errors_total{op="subscribe"} `) ||
 		strings.Contains(metrics, `ratelimitd_local_cache_notice_errors_total{op="subscribe"} 0`) {
 		t.Errorf("the refused subscription is not counted")

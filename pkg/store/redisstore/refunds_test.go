@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
@@ -67,6 +68,8 @@ func TestRefundAnsweredWhenItsNoticeFails(t *testing.T) {
 	if res := mustTake(t, s, []store.Request{{Key: "k", Limit: lim, Hits: 1}}); !res[0].Allowed {
 		t.Fatalf("a hit after the refund: %+v, want it admitted", res[0])
 	}
+	// Published in the background: heard of once it was refused.
+	testkit.WaitFor(t, 10*time.Second, "the refused PUBLISH reported", func() bool { return len(failures.of("publish")) > 0 })
 	errs := failures.of("publish")
 	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "NOPERM") {
 		t.Fatalf("publish failures %v, want one NOPERM", errs)

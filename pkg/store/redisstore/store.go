@@ -43,9 +43,11 @@ type Store struct {
 	spread  bool
 	refresh *refresher
 	closed  atomic.Bool
-	// channel and noticeFailed: the notices (refunds.go).
+	// The notices (refunds.go): their channel, what is told of a failed
+	// one, and those in flight, which Close waits for.
 	channel      string
 	noticeFailed func(op string, err error)
+	notices      notices
 
 	closeOnce sync.Once
 	closeErr  error
@@ -176,6 +178,7 @@ func (s *Store) Close() error {
 		if s.stopBreakers != nil {
 			s.stopBreakers()
 		}
+		s.notices.stop()
 		s.closed.Store(true)
 		if s.ownsClient {
 			if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
