@@ -39,7 +39,7 @@ type Runner struct {
 	// without them), or WithoutFunctions; from then on EVALSHA only.
 	evalOnly atomic.Bool
 	// lifted: WithLiftedRefunds.
-	lifted func(ctx context.Context, keys []string)
+	lifted func(keys []string)
 }
 
 // RunnerOption configures NewRunner.
@@ -140,7 +140,7 @@ func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now
 	if err != nil {
 		return nil, fmt.Errorf("take script: %w", err)
 	}
-	r.liftedRefunds(ctx, reply, ops)
+	r.liftedRefunds(reply, ops)
 	return reply, nil
 }
 

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,64 +39,6 @@ func WithKeyPrefix(prefix string) Option {
 // LOCAL_CACHE_MAX_AGE.
 func WithNoticeFailure(fn func(op string, err error)) Option {
 	return func(s *settings) { s.noticeFailed = fn }
-}
-
-// notify publishes keys on the notices' channel after the change that may
-// have lifted their cached denials, one PUBLISH each, in one round trip, in
-// the background (within REDIS_TIMEOUT, whatever ctx's deadline): the
-// caller does not wait for it. Best effort: a failure is reported
-// (WithNoticeFailure), never returned, since the change it announces is
-// made.
-func (s *Store) notify(ctx context.Context, keys []string) {
-	if len(keys) == 0 || !s.notices.start() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	go func() {
-		defer s.notices.done()
-		defer cancel()
-		var err error
-		if len(keys) == 1 {
-			err = s.client.Publish(ctx, s.channel, keys[0]).Err()
-		} else {
-			_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, k := range keys {
-					p.Publish(ctx, s.channel, k)
-				}
-				return nil
-			})
-		}
-		if err != nil {
-			s.noticeFailure("publish", err)
-		}
-	}()
-}
-
-// notices counts the notices in flight, so that Close waits for them
-// before it closes the client; after stop none starts.
-type notices struct {
-	mu      sync.Mutex
-	stopped bool
-	wg      sync.WaitGroup
-}
-
-func (n *notices) start() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopped {
-		return false
-	}
-	n.wg.Add(1)
-	return true
-}
-
-func (n *notices) done() { n.wg.Done() }
-
-func (n *notices) stop() {
-	n.mu.Lock()
-	n.stopped = true
-	n.mu.Unlock()
-	n.wg.Wait()
 }
 
 func (s *Store) noticeFailure(op string, err error) {

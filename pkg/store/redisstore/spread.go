@@ -130,7 +130,7 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 // undo takes back every group's charges, concurrently, within ctx. A
 // failure leaves those hits charged (the request is still answered
 // OVER_LIMIT as decided) and is reported once to the undo-failure observer.
-// The keys given back are published (notify): another replica may have
+// The keys given back are published (notices): another replica may have
 // cached a denial of one while the charge stood.
 func (s *Store) undo(ctx context.Context, runs []groupRun, now time.Time) {
 	groups := make([][]scripts.Charge, 0, len(runs))
@@ -145,7 +145,7 @@ func (s *Store) undo(ctx context.Context, runs []groupRun, now time.Time) {
 			s.undoFailed(len(groups[gi]), fmt.Errorf("redisstore: %w", err))
 		}
 	}
-	s.notify(ctx, undoneKeys(groups, errs))
+	s.notices.add(undoneKeys(groups, errs))
 }
 
 // undoneKeys is the keys of the groups whose undo succeeded.

@@ -43,11 +43,11 @@ type Store struct {
 	spread  bool
 	refresh *refresher
 	closed  atomic.Bool
-	// The notices (refunds.go): their channel, what is told of a failed
-	// one, and those in flight, which Close waits for.
+	// The notices (refunds.go, notices.go): their channel, what is told
+	// of a failed one, and their publisher, which Close stops.
 	channel      string
 	noticeFailed func(op string, err error)
-	notices      notices
+	notices      *notices
 
 	closeOnce sync.Once
 	closeErr  error
@@ -67,7 +67,6 @@ func New(opts ...Option) (*Store, error) {
 	}
 	st := &Store{client: s.client, timeout: s.conn.Timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed,
 		channel: s.channel, noticeFailed: s.noticeFailed}
-	st.runner = scripts.NewRunner(scripts.WithLiftedRefunds(st.notify))
 	if st.client == nil {
 		// The breakers come with the client, as its first hooks: an open one
 		// must answer before a call queues.
@@ -81,6 +80,8 @@ func New(opts ...Option) (*Store, error) {
 	}
 	_, st.spread = st.client.(*redis.ClusterClient)
 	st.refresh = newRefresher(st.client, s.refreshInterval)
+	st.notices = newNotices(st.client, st.channel, st.timeout, st.noticeFailure)
+	st.runner = scripts.NewRunner(scripts.WithLiftedRefunds(st.notices.add))
 	return st, nil
 }
 
