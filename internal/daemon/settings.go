@@ -142,6 +142,9 @@ type settings struct {
 	Lease leaseSettings
 	// RLQS is RLQS_ENABLED and the other RLQS_* settings (rlqs.go).
 	RLQS rlqsSettings
+	// Fallback is ON_STORE_ERROR and LOCAL_FALLBACK_*
+	// (settings_fallback.go).
+	Fallback fallbackSettings
 
 	// Warnings are logged once at startup: settings we accept for
 	// compatibility but do not act on.
@@ -187,6 +190,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.Queue = readQueueSettings(env)
 	s.readAdmin(env)
 	s.readLease(env)
+	s.readFallback(env)
 	s.RLQS = readRLQSSettings(env)
 	if err := env.err(); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)

@@ -1,7 +1,7 @@
 // Package stack builds the store ratelimitd's daemon decides on, layer by
 // layer, for a Go program that wants exactly that store:
 //
-//	tracing (WithTracing) → localcache (WithLocalCache) → lease (Redis only) → redisstore | memstore
+//	tracing (WithTracing) → fallback (WithFallback, Redis only) → localcache (WithLocalCache) → lease (Redis only) → redisstore | memstore
 //
 // On Redis the lease decorator is always there: it runs nothing until a
 // batch leases (a rule's lease: true, or service.WithLease). The local cache
@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/fallback"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
@@ -28,10 +29,11 @@ import (
 type Stack struct {
 	Store store.Store
 
-	Redis  *redisstore.Store
-	Memory *memstore.Store
-	Lease  *lease.Store
-	Cache  *localcache.Store
+	Redis    *redisstore.Store
+	Memory   *memstore.Store
+	Lease    *lease.Store
+	Cache    *localcache.Store
+	Fallback *fallback.Store
 }
 
 // Close closes every layer, outermost first.
@@ -47,6 +49,7 @@ type config struct {
 	leaseOpts  []lease.Option
 	cacheBytes int
 	cacheOpts  []localcache.Option
+	fallback   fallbackConfig
 	tracer     trace.TracerProvider
 }
 
@@ -105,6 +108,9 @@ func New(opts ...Option) (*Stack, error) {
 	if c.cacheBytes > 0 {
 		s.Cache = localcache.New(s.Store, c.cacheBytes, c.cacheOpts...)
 		s.Store = s.Cache
+	}
+	if c.fallback.on && s.Redis != nil {
+		s.newFallback(c.fallback)
 	}
 	if c.tracer != nil {
 		s.Store = newTraced(s.Store, c.tracer.Tracer(tracerName), backend)
