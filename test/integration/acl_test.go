@@ -18,8 +18,9 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
-// aclConfig has a counter of every algorithm, a hot one that leases and
-// one the local cache holds.
+// aclConfig has a counter of every algorithm, a hot one that leases, one
+// the local cache holds and one that falls back to local counting (the
+// replicas' presence).
 const aclConfig = `domain: acl
 descriptors:
   - key: fw
@@ -39,6 +40,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 5, algorithm: gcra}
   - key: lb
     rate_limit: {unit: minute, requests_per_unit: 5, algorithm: leaky_bucket}
+  - key: local
+    rate_limit: {unit: minute, requests_per_unit: 5, on_store_error: local}
 `
 
 // aclBlock is the first line of docs/redis.md's code block of that info
@@ -115,7 +118,8 @@ func testACL(t *testing.T, be backend) {
 	}
 	root, _ := newConfigRoot(t, map[string]string{"acl.yaml": aclConfig})
 	env := append(beEnv, "REDIS_AUTH=ratelimitd:s3cret-acl", "CACHE_KEY_PREFIX=rl:", "LOCAL_CACHE_SIZE_IN_BYTES=1048576",
-		"LOCAL_CACHE_MAX_AGE=1h", "LEASE_ENABLED=true", "ADMIN_TOKEN_FILE="+tokenFile(t, adminToken), "LOG_FORMAT=json")
+		"LOCAL_CACHE_MAX_AGE=1h", "LEASE_ENABLED=true", "ADMIN_TOKEN_FILE="+tokenFile(t, adminToken), "LOG_FORMAT=json",
+		"LOCAL_FALLBACK_HEARTBEAT=50ms")
 	a := startService(t, root, env...)
 	b := startService(t, root, env...)
 	roomInWindow(t, time.Hour, 20*time.Second)
@@ -123,6 +127,7 @@ func testACL(t *testing.T, be backend) {
 	aclDecisions(t, a)
 	aclRefundAndReset(t, ctx, a, b)
 	aclQueue(t, ctx, a, b)
+	aclPresence(t, ctx, admins)
 
 	for i, admin := range admins {
 		entries, err := admin.Do(ctx, "ACL", "LOG").Slice()
@@ -187,7 +192,7 @@ func aclWithoutChannel(t *testing.T, ctx context.Context, admin *redis.Client, a
 func aclDecisions(t *testing.T, svc *service) {
 	t.Helper()
 	var all []string
-	for _, k := range []string{"fw", "sw", "log", "tb", "gcra", "lb"} {
+	for _, k := range []string{"fw", "sw", "log", "tb", "gcra", "lb", "local"} {
 		all = append(all, k, "x")
 		if resp, err := svc.call(request("acl", desc(k, "x"))); err != nil || resp.GetOverallCode() != ok {
 			t.Fatalf("%s: %v, %v", k, resp, err)
@@ -205,6 +210,21 @@ func aclDecisions(t *testing.T, svc *service) {
 			t.Fatalf("hot hit %d: %v, %v", i, resp, err)
 		}
 	}
+}
+
+// aclPresence waits for the replicas' presence to beat (MULTI and EXEC
+// of the presence's sorted sets) with the ACL user, on whichever node
+// holds it.
+func aclPresence(t *testing.T, ctx context.Context, admins []*redis.Client) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, "both replicas' presence", func() bool {
+		for _, admin := range admins {
+			if n, err := admin.ZCard(ctx, "rl:{ratelimitd}:replicas").Result(); err == nil && n == 2 {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // aclRefundAndReset: B caches a spent budget; A's refund reaches it; B
