@@ -45,8 +45,7 @@ func contains(lines []string, want ...string) bool {
 	return true
 }
 
-// udpStatsd is a statsd sink sending over UDP to conn, a socket of the
-// test's.
+// udpStatsd is a statsd sink over UDP to a socket the test reads.
 func udpStatsd(t *testing.T) (net.PacketConn, gostats.Sink) {
 	t.Helper()
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -76,6 +75,35 @@ func TestStatsdOverUDP(t *testing.T) {
 		"ratelimit_server.Do.response_time.__cluster=eu:1.250000|ms",
 	}
 	readLines(t, conn, func(l []string) bool { return contains(l, want...) })
+}
+
+// statsdLine is one well-formed statsd line: a name without separators or
+// control characters, a value and a type.
+var statsdLine = regexp.MustCompile(`^[^:|\x00-\x1f\x7f]+:[0-9.]+\|(c|g|ms)$`)
+
+// TestStatsdLinesCarryNoControlCharacters: request values holding line
+// ends, NULs and statsd's separators (a detailed_metric value, an unknown
+// domain) reach a real UDP socket as '_' inside one line each, so that no
+// value writes a stat of its own.
+func TestStatsdLinesCarryNoControlCharacters(t *testing.T) {
+	conn, sink := udpStatsd(t)
+	s := New(sink)
+	defer s.Close()
+	s.Count(s.Rule("d.user_a\nevil.total_hits:9|c\r\x00b\x7f\tz"), Decision{Hits: 2, Limit: 10})
+	s.DomainNotFound("gh\r\nost|x:1", 1)
+	s.Flush()
+	const p = "ratelimit.service.rate_limit."
+	want := []string{
+		p + "d.user_a_evil.total_hits_9_c__b__z.total_hits:2|c",
+		p + "d.user_a_evil.total_hits_9_c__b__z.within_limit:2|c",
+		p + "gh__ost_x_1.domain_not_found:1|c",
+	}
+	lines := readLines(t, conn, func(l []string) bool { return contains(l, want...) })
+	for _, l := range lines {
+		if !statsdLine.MatchString(l) || !contains(want, l) {
+			t.Errorf("statsd line %q, want only %q", l, want)
+		}
+	}
 }
 
 // TestStatsdNeverBlocks: with an agent that is gone or that stops reading,
