@@ -19,6 +19,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/tracing"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/fallback"
 )
 
 // configWatcher is what serve needs of *config.Watcher or, with
@@ -55,6 +56,9 @@ type app struct {
 	leases *leaseGate
 	// rlqs is the Rate Limit Quota Service (rlqs.go); nil unless RLQS_ENABLED.
 	rlqs *rlqs.Server
+	// fallback decides on_store_error: local rules while Redis cannot
+	// (fallback.go); nil on the embedded store.
+	fallback *fallback.Store
 
 	grpcLn, httpLn, debugLn net.Listener
 
@@ -87,12 +91,17 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.store, a.leases, err = newStore(set, m, log, a.tracerProvider()); err != nil {
+	if a.store, a.leases, err = newStore(set, m, a.envoy, log, a.tracerProvider(), a.watcher.Current); err != nil {
 		return nil, err
 	}
+	a.fallback, _ = under[*fallback.Store](a.store)
 	a.observeLeases(a.watcher.Current())
+	a.startFallback(a.watcher.Current())
 	a.announceTracing()
 	if a.svc, err = newService(set, a.watcher, a.store, m, log); err != nil {
+		return nil, err
+	}
+	if err := m.AddAdmission(a.svc); err != nil {
 		return nil, err
 	}
 	if err := a.newServers(m, tracingOpts); err != nil {
@@ -112,6 +121,7 @@ func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
 		if err == nil {
 			empty.observe(cfg)
 			a.observeLeases(cfg)
+			a.startFallback(cfg)
 		}
 		a.syncHealth()
 	}
@@ -164,6 +174,8 @@ func newService(set settings, w configWatcher, st store.Store, m *metrics.Metric
 		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
 		service.WithDynamicMetadata(set.DynamicMetadata),
 		service.WithQuotaMode(set.QuotaMode),
+		service.WithQuotaGroups(set.QuotaGroups),
+		service.WithAdmission(set.Overload.MaxConcurrentRequests, set.Overload.RequestTimeout),
 		service.WithLease(set.Lease.Enabled),
 		service.WithLogger(log),
 		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),

@@ -117,7 +117,7 @@ var checkTests = []struct {
 		"r.yaml:4: descriptors[0].value_regex: invalid RE2 regular expression",
 		"r.yaml:7: descriptors[1].value_regex: set either value (line 6) or value_regex, not both",
 		`r.yaml:11: descriptors[3].value_regex: duplicate value_regex "z+" for key "c" (first at `, `r.yaml:8)`,
-		`r.yaml:13: descriptors[4].rate_limit.on_store_error: want unavailable, allow or deny, got string "open"`,
+		`r.yaml:13: descriptors[4].rate_limit.on_store_error: want unavailable, allow, deny or local, got string "open"`,
 	},
 }, {
 	name:  "settings check has no use for are not read, even invalid ones",

@@ -25,10 +25,12 @@ func (s *settings) readConfigSource(env *envReader) {
 }
 
 // rulesOptions are how every source loads rules (files, xDS, `ratelimitd
-// check`): MERGE_DOMAIN_CONFIG and USE_CALENDAR_MONTH_RATE_LIMIT.
+// check`): MERGE_DOMAIN_CONFIG, USE_CALENDAR_MONTH_RATE_LIMIT and
+// ON_STORE_ERROR.
 func (s settings) rulesOptions() []config.Option {
 	return []config.Option{
 		config.WithMergeDomains(s.MergeDomains),
 		config.WithCalendarMonths(s.CalendarMonths),
+		config.WithStoreErrorDefault(s.Fallback.Default),
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/fallback"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
@@ -169,7 +170,8 @@ func TestLeaseGateCloseReturnsBeforeTheBackendCloses(t *testing.T) {
 }
 
 // TestNewStoreLeases: the lease gate sits over Redis only, under the local
-// cache; the embedded store never leases.
+// cache and on_store_error: local's decorator; the embedded store never
+// leases.
 func TestNewStoreLeases(t *testing.T) {
 	srv := redistest.Start(t)
 	tests := []struct {
@@ -190,7 +192,7 @@ func TestNewStoreLeases(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := metrics.New()
-			st, gate, err := newStore(set, m, zap.NewNop(), nil)
+			st, gate, err := newStore(set, m, nil, zap.NewNop(), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,9 +207,13 @@ func TestNewStoreLeases(t *testing.T) {
 			if gate == nil {
 				return
 			}
-			inner := st
-			if c, ok := st.(*localcache.Store); ok != tt.cached {
-				t.Fatalf("store %T, local cache wanted: %v", st, tt.cached)
+			fb, ok := st.(*fallback.Store)
+			if !ok {
+				t.Fatalf("store %T, want on_store_error: local's decorator outermost", st)
+			}
+			inner := fb.Unwrap()
+			if c, ok := inner.(*localcache.Store); ok != tt.cached {
+				t.Fatalf("under the decorator %T, local cache wanted: %v", inner, tt.cached)
 			} else if ok {
 				inner = c.Unwrap()
 			}

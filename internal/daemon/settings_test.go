@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/envoystats"
 
+	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
@@ -74,8 +75,10 @@ func defaultSettings() settings {
 		Lease:                     defaultLeaseSettings(),
 		Stats:                     statsSettings{Statsd: true, Host: "localhost", Port: 8125, Protocol: "tcp", FlushInterval: 10 * time.Second},
 		RLQS:                      defaultRLQSSettings(),
+		Fallback:                  defaultFallbackSettings(),
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
+			RequestLimit: service.DefaultLimitHeader, RequestRemaining: service.DefaultRemainingHeader, RequestReset: service.DefaultResetHeader,
 		},
 	}
 }
@@ -253,6 +256,13 @@ var parseSettingsTests = []struct {
 		},
 	},
 	{
+		name: "on_store_error settings",
+		env:  map[string]string{"ON_STORE_ERROR": "Local", "LOCAL_FALLBACK_REPLICAS": "3", "LOCAL_FALLBACK_HEARTBEAT": "250ms"},
+		want: func(s *settings) {
+			s.Fallback = fallbackSettings{Default: config.StoreErrorLocal, Replicas: 3, Heartbeat: 250 * time.Millisecond}
+		},
+	},
+	{
 		name: "rlqs settings",
 		env: map[string]string{"RLQS_ENABLED": "false", "RLQS_REPORTING_INTERVAL": "1s", "RLQS_FRACTION": "0.5",
 			"RLQS_MAX_BLOCK": "100", "RLQS_EXPIRY_MARGIN": "50ms"},
@@ -321,6 +331,9 @@ func TestParseSettingsErrors(t *testing.T) {
 		{name: "every bad variable at once", env: map[string]string{"PORT": "x", "DEBUG_PORT": "y", "REDIS_TLS": "z"},
 			want: []string{`PORT="x"`, `DEBUG_PORT="y"`, `REDIS_TLS="z"`}},
 		{name: "bad LEASE_ENABLED", env: map[string]string{"LEASE_ENABLED": "sometimes"}, want: []string{`LEASE_ENABLED="sometimes"`, "true or false"}},
+		{name: "bad ON_STORE_ERROR", env: map[string]string{"ON_STORE_ERROR": "open"}, want: []string{`ON_STORE_ERROR="open"`, "unavailable, allow, deny or local"}},
+		{name: "bad LOCAL_FALLBACK_*", env: map[string]string{"LOCAL_FALLBACK_REPLICAS": "0", "LOCAL_FALLBACK_HEARTBEAT": "2m"},
+			want: []string{`LOCAL_FALLBACK_REPLICAS="0"`, `LOCAL_FALLBACK_HEARTBEAT="2m"`}},
 		{name: "zero LEASE_TARGET", env: map[string]string{"LEASE_TARGET": "0s"}, want: []string{`LEASE_TARGET="0s"`, "positive Go duration of at most 24h0m0s"}},
 		{name: "LEASE_IDLE without a unit", env: map[string]string{"LEASE_IDLE": "2"}, want: []string{`LEASE_IDLE="2"`, "Go duration"}},
 		{name: "LEASE_MAX_AGE over a day", env: map[string]string{"LEASE_MAX_AGE": "25h"}, want: []string{`LEASE_MAX_AGE="25h"`, "at most 24h0m0s"}},

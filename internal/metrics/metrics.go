@@ -40,6 +40,7 @@ type Metrics struct {
 	requests      *prometheus.HistogramVec
 	roundTrips    *prometheus.HistogramVec
 	undoFailures  prometheus.Counter
+	local         localMetrics
 
 	nearRatio   float64
 	maxDetailed int64
@@ -128,6 +129,7 @@ func build(opts []Option) *Metrics {
 		Help: "ShouldRateLimit latency by gRPC code.", Buckets: latencyBuckets()}, []string{"code"})
 	m.roundTrips = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ratelimitd", Name: "redis_round_trip_seconds",
 		Help: "One Redis script call (all descriptors of a request), by result.", Buckets: latencyBuckets()}, []string{"result"})
+	m.local = newLocalMetrics()
 	m.undoFailures = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "redis_undo_failures_total",
 		Help: "Denied cross-slot Redis Cluster requests whose undo failed: their hits stay charged until the window passes or the bucket refills."})
 	return m
@@ -136,8 +138,9 @@ func build(opts []Option) *Metrics {
 // collectors are the service's own collectors, in one list for New and
 // Register.
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.undoFailures, m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode,
-		m.overLimitLocalCache, m.usageOverLimit, m.negativeHits, m.configLoads, m.backendErrors, m.storeAnswers, m.requests, m.roundTrips}
+	return append([]prometheus.Collector{m.undoFailures, m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode,
+		m.overLimitLocalCache, m.usageOverLimit, m.negativeHits, m.configLoads, m.backendErrors, m.storeAnswers, m.requests, m.roundTrips},
+		m.local.collectors()...)
 }
 
 // latencyBuckets run from 50µs (an in-memory decision) to 2.5s.
@@ -171,27 +174,36 @@ type Hit struct {
 	// only that).
 	Allowed, Shadow, RuleShadow bool
 	FromCache                   bool
+	// CachedDenial: the local cache held the denial, though the backend
+	// decided the request (store.Result.CachedDenial); envoyproxy's
+	// over_limit_with_local_cache counts it, ratelimitd's own does not.
+	CachedDenial bool
+	// Local: an on_store_error: local rule decided in this replica's
+	// memory (ratelimitd_local_decisions_total).
+	Local bool
 	// Usage: the hits were usage, recorded whatever the decision.
 	Usage bool
 	// Charged: the store charged the hits, so Remaining is after them (the
 	// request was admitted, or the hits were usage). An uncharged decision's
 	// Remaining is what was left before it.
 	Charged bool
-	// Capacity and Remaining drive near_limit.
-	Capacity, Remaining uint64
+	// Capacity and Remaining drive near_limit; RemainingBefore is the
+	// store's for a denial recorded past the limit (what was left before
+	// its hits).
+	Capacity, Remaining, RemainingBefore uint64
 }
 
 // before is the counter's count before the hits, as envoyproxy's limiter
 // reads it. A decision recorded past its limit (usage, shadow and quota
-// rules of an admitted request) reports nothing left, so the count before
-// it is lost: all its hits then count as past the limit.
+// rules of an admitted request) reports nothing left after it, and what
+// was left before it as RemainingBefore.
 func (h *Hit) before() uint64 {
 	used := h.Capacity - min(h.Remaining, h.Capacity)
 	switch {
 	case h.Charged && h.Allowed:
 		return used - min(h.Hits, used)
 	case h.Charged:
-		return h.Capacity
+		return h.Capacity - min(h.RemainingBefore, h.Capacity)
 	default:
 		return used
 	}
@@ -203,9 +215,12 @@ func (m *Metrics) Observe(h Hit) {
 	hits := float64(h.Hits)
 	if c.envoy != nil {
 		m.envoy.Count(c.envoy, envoystats.Decision{Hits: h.Hits, Limit: h.Capacity, Before: h.before(),
-			Over: !h.Allowed, FromCache: h.FromCache, Shadow: h.RuleShadow})
+			Over: !h.Allowed, FromCache: h.FromCache || (h.CachedDenial && !h.Allowed), Shadow: h.RuleShadow})
 	}
 	c.total.Add(hits)
+	if h.Local {
+		m.localDecision(&h)
+	}
 	if !h.Allowed {
 		c.over.Add(hits)
 		if h.Shadow {

@@ -23,9 +23,20 @@ type Outcome struct {
 	DeniedApplied []uint64
 }
 
-// opFields is the values per op in a take's reply (lua/take.lua): allowed,
-// remaining, reset µs, retry µs (-1: never) and what it applied.
+// opFields is the values per op in a take's reply (lua/take.lua): its
+// code, remaining, reset µs, retry µs (-1: never) and what it applied.
 const opFields = 5
+
+// An op's code, the first of its values in a take's reply (lua/take.lua):
+// a refund that gave room back to a counter with none left is codeLifted, a
+// denial recorded past the limit codeRecorded (its remaining is then what was
+// left before its hits).
+const (
+	codeDenied = iota
+	codeAllowed
+	codeLifted
+	codeRecorded
+)
 
 // Decode reads the reply of a take of ops: the decisions and amounts
 // applied, then what charges and denials say it asked for (WithCharges,
@@ -65,14 +76,17 @@ func decodeAt(vals values, at, n int) ([]algorithms.Decision, []uint64, error) {
 		if err := vals.ints(at+opFields*i, f[:]); err != nil {
 			return nil, nil, err
 		}
-		if f[1] < 0 || f[2] < 0 || f[3] < -1 || f[4] < 0 {
-			return nil, nil, errors.New("reply has a negative remaining, reset, retry or amount applied")
+		if f[0] < codeDenied || f[0] > codeRecorded || f[1] < 0 || f[2] < 0 || f[3] < -1 || f[4] < 0 {
+			return nil, nil, errors.New("reply has an unknown code, or a negative remaining, reset, retry or amount applied")
 		}
 		d := algorithms.Decision{
-			Allowed:    f[0] == 1,
+			Allowed:    f[0] == codeAllowed || f[0] == codeLifted,
 			Remaining:  uint64(f[1]),
 			ResetAfter: time.Duration(f[2]) * time.Microsecond,
 			RetryAfter: time.Duration(f[3]) * time.Microsecond,
+		}
+		if f[0] == codeRecorded {
+			d.Remaining, d.RemainingBefore = 0, uint64(f[1])
 		}
 		if f[3] == -1 {
 			d.RetryAfter = algorithms.Never

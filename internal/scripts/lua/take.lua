@@ -13,8 +13,8 @@
 -- ARGV[3], if present: reply the charges too (scripts.WithCharges); if it
 --   is 2, the denials too (scripts.WithDenials).
 -- Reply, one request's section (take_many replies one per take): 5 values
---   per op: allowed (0/1), remaining, reset µs, retry µs (-1 = never) and
---   what it applied; then, if ARGV[3] is 2, 5 more per op: the same had the
+--   per op: its code (DENIED, ALLOWED, LIFTED or RECORDED, below),
+--   remaining, reset µs, retry µs (-1 = never) and what it applied; then, if ARGV[3] is 2, 5 more per op: the same had the
 --   batch been denied (a denied batch's own again), for a Cluster slot
 --   group whose request another group denies (redisstore's takeSpread);
 --   then, if the batch was admitted and ARGV[3] asked for them, one charge
@@ -45,6 +45,14 @@
 -- whether it changed the key, 24 what it applied. SCRATCH takes a denied
 -- pass's answers no reply holds.
 local FIRST, TAKEN, KEY, KEYN, SCRATCH, PACKED = {}, {}, {}, 24, {}, 'packed'
+
+-- An op's code in the reply (scripts.decodeAt): DENIED and ALLOWED; LIFTED
+-- is a refund that gave room back to a counter with none left, which the
+-- caller publishes to every replica's local cache (redisstore's notices);
+-- RECORDED is a denial recorded past the limit anyway, whose remaining is
+-- then what was left before its hits (algorithms.Decision.RemainingBefore;
+-- after them nothing is).
+local DENIED, ALLOWED, LIFTED, RECORDED = 0, 1, 2, 3
 
 -- link sets FIRST for the ops on keys[k0 + 1 ..], refunds (which came
 -- first, refund.lua) left out: by pairs for the few keys of nearly every
@@ -222,7 +230,13 @@ local function first(ops, i, key, now, out, charges, once, unique)
     ok, rem, reset, retry, a, b, c, e, view, applied, changed, TAKEN[t + 1], TAKEN[t + 2], TAKEN[t + 3] =
       decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, rec)
   end
-  out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = ok and 1 or 0, rem, reset, retry, applied
+  if TAKEN[t + 1] then
+    -- Recorded past the limit: what was left before its hits.
+    out[k + 1], out[k + 2] = RECORDED, TAKEN[t + 1]
+  else
+    out[k + 1], out[k + 2] = ok and ALLOWED or DENIED, rem
+  end
+  out[k + 3], out[k + 4], out[k + 5] = reset, retry, applied
   if changed and once and (ok or usage or mode == SHADOW) then
     -- Nothing else reads the key's state: it is written as it stands.
     write_state(key, q, kind, a, b, c, e, view, refill, now)
@@ -267,19 +281,24 @@ local function denied(ops, keys, k0, n, out, dst, d0, refunded, now, writes)
     if not refund then dst[k + 5] = 0 end
     if refund or alg == nil then
       -- As in the first pass.
-    elseif usage or ok1 == 1 then
+    elseif usage or ok1 == ALLOWED then
       local a, b, c, e, view = running(q, 16, alg.kind, keys[k0 + i], p, refill, now, writes, not usage)
       if not usage then h = 0 end
-      local ok, rem, reset, retry, applied, changed
-      ok, rem, reset, retry, a, b, c, e, view, applied, changed =
+      local ok, rem, reset, retry, applied, changed, tr
+      ok, rem, reset, retry, a, b, c, e, view, applied, changed, tr =
         decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, usage and h > 0 and (r > 0 or alg.zero))
-      if ok1 == 1 then dst[k + 1], dst[k + 2], dst[k + 3], dst[k + 4] = ok and 1 or 0, rem, reset, retry end
+      if ok1 == ALLOWED and tr then
+        dst[k + 1], dst[k + 2], dst[k + 3], dst[k + 4] = RECORDED, tr, reset, retry
+      elseif ok1 == ALLOWED then
+        dst[k + 1], dst[k + 2], dst[k + 3], dst[k + 4] = ok and ALLOWED or DENIED, rem, reset, retry
+      end
       if usage then
         K[q + 17], K[q + 18], K[q + 19], K[q + 20], K[q + 21], K[q + 22] = a, b, c, e, view, refill
         K[q + 23], K[q + 24], dst[k + 5] = K[q + 23] or changed, K[q + 24] + applied, applied
       end
     elseif TAKEN[t + 1] ~= nil then
-      dst[k + 2], dst[k + 3], dst[k + 4] = TAKEN[t + 1], TAKEN[t + 2], TAKEN[t + 3]
+      -- Take's own denial: not recorded in a denied batch.
+      dst[k + 1], dst[k + 2], dst[k + 3], dst[k + 4] = DENIED, TAKEN[t + 1], TAKEN[t + 2], TAKEN[t + 3]
     end
   end
 end
@@ -360,7 +379,7 @@ local function take_general(now, keys, k0, ops, n, charges, denials, unique)
   for i = 1, n do
     local refund, k, mode, joined = refunded and refunded[i], 5 * i - 5, REFUND, false
     if refund then
-      out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = 1, refund[1], refund[2], 0, refund[3]
+      out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = refund[4] and LIFTED or ALLOWED, refund[1], refund[2], 0, refund[3]
     else
       mode, joined, wrote = first(ops, i, keys[k0 + i], now, out, charges, n == 1 and not charges, unique)
       if charges then
@@ -368,7 +387,7 @@ local function take_general(now, keys, k0, ops, n, charges, denials, unique)
         both = both or (K[q + 7] and K[q + 8])
       end
     end
-    verdict_add(verdict, mode, joined, out[k + 1] == 1)
+    verdict_add(verdict, mode, joined, out[k + 1] ~= DENIED and out[k + 1] ~= RECORDED)
   end
   if wrote then return out end -- one op, written at once: its verdict's either way
   local admitted = not verdict.enforced_denied and not (verdict.quota_ops > 0 and verdict.quota_denied == verdict.quota_ops)

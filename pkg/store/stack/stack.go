@@ -1,11 +1,13 @@
 // Package stack builds the store ratelimitd's daemon decides on, layer by
 // layer, for a Go program that wants exactly that store:
 //
-//	tracing (WithTracing) → localcache (WithLocalCache) → lease (Redis only) → redisstore | memstore
+//	tracing (WithTracing) → fallback (WithFallback, Redis only) → localcache (WithLocalCache) → lease (Redis only) → redisstore | memstore
 //
 // On Redis the lease decorator is always there: it runs nothing until a
 // batch leases (a rule's lease: true, or service.WithLease). The local cache
-// hears of refunds made by other replicas on the same Redis.
+// hears of the refunds, Cluster undos, lease returns and resets made by
+// other replicas on the same Redis (redisstore.WithKeyPrefix names their
+// channel).
 package stack
 
 import (
@@ -14,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/fallback"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
@@ -26,10 +29,11 @@ import (
 type Stack struct {
 	Store store.Store
 
-	Redis  *redisstore.Store
-	Memory *memstore.Store
-	Lease  *lease.Store
-	Cache  *localcache.Store
+	Redis    *redisstore.Store
+	Memory   *memstore.Store
+	Lease    *lease.Store
+	Cache    *localcache.Store
+	Fallback *fallback.Store
 }
 
 // Close closes every layer, outermost first.
@@ -45,6 +49,7 @@ type config struct {
 	leaseOpts  []lease.Option
 	cacheBytes int
 	cacheOpts  []localcache.Option
+	fallback   fallbackConfig
 	tracer     trace.TracerProvider
 }
 
@@ -67,7 +72,7 @@ func WithLease(opts ...lease.Option) Option {
 
 // WithLocalCache puts a local over-limit cache of at most maxBytes over
 // the store; maxBytes <= 0 leaves it out. On Redis, the stack adds the
-// refund subscription (localcache.WithInvalidations) after opts.
+// notices' subscription (localcache.WithInvalidations) after opts.
 func WithLocalCache(maxBytes int, opts ...localcache.Option) Option {
 	return func(c *config) { c.cacheBytes, c.cacheOpts = maxBytes, append(c.cacheOpts, opts...) }
 }
@@ -103,6 +108,9 @@ func New(opts ...Option) (*Stack, error) {
 	if c.cacheBytes > 0 {
 		s.Cache = localcache.New(s.Store, c.cacheBytes, c.cacheOpts...)
 		s.Store = s.Cache
+	}
+	if c.fallback.on && s.Redis != nil {
+		s.newFallback(c.fallback)
 	}
 	if c.tracer != nil {
 		s.Store = newTraced(s.Store, c.tracer.Tracer(tracerName), backend)

@@ -52,6 +52,9 @@ func TestLayers(t *testing.T) {
 		{"a zero-sized cache is none", []stack.Option{stack.WithLocalCache(0)}, []string{"memory"}},
 		{"redis leases", []stack.Option{stack.WithRedis(redisstore.WithAddr(srv.Addr))}, []string{"lease", "redis"}},
 		{"redis, cached, traced", []stack.Option{stack.WithRedis(redisstore.WithAddr(srv.Addr)), stack.WithLocalCache(1 << 10), stack.WithTracing(tp)}, []string{"traced", "cache", "lease", "redis"}},
+		{"redis with a fallback", []stack.Option{stack.WithRedis(redisstore.WithAddr(srv.Addr)), stack.WithLocalCache(1 << 10), stack.WithFallback("{ratelimitd}:replicas", 0), stack.WithTracing(tp)},
+			[]string{"traced", "fallback", "cache", "lease", "redis"}},
+		{"memory has no outage to bridge", []stack.Option{stack.WithFallback("{ratelimitd}:replicas", 0)}, []string{"memory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +74,8 @@ func TestLayers(t *testing.T) {
 					got = append(got, "lease")
 				case store.Store(stk.Cache):
 					got = append(got, "cache")
+				case store.Store(stk.Fallback):
+					got = append(got, "fallback")
 				default:
 					got = append(got, "traced")
 				}
