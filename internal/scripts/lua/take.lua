@@ -167,15 +167,12 @@ local function same_limit(ops, i, j)
 end
 
 -- write_state writes a key's final state (q: its KEY slots) of kind:
--- registers (PACKED: packed already, a, with its TTL argument, b), a
--- counter (of months calendar months; its kept value's TTL kept in the
--- same window) or a log's view; one that no longer matters at now is
--- deleted.
+-- registers, a counter (of months calendar months; its kept value's TTL
+-- kept in the same window) or a log's view; one that no longer matters at
+-- now is deleted.
 local function write_state(key, q, kind, a, b, c, e, view, months, now)
   local K = KEY
-  if kind == PACKED then
-    regs_put(key, a, b)
-  elseif kind == REGS then
+  if kind == REGS then
     regs_set(key, a, b, c, e, now)
   elseif kind == COUNT then
     local kept = nil
@@ -205,8 +202,8 @@ local function first(ops, i, key, now, out, charges, once, unique)
   elseif charges and not same_limit(ops, f, i) then
     K[q + 5] = true
   end
-  TAKEN[t + 1] = nil
   if alg == nil then
+    TAKEN[t + 1] = nil
     -- algorithms.Take denies it, still dropping an expired running state.
     local kind = K[q + 9]
     if kind then
@@ -216,23 +213,31 @@ local function first(ops, i, key, now, out, charges, once, unique)
     return mode, joined, false
   end
   local kind, rec = alg.kind, h > 0 and (r > 0 or alg.zero) and (usage or mode == SHADOW or mode == QUOTA)
-  local ok, rem, reset, retry, applied, changed, a, b, c, e, view
+  local ok, rem, reset, retry, applied, changed, a, b, c, e, view, tr, ts, tt
   if kind == REGS and K[q + 9] == false then
     -- running, inlined for a register key's first op: nearly every op of
     -- a register algorithm.
     K[q + 9] = REGS
     a, b, c, e = regs_get(key)
     if e ~= 0 and now >= e then a, b, c, e = 0, 0, 0, 0 end
-    ok, rem, reset, retry, a, b, c, e, applied, changed, TAKEN[t + 1], TAKEN[t + 2], TAKEN[t + 3] =
+    ok, rem, reset, retry, a, b, c, e, applied, changed, tr, ts, tt =
       decide_regs(alg, r, p, cap, refill, debt, a, b, c, e, h, now, rec)
   else
-    a, b, c, e, view = running(q, 9, kind, key, p, refill, now, true, false)
-    ok, rem, reset, retry, a, b, c, e, view, applied, changed, TAKEN[t + 1], TAKEN[t + 2], TAKEN[t + 3] =
+    if kind == LOG and K[q + 9] == false then
+      -- running, inlined for a log's first op.
+      view, K[q + 3] = log_load(key, now)
+      K[q + 9], a, b, c, e, view = LOG, 0, 0, 0, 0, log_expire(view, now)
+    else
+      a, b, c, e, view = running(q, 9, kind, key, p, refill, now, true, false)
+    end
+    ok, rem, reset, retry, a, b, c, e, view, applied, changed, tr, ts, tt =
       decide(alg, an, r, p, cap, refill, debt, a, b, c, e, view, h, now, rec)
   end
-  if TAKEN[t + 1] then
+  TAKEN[t + 1] = tr
+  if tr then
     -- Recorded past the limit: what was left before its hits.
-    out[k + 1], out[k + 2] = RECORDED, TAKEN[t + 1]
+    TAKEN[t + 2], TAKEN[t + 3] = ts, tt
+    out[k + 1], out[k + 2] = RECORDED, tr
   else
     out[k + 1], out[k + 2] = ok and ALLOWED or DENIED, rem
   end
@@ -404,7 +409,9 @@ local function take_general(now, keys, k0, ops, n, charges, denials, unique)
   for i = 1, n do
     local q = KEYN * (i - 1)
     if FIRST[i] == i and not (refunded and refunded[i]) then
-      if admitted and K[q + 4] then
+      if admitted and K[q + 4] and K[q + 9] == PACKED then
+        regs_put(keys[k0 + i], K[q + 10], K[q + 11])
+      elseif admitted and K[q + 4] then
         write_state(keys[k0 + i], q, K[q + 9], K[q + 10], K[q + 11], K[q + 12], K[q + 13], K[q + 14], K[q + 15], now)
       elseif not admitted and K[q + 23] then
         write_state(keys[k0 + i], q, K[q + 16], K[q + 17], K[q + 18], K[q + 19], K[q + 20], K[q + 21], K[q + 22], now)
