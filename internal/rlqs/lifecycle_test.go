@@ -16,7 +16,7 @@ import (
 
 // recommended are the filter settings docs/rlqs.md recommends.
 func recommended() rlqstest.Settings {
-	return rlqstest.Settings{Domain: "edge", Interval: time.Second, NoAssignment: denyAll(), Expired: denyAll(), ExpiredFor: time.Hour}
+	return rlqstest.Settings{Domain: "edge", NoAssignment: denyAll(), Expired: denyAll(), ExpiredFor: time.Hour}
 }
 
 // describe is how e decides id now, less the token bucket's fill interval

@@ -20,10 +20,10 @@ const (
 	DefaultMaxBlock = 10000
 	// DefaultExpiryMargin is how late an assignment may reach Envoy and
 	// still expire before its window ends.
-	DefaultExpiryMargin = 250 * time.Millisecond
-	// DefaultMaxBuckets bounds the buckets of one stream (and of one
-	// report).
-	DefaultMaxBuckets = 10000
+	DefaultExpiryMargin = 100 * time.Millisecond
+	// DefaultMaxBuckets bounds the buckets the server tracks, across all
+	// its streams (and the buckets of one report).
+	DefaultMaxBuckets = 100_000
 	// DefaultMaxEntries and DefaultMaxValueLen bound a bucket id as a
 	// request descriptor is bounded (MAX_DESCRIPTOR_ENTRIES,
 	// MAX_VALUE_LENGTH).
@@ -111,8 +111,10 @@ func WithExpiryMargin(d time.Duration) Option {
 	}
 }
 
-// WithMaxBuckets bounds the buckets one stream tracks; reports of more are
-// refused (INVALID_ARGUMENT) before they are decoded.
+// WithMaxBuckets bounds the buckets the server tracks across all its
+// streams (RLQS_MAX_BUCKETS): a bucket past it gets no assignment, its
+// reported requests recorded. A report of more buckets is refused
+// (INVALID_ARGUMENT) before it is decoded.
 func WithMaxBuckets(n int) Option {
 	return func(s *settings) {
 		if n > 0 {

@@ -49,7 +49,7 @@ func TestFleetOnRedis(t *testing.T) {
 	f.reps = []*replica{redisReplica(t, rs.Addr, r, clock), redisReplica(t, rs.Addr, r, clock)}
 	for i := range 3 {
 		f.envoys = append(f.envoys, newEnvoy(t, clock, rlqstest.Settings{
-			Domain: "edge", Interval: time.Second, NoAssignment: denyAll(), Expired: denyAll(), ExpiredFor: time.Hour,
+			Domain: "edge", NoAssignment: denyAll(), Expired: denyAll(), ExpiredFor: time.Hour,
 			Addrs: []string{f.reps[i%2].addr, f.reps[(i+1)%2].addr},
 		}))
 	}
@@ -90,7 +90,8 @@ func TestFleetOnRedis(t *testing.T) {
 	t.Logf("admitted/offered per %s window of %d:%s", fleetWindow, fleetLimit, f.report())
 	// The killed replica's blocks stay charged: its window may admit less
 	// by what they held unused (the crash bound), never more.
-	f.checkWindows(fleetLimit, 0.95, map[int]int{f.windowOf(killed): int(held)})
+	f.checkBound(fleetLimit)
+	f.checkWindows(0, fleetLimit, 0.95, map[int]int{f.windowOf(killed): int(held)})
 	for i, d := range resumed {
 		if d == 0 || d > 2*time.Second {
 			t.Errorf("Envoy %d of the killed replica resumed after %v (0: never), want within 2 reporting intervals", i, d)

@@ -46,8 +46,9 @@ type Server struct {
 	rnd     *rand.Rand
 	// lastErrLog and warned keep logs of store failures and of rules
 	// RLQS cannot serve from repeating.
-	lastErrLog time.Time
-	warned     map[string]bool
+	lastErrLog  time.Time
+	lastFullLog time.Time
+	warned      map[string]bool
 }
 
 // New serves the rules in force with blocks charged in lender (the store
@@ -62,7 +63,7 @@ func New(rules Rules, lender store.Lender, opts ...Option) *Server {
 		lender:  lender,
 		set:     set,
 		caps:    caps{buckets: set.maxBuckets, entries: set.maxEntries, valueLen: set.maxValueLen},
-		spans:   newWindows(),
+		spans:   newWindows(set.maxBuckets),
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
 		rnd:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
@@ -151,7 +152,7 @@ func (s *Server) nanos(prev int32) int32 {
 
 // counters are the server's tallies (Stats, the metrics).
 type counters struct {
-	streams, buckets                             atomic.Int64
+	streams, buckets, untracked                  atomic.Int64
 	reports, rejected, responses, pending        atomic.Int64
 	assigned                                     [4]atomic.Int64 // by strategy
 	abandoned                                    atomic.Int64
@@ -163,16 +164,18 @@ type counters struct {
 
 // Stats is a snapshot of the server's counters.
 type Stats struct {
-	Streams, Buckets int64
+	// Streams open, Buckets they track (at most the server's cap), and
+	// Untracked: reports of buckets past it.
+	Streams, Buckets, Untracked int64
 	// Reports received and handled, Rejected with an error, Responses
 	// sent; Pending events (reports, timers, reloads) not handled yet.
 	Reports, Rejected, Responses, Pending int64
 	// Assignments sent, by strategy; Abandoned buckets.
 	TokenBuckets, AllowAll, DenyAll, Abandoned int64
-	// Hits: Granted in blocks, reported Allowed and Denied, Recorded as
-	// usage after the fact, Returned to the store, Lapsed (charged in a
-	// block that could not be sent); Outstanding: granted and not yet
-	// reported used, in the current windows.
+	// Hits: Granted (charged for grants), reported Allowed and Denied,
+	// Recorded as usage after the fact, Returned to the store, Lapsed
+	// (charged for a grant that could not be sent); Outstanding: charged
+	// and not yet reported used, in the current windows.
 	Granted, Allowed, Denied, Recorded, Returned, Lapsed uint64
 	Outstanding                                          int64
 	// Store calls and the errors among them.
@@ -183,7 +186,7 @@ type Stats struct {
 func (s *Server) Stats() Stats {
 	c := &s.stats
 	return Stats{
-		Streams: c.streams.Load(), Buckets: c.buckets.Load(),
+		Streams: c.streams.Load(), Buckets: c.buckets.Load(), Untracked: c.untracked.Load(),
 		Reports: c.reports.Load(), Rejected: c.rejected.Load(), Responses: c.responses.Load(), Pending: c.pending.Load(),
 		TokenBuckets: c.assigned[tokenBucket].Load(), AllowAll: c.assigned[allowAll].Load(), DenyAll: c.assigned[denyAll].Load(),
 		Abandoned: c.abandoned.Load(),

@@ -29,7 +29,6 @@ type stream struct {
 	wake    chan struct{}
 	timer   Timer
 	timerAt time.Time
-	full    bool // maxBuckets reached (logged once)
 }
 
 // received is one message of the receiving goroutine.
@@ -145,7 +144,7 @@ func (st *stream) onMessage(m received) error {
 	return nil
 }
 
-// close gives up the stream's buckets. Their blocks stay charged: Envoy
+// close gives up the stream's buckets. Their grants stay charged: Envoy
 // may use them until their TTLs run out.
 func (st *stream) close() {
 	if st.timer != nil {
@@ -157,15 +156,15 @@ func (st *stream) close() {
 	st.srv.stats.outstanding.Add(-st.held)
 }
 
-// track keeps stats.outstanding at the hits the stream's current blocks
-// hold unused, as reported.
+// track keeps stats.outstanding at the hits the stream's current windows
+// charged that Envoy has not reported used.
 func (st *stream) track() {
 	now := st.srv.now()
 	var held int64
 	for _, b := range st.buckets {
 		w := b.win
-		if w.block > w.used && (w.end.IsZero() || now.Before(w.end)) {
-			held += int64(w.block - w.used)
+		if w.charged > w.allowed && now.Before(w.end) {
+			held += int64(w.charged - w.allowed)
 		}
 	}
 	st.srv.stats.outstanding.Add(held - st.held)

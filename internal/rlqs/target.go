@@ -1,8 +1,7 @@
 package rlqs
 
 import (
-	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
@@ -56,9 +55,12 @@ type target struct {
 	rule     *config.Rule
 	counters []counter // kindBlocks and kindShadow
 	onError  config.StoreErrorAction
-	// sig says what the target is (kind, keys, limits), so that a reload
-	// that leaves it alone keeps the bucket's blocks.
-	sig string
+}
+
+// same reports whether t and u are served alike (kind, counters, limits):
+// a reload that leaves a bucket's target the same keeps its ledger.
+func (t target) same(u target) bool {
+	return t.kind == u.kind && t.onError == u.onError && slices.Equal(t.counters, u.counters)
 }
 
 // resolve maps a bucket id to its target: the rule MatchBucket finds, its
@@ -67,7 +69,7 @@ func resolve(cfg *config.Config, domain string, id map[string]string, kb config.
 	if cfg == nil {
 		// No valid configuration yet (FORCE_START_WITHOUT_INITIAL_CONFIG):
 		// nothing to assign, as the rate limit service answers UNAVAILABLE.
-		return target{kind: kindUnserved, sig: "no config"}
+		return target{kind: kindUnserved}
 	}
 	rule, entries := cfg.MatchBucket(domain, id)
 	t := target{rule: rule, kind: classify(rule, shadow)}
@@ -77,12 +79,6 @@ func resolve(cfg *config.Config, domain string, id map[string]string, kb config.
 		}
 		t.onError = storeErrorAction(rule.Limits())
 	}
-	var sb strings.Builder
-	sb.WriteString(t.kind.String())
-	for _, c := range t.counters {
-		fmt.Fprintf(&sb, "|%s|%+v", c.key, c.limit)
-	}
-	t.sig = sb.String()
 	return t
 }
 

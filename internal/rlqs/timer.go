@@ -22,7 +22,7 @@ const timerSlack = 10 * time.Millisecond
 // seconds ending as close to the end.
 func (b *bucket) stretchAt(margin time.Duration) time.Time {
 	w := b.win
-	if b.sent.strategy != tokenBucket || b.sent.stretched || w.end.IsZero() || w.block == 0 {
+	if b.sent.strategy != tokenBucket || b.sent.stretched || w.end.IsZero() || w.maxTokens == 0 {
 		return time.Time{}
 	}
 	if !b.sent.expires.Before(w.end.Add(-2 * timerSlack)) {
@@ -130,8 +130,8 @@ func (st *stream) onReload() error {
 	ev := &event{now: s.now()}
 	for key, b := range st.buckets {
 		t := resolve(cfg, st.domain, b.values, s.set.keys, s.set.shadow)
-		b.cfg = cfg
-		if t.sig == b.tgt.sig {
+		if t.same(b.tgt) {
+			b.tgt.rule = t.rule
 			continue
 		}
 		b.tgt, b.win = t, window{}

@@ -39,14 +39,14 @@ func spanOf(lim algorithms.Limit, d algorithms.Decision, sent, got time.Time) sp
 // streams, so that a block is sized from the latest answer whichever
 // Envoy's call got it.
 type windows struct {
-	mu sync.Mutex
-	m  map[string]span
+	mu  sync.Mutex
+	m   map[string]span
+	max int // entries between prunes
 }
 
-// maxSpans bounds the map between prunes.
-const maxSpans = 1 << 16
-
-func newWindows() *windows { return &windows{m: map[string]span{}} }
+// newWindows holds up to about max counters' windows (one per bucket the
+// server may track), at least 1<<12.
+func newWindows(n int) *windows { return &windows{m: map[string]span{}, max: max(n, 1<<12)} }
 
 // get is the key's span while its window lasts.
 func (w *windows) get(key string, now time.Time) (span, bool) {
@@ -62,13 +62,13 @@ func (w *windows) get(key string, now time.Time) (span, bool) {
 func (w *windows) put(key string, s span, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.m) >= maxSpans {
+	if len(w.m) >= w.max {
 		for k, old := range w.m {
 			if !now.Before(old.end) {
 				delete(w.m, k)
 			}
 		}
-		if len(w.m) >= maxSpans {
+		if len(w.m) >= w.max {
 			clear(w.m)
 		}
 	}
