@@ -16,6 +16,7 @@ type bucket struct {
 
 	seen     time.Time // last report
 	rate     float64   // requests reported (allowed + denied) per second
+	admits   float64   // requests reported allowed per second, last report
 	quiet    time.Time // first of the current run of empty reports; zero while busy
 	measured bool      // rate comes from two reports, not from a first one
 	limited  bool      // the last report had denied requests
@@ -41,9 +42,11 @@ func (b *bucket) observe(now time.Time, allowed, denied uint64, interval time.Du
 		// The first report comes as the bucket's first request arrives (or
 		// as a stream taken over reports it): it carries no rate yet.
 		b.rate = n / interval.Seconds()
+		b.admits = float64(allowed) / interval.Seconds()
 	} else {
 		dt := max(now.Sub(b.seen), interval/2).Seconds()
 		r := n / dt
+		b.admits = float64(allowed) / dt
 		// Up at once, down by halves.
 		b.rate = max(r, (b.rate+r)/2)
 		b.measured = true

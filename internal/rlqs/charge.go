@@ -150,6 +150,11 @@ func (st *stream) unfit(ev *event, p *part, res []store.Result, charges map[stri
 		s.stats.lapsed.Add(p.v.extra)
 	}
 	st.giveBack(fitting, p.v.extra)
+	if b.foreign {
+		// A grant to replace another stream's is worth it only as asked:
+		// Envoy keeps that one.
+		return 0
+	}
 	known := func(k string) (span, bool) { return s.spans.get(k, got) }
 	if spent {
 		st.deny(ev, b, known)

@@ -175,3 +175,52 @@ func (f *fleet) passed() float64 {
 	}
 	return float64(f.sinceOK) / float64(f.sinceOffered)
 }
+
+// TestFleetBound: three Envoys on two replicas. Whatever Envoy's fallback
+// behaviors, the requests they admit by ratelimitd's assignments never
+// exceed the limit in a window; what they admit by an ALLOW_ALL fallback
+// comes on top (the documented bound: before a bucket's first
+// assignment, and between a window's end and the next window's grant),
+// and, past what the grants charged, recorded in the counter after the
+// fact; with the recommended DENY_ALL behaviors nothing is.
+func TestFleetBound(t *testing.T) {
+	tests := []struct {
+		name     string
+		set      rlqstest.Settings
+		load     float64 // of the limit
+		fallback bool    // some requests are admitted by a fallback
+		recorded int     // requests recorded after the fact: 0 none, 1 some, -1 either
+	}{
+		{"recommended: DENY_ALL without or after an assignment", rlqstest.Settings{NoAssignment: denyAll(), Expired: denyAll(), ExpiredFor: time.Hour}, 3, false, 0},
+		{"recommended, below the limit", rlqstest.Settings{NoAssignment: denyAll(), Expired: denyAll(), ExpiredFor: time.Hour}, 0.9, false, 0},
+		{"filter defaults: ALLOW_ALL without an assignment", rlqstest.Settings{}, 3, true, 1},
+		{"filter defaults, below the limit", rlqstest.Settings{}, 0.9, true, 1},
+		// What it admits between a window's end and the next grant is
+		// within what the ended window's grants charged, or recorded.
+		{"ALLOW_ALL for 2 s after an assignment expires", rlqstest.Settings{NoAssignment: denyAll(), Expired: allowAll(), ExpiredFor: 2 * time.Second}, 0.9, true, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := tt.set
+			set.Domain = "edge"
+			f, _ := newMemFleet(t, fleetRules, 2, 3, set)
+			f.run(4*fleetWindow, tt.load*fleetLimit/fleetWindow.Seconds()/3, hot, nil)
+			t.Logf("admitted [per Envoy] / offered per window:%s", f.report())
+			f.checkBound(fleetLimit)
+			fallback := 0
+			for _, w := range f.windows() {
+				fallback += f.fallback[w]
+			}
+			var recorded uint64
+			for _, r := range f.reps {
+				recorded += r.srv.Stats().Recorded
+			}
+			if (fallback > 0) != tt.fallback {
+				t.Errorf("%d admitted by fallbacks, want some: %v", fallback, tt.fallback)
+			}
+			if tt.recorded >= 0 && (recorded > 0) != (tt.recorded > 0) {
+				t.Errorf("%d recorded after the fact, want some: %v", recorded, tt.recorded > 0)
+			}
+		})
+	}
+}

@@ -157,3 +157,5 @@ func newMemFleet(t *testing.T, yaml string, replicas, envoys int, set rlqstest.S
 	}
 	return f, r
 }
+
+func keyPrefix(p string) config.KeyBuilder { return config.KeyBuilder{Prefix: p} }

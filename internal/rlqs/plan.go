@@ -44,17 +44,18 @@ func (b *bucket) plan(now time.Time, s settings, known func(string) (span, bool)
 		// Too late in the window for a whole-second TTL to end in it.
 		return verdict{}
 	}
-	if b.foreign && !b.limited && !turn {
-		// Envoy holds another stream's grant, and it serves its demand:
-		// keep it (replacing it would lose its charged refill) until the
+	share := b.share(rest, s)
+	usable := (left - s.margin).Seconds()
+	if b.foreign && !turn && (!b.limited || float64(share) <= b.admits*usable) {
+		// Envoy holds another stream's grant (its replica died), and it
+		// serves its demand, or more than a grant could now: keep it
+		// (replacing it would lose the refill charged for it) until the
 		// window turns.
 		return verdict{peek: w.end.IsZero()}
 	}
 	if !turn && !b.lastCall.IsZero() && now.Sub(b.lastCall) < s.interval/2 {
 		return verdict{}
 	}
-	share := b.share(rest, s)
-	usable := (left - s.margin).Seconds()
 	want := b.rate*usable + 1
 	if want*headroom <= float64(rest)*s.fraction {
 		// Room for every Envoy to want as much: a tenth more, for demand

@@ -18,7 +18,7 @@ func (st *stream) onReport(msg *rlqsv3.RateLimitQuotaUsageReports, now time.Time
 	if err := st.checkDomain(msg.GetDomain()); err != nil {
 		return err
 	}
-	if cfg, _ := st.srv.config(); cfg != st.cfg {
+	if cfg, _, _ := st.srv.config(); cfg != st.cfg {
 		if err := st.onReload(); err != nil {
 			return err
 		}
@@ -61,7 +61,9 @@ func (st *stream) checkDomain(d string) error {
 		return status.Error(codes.InvalidArgument, "rlqs: the first report must name its domain")
 	case st.domain == "":
 		st.domain = d
-		st.cfg, _ = st.srv.config()
+		cfg, gen, _ := st.srv.config()
+		st.cfg = cfg
+		st.gen.Store(gen)
 	case d != "" && d != st.domain:
 		return status.Errorf(codes.InvalidArgument, "rlqs: domain changed from %q to %q; open one stream per domain", st.domain, d)
 	}

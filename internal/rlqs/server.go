@@ -39,7 +39,9 @@ type Server struct {
 
 	mu      sync.Mutex
 	cfg     *config.Config
+	gen     uint64        // counts changes of cfg
 	changed chan struct{} // closed when cfg changes, then replaced
+	open    map[*stream]struct{}
 	poll    Timer
 	done    chan struct{}
 	closed  bool
@@ -65,6 +67,7 @@ func New(rules Rules, lender store.Lender, opts ...Option) *Server {
 		caps:    caps{buckets: set.maxBuckets, entries: set.maxEntries, valueLen: set.maxValueLen},
 		spans:   newWindows(set.maxBuckets),
 		changed: make(chan struct{}),
+		open:    map[*stream]struct{}{},
 		done:    make(chan struct{}),
 		rnd:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
@@ -124,18 +127,33 @@ func (s *Server) armPoll() {
 func (s *Server) refresh() {
 	if cfg := s.rules.Current(); cfg != s.cfg {
 		s.cfg = cfg
+		s.gen++
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
 }
 
-// config is the configuration in force and the channel closed when it
-// changes.
-func (s *Server) config() (*config.Config, <-chan struct{}) {
+// config is the configuration in force, its generation and the channel
+// closed when it changes.
+func (s *Server) config() (*config.Config, uint64, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refresh()
-	return s.cfg, s.changed
+	return s.cfg, s.gen, s.changed
+}
+
+// behind counts the open streams that have not taken the configuration in
+// force yet: Stats counts them as pending events.
+func (s *Server) behind() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for st := range s.open {
+		if st.gen.Load() < s.gen {
+			n++
+		}
+	}
+	return n
 }
 
 // nanos is a fill_interval nanos for a new block, other than prev: see
@@ -187,7 +205,7 @@ func (s *Server) Stats() Stats {
 	c := &s.stats
 	return Stats{
 		Streams: c.streams.Load(), Buckets: c.buckets.Load(), Untracked: c.untracked.Load(),
-		Reports: c.reports.Load(), Rejected: c.rejected.Load(), Responses: c.responses.Load(), Pending: c.pending.Load(),
+		Reports: c.reports.Load(), Rejected: c.rejected.Load(), Responses: c.responses.Load(), Pending: c.pending.Load() + s.behind(),
 		TokenBuckets: c.assigned[tokenBucket].Load(), AllowAll: c.assigned[allowAll].Load(), DenyAll: c.assigned[denyAll].Load(),
 		Abandoned: c.abandoned.Load(),
 		Granted:   c.granted.Load(), Allowed: c.allowed.Load(), Denied: c.denied.Load(),

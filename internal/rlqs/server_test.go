@@ -96,10 +96,10 @@ func usage(domain string, id map[string]string, allowed uint64) *rlqsv3.RateLimi
 }
 
 // TestAssignments: the first report of a bucket gets what its rule says,
-// and only what Envoy's filter applies: a token bucket that is a block of
-// the counters (whole-second TTL ending before the window does, a fill
-// interval that outlives it, so that it never refills a token), a blanket
-// rule, or nothing.
+// and only what Envoy's filter applies: a token bucket charged in the
+// counters (whole-second TTL ending before the window does; max_tokens
+// and its refill until then at most what was charged), a blanket rule, or
+// nothing.
 func TestAssignments(t *testing.T) {
 	clock := rlqstest.NewClock(windowStart.Add(15 * time.Second))
 	st := memstore.New(memstore.WithClock(clock.Now))
@@ -165,14 +165,18 @@ func checkAction(t *testing.T, a *rlqsv3.RateLimitQuotaResponse_BucketAction, id
 		t.Fatalf("got %s (%v), want %s", got, st, want)
 	}
 	if tb := st.GetTokenBucket(); tb != nil {
-		if tb.GetMaxTokens() < 1 || tb.GetTokensPerFill().GetValue() != 1 {
-			t.Errorf("token bucket %v: want max_tokens >= 1, one token per fill", tb)
+		fill := tb.GetFillInterval().GetSeconds()
+		if tb.GetMaxTokens() < 1 || tb.GetTokensPerFill().GetValue() < 1 || fill < 1 {
+			t.Errorf("token bucket %v: want max_tokens, tokens_per_fill and fill seconds of at least 1", tb)
 		}
-		if tb.GetFillInterval().GetSeconds() <= 60 {
-			t.Errorf("fill interval %v: a 60 s window's block must not refill a token", tb.GetFillInterval().AsDuration())
+		// A first report has no rate: the grant is a quarter of the
+		// limit (100), max_tokens and the refill over its life together.
+		life := ttl.AsDuration() + rlqs.DefaultExpiryMargin
+		if most := float64(tb.GetMaxTokens()) + float64(tb.GetTokensPerFill().GetValue())/float64(fill)*life.Seconds(); most > 25.5 {
+			t.Errorf("token bucket %v lets Envoy admit up to %.1f over its TTL %v, want at most a quarter of 100", tb, most, ttl.AsDuration())
 		}
 		end := windowStart.Add(time.Minute)
-		if exp := now.Add(ttl.AsDuration() + rlqs.DefaultExpiryMargin); exp.After(end) {
+		if exp := now.Add(life); exp.After(end) {
 			t.Errorf("TTL %v from %v ends after the window (%v) with the expiry margin", ttl.AsDuration(), now, end)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
@@ -23,6 +24,7 @@ type stream struct {
 	ss      grpc.ServerStream
 	domain  string
 	cfg     *config.Config
+	gen     atomic.Uint64 // the generation of cfg (Server.behind reads it)
 	buckets map[string]*bucket
 	held    int64 // this stream's part of stats.outstanding
 
@@ -50,6 +52,10 @@ func (s *Server) serve(ss grpc.ServerStream) (err error) {
 	}()
 	s.stats.streams.Add(1)
 	st := &stream{srv: s, ss: ss, buckets: map[string]*bucket{}, wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	st.gen.Store(s.gen)
+	s.open[st] = struct{}{}
+	s.mu.Unlock()
 	defer st.close()
 	ctx, cancel := context.WithCancel(ss.Context())
 	defer cancel()
@@ -96,7 +102,14 @@ func (st *stream) recv(r *report) (err error) {
 func (st *stream) loop(ctx context.Context, in <-chan received) error {
 	srv := st.srv
 	for {
-		_, changed := srv.config()
+		// A reload (seen by the poll, or by whatever read the rules
+		// first) is handled before anything else.
+		cfg, gen, changed := srv.config()
+		if cfg != st.cfg || gen != st.gen.Load() {
+			if err := st.onReload(); err != nil {
+				return err
+			}
+		}
 		select {
 		case m := <-in:
 			if errors.Is(m.err, io.EOF) {
@@ -113,9 +126,7 @@ func (st *stream) loop(ctx context.Context, in <-chan received) error {
 				return err
 			}
 		case <-changed:
-			if err := st.onReload(); err != nil {
-				return err
-			}
+			continue
 		case <-srv.done:
 			return status.Error(codes.Unavailable, "rlqs: server shutting down; reconnect to another replica")
 		case <-ctx.Done():
@@ -147,6 +158,9 @@ func (st *stream) onMessage(m received) error {
 // close gives up the stream's buckets. Their grants stay charged: Envoy
 // may use them until their TTLs run out.
 func (st *stream) close() {
+	st.srv.mu.Lock()
+	delete(st.srv.open, st)
+	st.srv.mu.Unlock()
 	if st.timer != nil {
 		st.timer.Stop()
 		st.srv.stats.pending.Add(-int64(len(st.wake)))
