@@ -2,6 +2,8 @@ package rlqs
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
@@ -11,8 +13,8 @@ import (
 // says it is, its ledger in the counters' current window and what Envoy
 // was last told. It is kept small: a server holds up to maxBuckets.
 type bucket struct {
-	values map[string]string // the BucketId's pairs
-	tgt    target
+	key string // bucketKey of the BucketId's pairs (values rebuilds them)
+	tgt target
 
 	seen     time.Time // last report
 	rate     float64   // requests reported (allowed + denied) per second
@@ -32,7 +34,26 @@ type bucket struct {
 }
 
 // id is the bucket's BucketId for an action.
-func (b *bucket) id() *rlqsv3.BucketId { return &rlqsv3.BucketId{Bucket: b.values} }
+func (b *bucket) id() *rlqsv3.BucketId { return &rlqsv3.BucketId{Bucket: b.values()} }
+
+// values are the BucketId's pairs, read back from its key.
+func (b *bucket) values() map[string]string {
+	m := map[string]string{}
+	for rest := b.key; rest != ""; {
+		var k, v string
+		k, rest = cutField(rest)
+		v, rest = cutField(rest)
+		m[k] = v
+	}
+	return m
+}
+
+// cutField reads one length-prefixed string of a bucketKey.
+func cutField(s string) (field, rest string) {
+	colon := strings.IndexByte(s, ':')
+	n, _ := strconv.Atoi(s[:colon])
+	return s[colon+1 : colon+1+n], s[colon+1+n:]
+}
 
 // observe takes one report of the bucket, received at now.
 func (b *bucket) observe(now time.Time, allowed, denied uint64, interval time.Duration) {

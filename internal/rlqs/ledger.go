@@ -30,11 +30,10 @@ type window struct {
 	recorded  uint64  // of those, recorded as usage: admitted beyond the grants
 	full      bool    // the counter had no room: no more grants until the window ends
 	// The grant in force: its max_tokens (0: none in this window), refill
-	// rate (tokens a second), when it was sent, and what Envoy is thought
-	// to hold (an estimate from the reports, for sizing only).
+	// rate (tokens a second), and what Envoy is thought to hold (an
+	// estimate from the reports, for sizing only).
 	maxTokens uint32
 	rate      float64
-	since     time.Time
 	tokens    float64
 	tokensAt  time.Time
 	// carry is what the last window's grants held unreported when it
@@ -70,7 +69,7 @@ func (w *window) grant(now time.Time, margin time.Duration, maxTokens uint32, ra
 		w.committed += float64(maxTokens)
 		w.tokens = float64(maxTokens)
 	}
-	w.maxTokens, w.rate, w.since = maxTokens, rate, now
+	w.maxTokens, w.rate = maxTokens, rate
 	w.tokensAt = now
 }
 

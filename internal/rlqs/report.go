@@ -94,8 +94,8 @@ func (st *stream) bucketOf(i int, u *rlqsv3.RateLimitQuotaUsageReports_BucketQuo
 		return key, b, false, nil
 	}
 	s := st.srv
-	b := &bucket{values: id.GetBucket()}
-	b.tgt = resolve(st.cfg, st.domain, b.values, s.set.keys, s.set.shadow)
+	b := &bucket{key: key}
+	b.tgt = resolve(st.cfg, st.domain, id.GetBucket(), s.set.keys, s.set.shadow)
 	if !s.track() {
 		s.stats.untracked.Add(1)
 		s.warnFull(st.domain)

@@ -130,7 +130,7 @@ func (st *stream) onReload() error {
 	}
 	ev := &event{now: s.now()}
 	for key, b := range st.buckets {
-		t := resolve(cfg, st.domain, b.values, s.set.keys, s.set.shadow)
+		t := resolve(cfg, st.domain, b.values(), s.set.keys, s.set.shadow)
 		if t.same(b.tgt) {
 			b.tgt.rule = t.rule
 			continue

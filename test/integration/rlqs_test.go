@@ -1,0 +1,101 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+)
+
+// tenantRules gives every tenant a counter of its own.
+const tenantRules = `
+domain: edge
+descriptors:
+  - key: tenant
+    rate_limit: {unit: minute, requests_per_unit: 600}
+`
+
+// TestRLQSMemory: ten Envoys report 10,000 buckets each (a counter each)
+// to the binary on Redis, three times a second apart; every bucket is
+// assigned. The process's resident set (VmRSS after, VmHWM at its peak)
+// stays under 200 MB: RLQS_MAX_BUCKETS caps what the server tracks across
+// its streams, each bucket kept small, and one report's buckets are
+// charged in several store calls (a script unpacks at most about 8,000
+// keys). The figures are logged for docs/rlqs.md.
+func TestRLQSMemory(t *testing.T) {
+	const streams, ids, rounds = 10, 10_000, 3
+	rs := redistest.Start(t)
+	root, _ := newConfigRoot(t, map[string]string{"edge.yaml": tenantRules})
+	svc := startService(t, root, redisEnv(rs.Addr)...)
+	pid := svc.cmd.Process.Pid
+	base := rssKiB(t, pid)
+	var wg sync.WaitGroup
+	assigned := make([]int, streams)
+	for s := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assigned[s] = reportBuckets(t, svc.grpcAddr, s, ids, rounds)
+		}()
+	}
+	wg.Wait()
+	rss, peak := rssKiB(t, pid), peakRSSKiB(t, pid)
+	t.Logf("%d streams x %d buckets, %d reports each: VmRSS %d MB (before %d MB), VmHWM %d MB; assigned per stream %v",
+		streams, ids, rounds, rss>>10, base>>10, peak>>10, assigned)
+	if peak > 200<<10 {
+		t.Errorf("peak resident set %d MB, want under 200 MB", peak>>10)
+	}
+}
+
+// reportBuckets opens one stream, sends rounds reports of ids buckets
+// (each bucket's requests denied: Envoy's DENY_ALL before an assignment)
+// a second apart, and returns how many buckets the first response
+// assigned.
+func reportBuckets(t *testing.T, addr string, s, ids, rounds int) int {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := rlqsv3.NewRateLimitQuotaServiceClient(conn).StreamRateLimitQuotas(ctx)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	assigned := 0
+	for r := range rounds {
+		msg := &rlqsv3.RateLimitQuotaUsageReports{Domain: "edge"}
+		for i := range ids {
+			msg.BucketQuotaUsages = append(msg.BucketQuotaUsages, &rlqsv3.RateLimitQuotaUsageReports_BucketQuotaUsage{
+				BucketId:          &rlqsv3.BucketId{Bucket: map[string]string{"tenant": fmt.Sprintf("s%d-%d", s, i)}},
+				TimeElapsed:       &durationpb.Duration{Seconds: int64(r)},
+				NumRequestsDenied: 1,
+			})
+		}
+		if err := cs.Send(msg); err != nil {
+			t.Error(err)
+			return 0
+		}
+		if r == 0 {
+			resp, err := cs.Recv()
+			if err != nil {
+				t.Error(err)
+				return 0
+			}
+			assigned = len(resp.GetBucketAction())
+		}
+		time.Sleep(time.Second)
+	}
+	return assigned
+}
