@@ -114,14 +114,14 @@ func (st *stream) settle(ev *event, p *part, res []store.Result, charges map[str
 	}
 	if p.v.extra > 0 {
 		end, late, sliding, spent := st.learn(b, res, sent, got)
-		if !allAllowed(res) {
-			return st.unfit(ev, p, res, charges, spent, got)
-		}
 		w := &b.win
 		if w.end.IsZero() || end.Before(w.end) {
 			w.end, w.late = end, late
 		}
 		w.sliding = sliding
+		if !allAllowed(res) {
+			return st.unfit(ev, p, res, charges, spent, got)
+		}
 		w.charged = satAdd(w.charged, p.v.extra)
 		s.stats.granted.Add(p.v.extra)
 	}

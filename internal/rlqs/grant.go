@@ -10,11 +10,12 @@ import (
 )
 
 // issue sends b a grant made of what its ledger has charged and not
-// committed, as of now (ev.now): a token bucket of max_tokens M refilling at a rate
-// that spends the rest by the window's end. A fresh grant (Envoy may start
-// it full) spends a reporting interval's share of it on M; a top-up keeps
-// M, so that Envoy carries the tokens it holds over (it seeds the new
-// bucket with the old one's share of M) and only the rate changes.
+// committed, as of now (ev.now): a token bucket of max_tokens M refilling
+// at a rate that spends the rest by the window's end. A fresh grant
+// (Envoy may start it full) spends a reporting interval's share of it on
+// M; a top-up keeps M, so that Envoy carries the tokens it holds over (it
+// seeds the new bucket with the old one's share of M) and only the rate
+// changes.
 func (st *stream) issue(ev *event, b *bucket, fresh bool) {
 	s, now := st.srv, ev.now
 	w := &b.win
@@ -35,7 +36,14 @@ func (st *stream) issue(ev *event, b *bucket, fresh bool) {
 		if room < 1 {
 			return
 		}
-		share := min(1, s.set.interval.Seconds()/w.end.Sub(now).Seconds())
+		burst := s.set.interval
+		if b.foreign {
+			// Envoy seeds it from a token bucket this ledger does not
+			// know, as full as that one is (empty when used up): a
+			// second's worth, the rest in refill.
+			burst = time.Second
+		}
+		share := min(1, burst.Seconds()/w.end.Sub(now).Seconds())
 		m = uint32(min(max(math.Ceil(room*share), 1), room, math.MaxUint32))
 		start = m
 	}

@@ -45,6 +45,11 @@ func (b *bucket) plan(now time.Time, s settings, known func(string) (span, bool)
 		return verdict{}
 	}
 	share := b.share(rest, s)
+	if turn && b.starting(now, known, s.interval/2) {
+		// Every busy Envoy asks as the window starts: each gets the same
+		// share of the limit, whoever asks first.
+		share = b.share(b.limit(), s)
+	}
 	usable := (left - s.margin).Seconds()
 	if b.foreign && !turn && (!b.limited || float64(share) <= b.admits*usable) {
 		// Envoy holds another stream's grant (its replica died), and it
@@ -85,6 +90,27 @@ func (b *bucket) plan(now time.Time, s settings, known func(string) (span, bool)
 func (b *bucket) share(rest uint64, s settings) uint64 {
 	n := uint64(math.Ceil(float64(rest) * s.fraction))
 	return max(min(n, rest, s.maxBlock), 1)
+}
+
+// limit is the least limit of the bucket's counters.
+func (b *bucket) limit() uint64 {
+	n := uint64(math.MaxUint64)
+	for _, ct := range b.tgt.counters {
+		n = min(n, ct.limit.Requests)
+	}
+	return n
+}
+
+// starting reports whether the counters' windows all began less than d
+// ago (or are unseen: none began for this replica yet).
+func (b *bucket) starting(now time.Time, known func(string) (span, bool), d time.Duration) bool {
+	for _, ct := range b.tgt.counters {
+		sp, ok := known(ct.key)
+		if ok && sp.end.Sub(now) < windowLength(ct.limit.Calendar, ct.limit.Months(), ct.limit.Period)-d {
+			return false
+		}
+	}
+	return true
 }
 
 // rest is the least any of the bucket's counters had left when last seen

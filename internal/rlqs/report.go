@@ -1,21 +1,17 @@
 package rlqs
 
 import (
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
+	"bytes"
 	"time"
 
-	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // onReport handles one report received at now.
-func (st *stream) onReport(msg *rlqsv3.RateLimitQuotaUsageReports, now time.Time) error {
-	if err := st.checkDomain(msg.GetDomain()); err != nil {
+func (st *stream) onReport(r *report, now time.Time) error {
+	if err := st.checkDomain(r.domain); err != nil {
 		return err
 	}
 	if cfg, _, _ := st.srv.config(); cfg != st.cfg {
@@ -24,25 +20,24 @@ func (st *stream) onReport(msg *rlqsv3.RateLimitQuotaUsageReports, now time.Time
 		}
 	}
 	ev := &event{now: now}
-	usages := msg.GetBucketQuotaUsages()
-	for i, u := range usages {
-		key, b, created, err := st.bucketOf(i, u)
+	for i := range r.usages {
+		u := &r.usages[i]
+		key, b, created, err := st.bucketOf(r, i)
 		if err != nil {
 			return err
 		}
+		st.srv.stats.allowed.Add(u.allowed)
+		st.srv.stats.denied.Add(u.denied)
 		if b == nil {
 			continue
 		}
-		allowed, denied := u.GetNumRequestsAllowed(), u.GetNumRequestsDenied()
-		st.srv.stats.allowed.Add(allowed)
-		st.srv.stats.denied.Add(denied)
-		if created && allowed > 0 && (len(usages) > 1 || u.GetTimeElapsed().GetSeconds() > 0) {
+		if created && u.allowed > 0 && (len(r.usages) > 1 || u.elapsed > 0) {
 			// Not the report of a new bucket (it comes alone, 0 s after
 			// the bucket's first request) but a stream taken over: what
 			// Envoy admitted, another stream assigned.
 			b.foreign = true
 		}
-		b.observe(now, allowed, denied, st.srv.set.interval)
+		b.observe(now, u.allowed, u.denied, st.srv.set.interval)
 		if key == "" {
 			// Past the cap: no assignment, but its usage is recorded.
 			ev.add(b, b.unrecorded(), verdict{})
@@ -73,37 +68,39 @@ func (st *stream) checkDomain(d string) error {
 // bucketOf finds or starts the bucket of usage i (created: just now). A
 // bucket id with no pair is skipped: Envoy builds one when every value it
 // reads is empty, and drops any action for it. Past the server's cap on
-// buckets, a bucket is resolved for this report only and not kept (its
-// key is then "").
-func (st *stream) bucketOf(i int, u *rlqsv3.RateLimitQuotaUsageReports_BucketQuotaUsage) (string, *bucket, bool, error) {
-	id := u.GetBucketId()
-	if id == nil {
+// buckets, a bucket that reported requests allowed is resolved for this
+// report only, to record them, and not kept (its key is then "").
+func (st *stream) bucketOf(r *report, i int) (string, *bucket, bool, error) {
+	u := &r.usages[i]
+	switch key := r.keyOf(u); {
+	case !u.hasID:
 		return "", nil, false, status.Errorf(codes.InvalidArgument, "rlqs: bucket_quota_usages[%d]: bucket_id missing", i)
-	}
-	if te := u.GetTimeElapsed(); te != nil && (te.GetSeconds() < 0 || te.GetNanos() < 0) {
+	case u.elapsed < 0:
 		return "", nil, false, status.Errorf(codes.InvalidArgument, "rlqs: bucket_quota_usages[%d]: negative time_elapsed", i)
-	}
-	if len(id.GetBucket()) == 0 {
+	case u.pairs == 0:
 		return "", nil, false, nil
-	}
-	key, err := bucketKey(id.GetBucket())
-	if err != nil {
-		return "", nil, false, status.Errorf(codes.InvalidArgument, "rlqs: bucket_quota_usages[%d].bucket_id: %v", i, err)
-	}
-	if b := st.buckets[key]; b != nil {
-		return key, b, false, nil
+	case bytes.HasPrefix(key, []byte("0:")):
+		return "", nil, false, status.Errorf(codes.InvalidArgument, "rlqs: bucket_quota_usages[%d].bucket_id: an empty key", i)
+	default:
+		if b := st.buckets[string(key)]; b != nil {
+			return b.key, b, false, nil
+		}
 	}
 	s := st.srv
-	b := &bucket{key: key}
-	b.tgt = resolve(st.cfg, st.domain, id.GetBucket(), s.set.keys, s.set.shadow)
+	b := &bucket{key: string(r.keyOf(u))}
 	if !s.track() {
 		s.stats.untracked.Add(1)
 		s.warnFull(st.domain)
+		if u.allowed == 0 {
+			return "", nil, false, nil
+		}
+		b.tgt = resolve(st.cfg, st.domain, b.values(), s.set.keys, s.set.shadow)
 		return "", b, true, nil
 	}
+	b.tgt = resolve(st.cfg, st.domain, b.values(), s.set.keys, s.set.shadow)
 	s.warnUnserved(b)
-	st.buckets[key] = b
-	return key, b, true, nil
+	st.buckets[b.key] = b
+	return b.key, b, true, nil
 }
 
 // track counts a new bucket against the server's cap; false past it.
@@ -141,26 +138,4 @@ func (s *Server) warnFull(domain string) {
 		s.set.log.Warn("rlqs: the server holds as many buckets as it may (RLQS_MAX_BUCKETS); new ones get no assignment until others are abandoned",
 			zap.String("domain", domain), zap.Int("max_buckets", s.set.maxBuckets))
 	}
-}
-
-// bucketKey names a bucket id injectively: its pairs sorted by key, each
-// string length-prefixed.
-func bucketKey(m map[string]string) (string, error) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if k == "" {
-			return "", fmt.Errorf("an empty key")
-		}
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var sb strings.Builder
-	for _, k := range keys {
-		for _, s := range []string{k, m[k]} {
-			sb.WriteString(strconv.Itoa(len(s)))
-			sb.WriteByte(':')
-			sb.WriteString(s)
-		}
-	}
-	return sb.String(), nil
 }

@@ -65,7 +65,7 @@ func New(rules Rules, lender store.Lender, opts ...Option) *Server {
 		lender:  lender,
 		set:     set,
 		caps:    caps{buckets: set.maxBuckets, entries: set.maxEntries, valueLen: set.maxValueLen},
-		spans:   newWindows(set.maxBuckets),
+		spans:   newWindows(),
 		changed: make(chan struct{}),
 		open:    map[*stream]struct{}{},
 		done:    make(chan struct{}),

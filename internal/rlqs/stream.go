@@ -147,7 +147,7 @@ func (st *stream) onMessage(m received) error {
 		st.srv.stats.rejected.Add(1)
 		return m.r.err
 	}
-	if err := st.onReport(&m.r.msg, m.at); err != nil {
+	if err := st.onReport(m.r, m.at); err != nil {
 		st.srv.stats.rejected.Add(1)
 		return err
 	}

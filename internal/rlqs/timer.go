@@ -135,6 +135,9 @@ func (st *stream) onReload() error {
 			b.tgt.rule = t.rule
 			continue
 		}
+		// Envoy may still hold the old rule's token bucket: a grant
+		// replacing it starts from what that one holds.
+		b.foreign = b.holds(ev.now)
 		b.tgt, b.win = t, window{}
 		b.sent.expires = time.Time{}
 		if t.kind == kindUnserved {
