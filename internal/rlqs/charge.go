@@ -7,8 +7,8 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// run makes ev's store calls (one per chunk of maxCallOps ops), sends its
-// grants, then its actions in one response.
+// run makes ev's store calls (one per chunk of maxCallOps ops), sending
+// each chunk's grants as it is settled, then ev's other actions.
 func (st *stream) run(ev *event) error {
 	for _, c := range ev.chunks() {
 		if len(c.reqs) == 0 {
@@ -19,7 +19,9 @@ func (st *stream) run(ev *event) error {
 			st.charge(again)
 			c.actions = append(c.actions, again.actions...)
 		}
-		ev.actions = append(ev.actions, c.actions...)
+		if err := st.send(c.actions); err != nil {
+			return err
+		}
 	}
 	return st.send(ev.actions)
 }
@@ -58,7 +60,7 @@ func (st *stream) charge(ev *event) (again *event) {
 	}
 	ev.now = got
 	for _, p := range ev.parts {
-		res := results[p.first : p.first+p.ops]
+		res := results[p.first-ev.base : p.first-ev.base+p.ops]
 		if size := st.settle(ev, p, res, byKey, sent, got); size > 0 && !ev.retry {
 			if again == nil {
 				again = &event{now: got, retry: true}

@@ -59,6 +59,18 @@ type pair struct{ k, v []byte }
 // decode reads a RateLimitQuotaUsageReports: domain (1) and
 // bucket_quota_usages (2), within the caps.
 func (r *report) decode(b []byte) error {
+	// Sized first, so that growing them leaves no garbage.
+	n, size := 0, 0
+	if err := eachField(b, func(f field) error {
+		if f.num == 2 && f.typ == protowire.BytesType {
+			n, size = n+1, size+len(f.val)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	r.usages = make([]usage, 0, min(n, r.caps.buckets))
+	r.keys = make([]byte, 0, size)
 	var scratch []pair
 	return eachField(b, func(f field) error {
 		if f.typ != protowire.BytesType {

@@ -16,6 +16,7 @@ import (
 type event struct {
 	now     time.Time
 	retry   bool // a second call for grants that did not fit (stream.charge)
+	base    int  // where reqs start in the event it is a chunk of
 	reqs    []store.Request
 	parts   []*part
 	actions []*rlqsv3.RateLimitQuotaResponse_BucketAction
@@ -31,7 +32,7 @@ type part struct {
 	b     *bucket
 	usage uint64
 	v     verdict
-	first int // index of its first op in its event's reqs
+	first int // index of its first op in the reqs it was added to (a chunk starts at base)
 	ops   int
 }
 
@@ -77,31 +78,18 @@ func (ev *event) known(spans *windows) func(string) (span, bool) {
 // onto Lua's stack, which holds about 8,000.
 const maxCallOps = 1024
 
-// chunks splits ev's parts into events of at most maxCallOps ops each (a
-// part's ops stay together); parts without ops come last, in one event
-// without ops.
+// chunks splits ev's parts, in order, into events of at most maxCallOps
+// ops each (a part's ops stay together), sharing ev's requests.
 func (ev *event) chunks() []*event {
 	var out []*event
-	var cur, none *event
+	var cur *event
 	for _, p := range ev.parts {
-		if p.ops == 0 {
-			if none == nil {
-				none = &event{now: ev.now, retry: ev.retry}
-			}
-			none.parts = append(none.parts, p)
-			continue
-		}
-		if cur == nil || len(cur.reqs)+p.ops > maxCallOps {
-			cur = &event{now: ev.now, retry: ev.retry}
+		if cur == nil || (p.ops > 0 && len(cur.reqs)+p.ops > maxCallOps) {
+			cur = &event{now: ev.now, retry: ev.retry, base: p.first}
 			out = append(out, cur)
 		}
-		q := *p
-		q.first = len(cur.reqs)
-		cur.reqs = append(cur.reqs, ev.reqs[p.first:p.first+p.ops]...)
-		cur.parts = append(cur.parts, &q)
-	}
-	if none != nil {
-		out = append(out, none)
+		cur.reqs = ev.reqs[cur.base : p.first+p.ops]
+		cur.parts = append(cur.parts, p)
 	}
 	return out
 }

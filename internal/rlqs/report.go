@@ -87,16 +87,17 @@ func (st *stream) bucketOf(r *report, i int) (string, *bucket, bool, error) {
 		}
 	}
 	s := st.srv
-	b := &bucket{key: string(r.keyOf(u))}
 	if !s.track() {
 		s.stats.untracked.Add(1)
 		s.warnFull(st.domain)
 		if u.allowed == 0 {
 			return "", nil, false, nil
 		}
+		b := &bucket{key: string(r.keyOf(u))}
 		b.tgt = resolve(st.cfg, st.domain, b.values(), s.set.keys, s.set.shadow)
 		return "", b, true, nil
 	}
+	b := &bucket{key: string(r.keyOf(u))}
 	b.tgt = resolve(st.cfg, st.domain, b.values(), s.set.keys, s.set.shadow)
 	s.warnUnserved(b)
 	st.buckets[b.key] = b

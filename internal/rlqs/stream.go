@@ -185,14 +185,19 @@ func (st *stream) track() {
 	st.held = held
 }
 
-// send sends the actions of one event in one response.
+// maxActions bounds the actions of one response: a response is built
+// whole in memory (the actions of a thousand buckets take about a MB).
+const maxActions = 1000
+
+// send sends actions in responses of at most maxActions.
 func (st *stream) send(actions []*rlqsv3.RateLimitQuotaResponse_BucketAction) error {
-	if len(actions) == 0 {
-		return nil
+	for len(actions) > 0 {
+		n := min(len(actions), maxActions)
+		if err := st.ss.SendMsg(&rlqsv3.RateLimitQuotaResponse{BucketAction: actions[:n]}); err != nil {
+			return fmt.Errorf("rlqs: send: %w", err)
+		}
+		st.srv.stats.responses.Add(1)
+		actions = actions[n:]
 	}
-	if err := st.ss.SendMsg(&rlqsv3.RateLimitQuotaResponse{BucketAction: actions}); err != nil {
-		return fmt.Errorf("rlqs: send: %w", err)
-	}
-	st.srv.stats.responses.Add(1)
 	return nil
 }

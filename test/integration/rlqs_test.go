@@ -2,7 +2,10 @@ package integration
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +37,7 @@ func TestRLQSMemory(t *testing.T) {
 	const streams, ids, rounds = 10, 10_000, 3
 	rs := redistest.Start(t)
 	root, _ := newConfigRoot(t, map[string]string{"edge.yaml": tenantRules})
-	svc := startService(t, root, redisEnv(rs.Addr)...)
+	svc := startService(t, root, append(redisEnv(rs.Addr), os.Getenv("RLQS_MEM_ENV"))...)
 	pid := svc.cmd.Process.Pid
 	base := rssKiB(t, pid)
 	var wg sync.WaitGroup
@@ -47,6 +50,15 @@ func TestRLQSMemory(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if os.Getenv("RLQS_MEM_PROF") != "" {
+		resp, err := http.Get("http://" + svc.debugAddr + "/debug/pprof/heap?debug=1&gc=1")
+		if err == nil {
+			f, _ := os.Create(os.Getenv("RLQS_MEM_PROF"))
+			_, _ = io.Copy(f, resp.Body)
+			f.Close()
+			resp.Body.Close()
+		}
+	}
 	rss, peak := rssKiB(t, pid), peakRSSKiB(t, pid)
 	t.Logf("%d streams x %d buckets, %d reports each: VmRSS %d MB (before %d MB), VmHWM %d MB; assigned per stream %v",
 		streams, ids, rounds, rss>>10, base>>10, peak>>10, assigned)
@@ -57,8 +69,7 @@ func TestRLQSMemory(t *testing.T) {
 
 // reportBuckets opens one stream, sends rounds reports of ids buckets
 // (each bucket's requests denied: Envoy's DENY_ALL before an assignment)
-// a second apart, and returns how many buckets the first response
-// assigned.
+// a second apart, and returns how many buckets were assigned.
 func reportBuckets(t *testing.T, addr string, s, ids, rounds int) int {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -73,7 +84,20 @@ func reportBuckets(t *testing.T, addr string, s, ids, rounds int) int {
 		t.Error(err)
 		return 0
 	}
-	assigned := 0
+	assigned := map[string]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			resp, err := cs.Recv()
+			if err != nil {
+				return
+			}
+			for _, a := range resp.GetBucketAction() {
+				assigned[a.GetBucketId().GetBucket()["tenant"]] = true
+			}
+		}
+	}()
 	for r := range rounds {
 		msg := &rlqsv3.RateLimitQuotaUsageReports{Domain: "edge"}
 		for i := range ids {
@@ -87,15 +111,9 @@ func reportBuckets(t *testing.T, addr string, s, ids, rounds int) int {
 			t.Error(err)
 			return 0
 		}
-		if r == 0 {
-			resp, err := cs.Recv()
-			if err != nil {
-				t.Error(err)
-				return 0
-			}
-			assigned = len(resp.GetBucketAction())
-		}
 		time.Sleep(time.Second)
 	}
-	return assigned
+	_ = cs.CloseSend()
+	<-done
+	return len(assigned)
 }
