@@ -27,8 +27,10 @@ type Config struct {
 	domains map[string]*domainTree
 	names   []string // sorted
 	// calendarMonths: WithCalendarMonths, which a request's own limit
-	// (Config.OverrideRule) follows too.
+	// (Config.OverrideRule) follows too; so does storeError
+	// (WithStoreErrorDefault).
 	calendarMonths bool
+	storeError     StoreErrorAction
 }
 
 type domainTree struct {
@@ -40,7 +42,7 @@ type domainTree struct {
 // each is an *Error naming the file, line and field.
 func Parse(files []File, opts ...Option) (*Config, error) {
 	o := buildOptions(opts)
-	c := &Config{domains: map[string]*domainTree{}, calendarMonths: o.calendarMonths}
+	c := &Config{domains: map[string]*domainTree{}, calendarMonths: o.calendarMonths, storeError: o.storeError}
 	errs := &errorList{}
 	for _, f := range files {
 		spec := readFile(f, errs)
@@ -72,7 +74,7 @@ func (c *Config) addFile(spec *fileSpec, o options, errs *errorList) {
 		return
 	}
 	tree.files = append(tree.files, spec.name)
-	b := builder{file: spec.name, domain: spec.domain, errs: errs, calendarMonths: o.calendarMonths}
+	b := builder{file: spec.name, domain: spec.domain, errs: errs, calendarMonths: o.calendarMonths, storeError: o.storeError}
 	b.insert(tree.root, spec.descriptors)
 }
 
@@ -82,6 +84,7 @@ type builder struct {
 	domain         string
 	errs           *errorList
 	calendarMonths bool
+	storeError     StoreErrorAction
 }
 
 func (b builder) insert(parent *node, specs []*descSpec) {
@@ -125,6 +128,9 @@ func (b builder) insert(parent *node, specs []*descSpec) {
 			r.path = n.path
 			r.key = newKeyParts(r)
 			r.slot = new(observerSlot)
+			if !r.storeErrorSet && !r.Unlimited {
+				r.OnStoreError = b.storeError
+			}
 		}
 		if len(rules) > 0 {
 			n.rule = rules[0]

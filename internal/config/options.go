@@ -7,6 +7,7 @@ type options struct {
 	mergeDomains   bool
 	ignoreDotfiles bool
 	calendarMonths bool
+	storeError     StoreErrorAction
 }
 
 // WithMergeDomains lets several files configure the same domain, their
@@ -29,6 +30,13 @@ func WithIgnoreDotfiles(ignore bool) Option {
 // their rate over 30 days a month.
 func WithCalendarMonths(on bool) Option {
 	return func(o *options) { o.calendarMonths = on }
+}
+
+// WithStoreErrorDefault is the on_store_error of every rule that does not
+// set one, and of a request's own limit (ON_STORE_ERROR); the default is
+// unavailable.
+func WithStoreErrorDefault(a StoreErrorAction) Option {
+	return func(o *options) { o.storeError = a }
 }
 
 func buildOptions(opts []Option) options {

@@ -62,6 +62,7 @@ func (c *Config) OverrideRule(domain string, entries []Entry, unit rlsv3.RateLim
 		r.Limit.Period *= time.Duration(multiplier)
 	}
 	r.Limit.Calendar = c.calendarMonths && unit == rlsv3.RateLimitResponse_RateLimit_MONTH
+	r.OnStoreError = c.storeError
 	if err := r.Limit.Validate(); err != nil {
 		return nil, fmt.Errorf("config: descriptor limit override: unit_multiplier %d: %w", multiplier, err)
 	}

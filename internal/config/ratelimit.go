@@ -101,8 +101,9 @@ func (r *reader) rateLimitField(b *rateLimitBlock, p pair) bool {
 		var name string
 		if name, ok = r.str(p.val, sub); ok {
 			if rule.OnStoreError, ok = parseStoreErrorAction(name); !ok {
-				r.errorf(p.val, sub, "want unavailable, allow or deny, got %s", kindName(p.val))
+				r.errorf(p.val, sub, "want %s, got %s", storeErrorActions, kindName(p.val))
 			}
+			rule.storeErrorSet = true
 		}
 	}
 	return ok

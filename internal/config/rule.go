@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -46,7 +47,7 @@ type Rule struct {
 	// the client while the descriptor is under its limit. Read-only.
 	Metadata map[string]any
 	// OnStoreError is what the rule answers when the store cannot decide
-	// (on_store_error).
+	// (on_store_error, else WithStoreErrorDefault's).
 	OnStoreError StoreErrorAction
 	// Lease is the descriptor's lease field (ratelimitd): whether replicas
 	// may lease blocks of the rule's counters (pkg/store/lease). LeaseUnset
@@ -73,6 +74,9 @@ type Rule struct {
 	// slot holds an observer's counters for the rule (observed.go); nil for
 	// rules not built by Parse.
 	slot *observerSlot
+	// storeErrorSet: the rule's block says on_store_error, so
+	// WithStoreErrorDefault leaves it alone.
+	storeErrorSet bool
 }
 
 // levelKind is how a request entry reached a node.
@@ -108,6 +112,10 @@ const (
 	StoreErrorAllow
 	// StoreErrorDeny answers OVER_LIMIT for this rule.
 	StoreErrorDeny
+	// StoreErrorLocal decides the rule in the replica's memory with its
+	// share of the limit, and charges what it admitted to Redis once Redis
+	// answers again (pkg/store/fallback).
+	StoreErrorLocal
 )
 
 func (a StoreErrorAction) String() string {
@@ -116,10 +124,23 @@ func (a StoreErrorAction) String() string {
 		return "allow"
 	case StoreErrorDeny:
 		return "deny"
+	case StoreErrorLocal:
+		return "local"
 	default:
 		return "unavailable"
 	}
 }
+
+// ParseStoreErrorAction reads an on_store_error value, in any case.
+func ParseStoreErrorAction(s string) (StoreErrorAction, error) {
+	if a, ok := parseStoreErrorAction(s); ok {
+		return a, nil
+	}
+	return 0, fmt.Errorf("want %s, got %q", storeErrorActions, s)
+}
+
+// storeErrorActions lists on_store_error's values for error messages.
+const storeErrorActions = "unavailable, allow, deny or local"
 
 func parseStoreErrorAction(s string) (StoreErrorAction, bool) {
 	switch strings.ToLower(s) {
@@ -129,6 +150,8 @@ func parseStoreErrorAction(s string) (StoreErrorAction, bool) {
 		return StoreErrorAllow, true
 	case "deny":
 		return StoreErrorDeny, true
+	case "local":
+		return StoreErrorLocal, true
 	}
 	return 0, false
 }

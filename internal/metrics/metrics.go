@@ -40,6 +40,7 @@ type Metrics struct {
 	requests      *prometheus.HistogramVec
 	roundTrips    *prometheus.HistogramVec
 	undoFailures  prometheus.Counter
+	local         localMetrics
 
 	nearRatio   float64
 	maxDetailed int64
@@ -128,6 +129,7 @@ func build(opts []Option) *Metrics {
 		Help: "ShouldRateLimit latency by gRPC code.", Buckets: latencyBuckets()}, []string{"code"})
 	m.roundTrips = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ratelimitd", Name: "redis_round_trip_seconds",
 		Help: "One Redis script call (all descriptors of a request), by result.", Buckets: latencyBuckets()}, []string{"result"})
+	m.local = newLocalMetrics()
 	m.undoFailures = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ratelimitd", Name: "redis_undo_failures_total",
 		Help: "Denied cross-slot Redis Cluster requests whose undo failed: their hits stay charged until the window passes or the bucket refills."})
 	return m
@@ -136,8 +138,9 @@ func build(opts []Option) *Metrics {
 // collectors are the service's own collectors, in one list for New and
 // Register.
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.undoFailures, m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode,
-		m.overLimitLocalCache, m.usageOverLimit, m.negativeHits, m.configLoads, m.backendErrors, m.storeAnswers, m.requests, m.roundTrips}
+	return append([]prometheus.Collector{m.undoFailures, m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode,
+		m.overLimitLocalCache, m.usageOverLimit, m.negativeHits, m.configLoads, m.backendErrors, m.storeAnswers, m.requests, m.roundTrips},
+		m.local.collectors()...)
 }
 
 // latencyBuckets run from 50µs (an in-memory decision) to 2.5s.
@@ -171,6 +174,9 @@ type Hit struct {
 	// only that).
 	Allowed, Shadow, RuleShadow bool
 	FromCache                   bool
+	// Local: an on_store_error: local rule decided in this replica's
+	// memory (ratelimitd_local_decisions_total).
+	Local bool
 	// Usage: the hits were usage, recorded whatever the decision.
 	Usage bool
 	// Charged: the store charged the hits, so Remaining is after them (the
@@ -206,6 +212,9 @@ func (m *Metrics) Observe(h Hit) {
 			Over: !h.Allowed, FromCache: h.FromCache, Shadow: h.RuleShadow})
 	}
 	c.total.Add(hits)
+	if h.Local {
+		m.localDecision(&h)
+	}
 	if !h.Allowed {
 		c.over.Add(hits)
 		if h.Shadow {

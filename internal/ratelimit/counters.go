@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
 // CounterStatus is what one descriptor resolved to.
@@ -59,6 +60,11 @@ func (s *Service) Inspect(ctx context.Context, domain string, descriptors [][]co
 	out, p, err := s.counters(domain, descriptors)
 	if err != nil {
 		return nil, err
+	}
+	// The counters API reports what the store holds: a replica's local
+	// share while Redis is down is not that.
+	for i := range p.reqs {
+		p.reqs[i].Fallback = store.FallbackNone
 	}
 	results, err := s.take(ctx, p)
 	if err != nil {

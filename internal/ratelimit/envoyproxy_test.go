@@ -150,7 +150,7 @@ func randomEnvoyRequest(rng *rand.Rand) *rlsv3.RateLimitRequest {
 		req.Descriptors = append(req.Descriptors, d)
 	}
 	// ratelimitd applies a request's refunds before its other descriptors
-	// (README's Differences), envoyproxy in their order: with the refunds
+	// (docs/compatibility.md), envoyproxy in their order: with the refunds
 	// first the two agree.
 	slices.SortStableFunc(req.Descriptors, func(a, b *ratelimitv3.RateLimitDescriptor) int {
 		switch {
@@ -166,8 +166,8 @@ func randomEnvoyRequest(rng *rand.Rand) *rlsv3.RateLimitRequest {
 
 // TestEnvoyproxyAnswers drives ratelimitd and a model of envoyproxy with the
 // same random envoyproxy-format configs and request sequences, and holds
-// ratelimitd to envoyproxy's answers except where README's "Differences
-// from envoyproxy/ratelimit" says otherwise:
+// ratelimitd to envoyproxy's answers except where docs/compatibility.md says
+// otherwise:
 //   - the overall code is always envoyproxy's;
 //   - an admitted request answers and counts exactly as envoyproxy;
 //   - a denied request records its usage as envoyproxy does and charges

@@ -23,7 +23,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/testkit/rawgrpc"
 )
 
-// serveGuarded runs svc the way cmd/ratelimitd does, with health and
+// serveGuarded runs svc the way internal/daemon does, with health and
 // reflection beside it, on a loopback port.
 func serveGuarded(t *testing.T, svc *ratelimit.Service) *grpc.ClientConn {
 	t.Helper()

@@ -69,6 +69,7 @@ func (s *Service) observe(cfg *config.Config, domain string, p *plan, results []
 			Shadow:     sl.rule.ShadowMode || s.globalShadow,
 			RuleShadow: sl.rule.ShadowMode,
 			FromCache:  res.FromCache,
+			Local:      res.Local && r.OnStoreError == config.StoreErrorLocal,
 			Charged:    !denied || req.Usage,
 			Capacity:   r.Limit.Capacity(),
 			Remaining:  res.Remaining,

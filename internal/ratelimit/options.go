@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"time"
+
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
@@ -100,4 +102,15 @@ func WithDecodeBudget(n int64) Option {
 // lease store sees them on their way to the backend.
 func WithLease(on bool) Option {
 	return func(s *Service) { s.globalLease = on }
+}
+
+// WithClock sets where the service reads the time of what it follows over
+// requests (when a rule deciding locally is back on the store); the
+// default is time.Now. Tests pass a fake clock.
+func WithClock(now func() time.Time) Option {
+	return func(s *Service) {
+		if now != nil {
+			s.now = now
+		}
+	}
 }

@@ -187,13 +187,14 @@ func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *
 		}
 		p.fallback = p.fallback || l.OnStoreError != config.StoreErrorUnavailable
 		p.reqs = append(p.reqs, store.Request{
-			Key:    s.keys.Key(l, sl.entries),
-			Limit:  l.Limit,
-			Hits:   h,
-			Mode:   mode,
-			Usage:  usage,
-			Joined: len(p.reqs) > first,
-			Lease:  lease && l.Leases(s.globalLease),
+			Key:      s.keys.Key(l, sl.entries),
+			Limit:    l.Limit,
+			Hits:     h,
+			Mode:     mode,
+			Usage:    usage,
+			Joined:   len(p.reqs) > first,
+			Lease:    lease && l.Leases(s.globalLease),
+			Fallback: fallbackOf(l.OnStoreError),
 		})
 		p.rules = append(p.rules, l)
 	}

@@ -33,7 +33,17 @@ func (s *Service) respond(p *plan, results []store.Result) *rlsv3.RateLimitRespo
 		case counted:
 			// A descriptor with several limits answers with the one that
 			// decided it (see plan.decide).
-			b.describe(st, i, p.rules[sl.decider], results[sl.decider].Decision)
+			r, res := p.rules[sl.decider], results[sl.decider]
+			if res.Local && r.OnStoreError != config.StoreErrorLocal {
+				// Its on_store_error answered, counting nothing: a code
+				// alone, as when the whole request is answered so.
+				st.Code = rlsv3.RateLimitResponse_OK
+				if !res.Allowed && !r.ShadowMode {
+					st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+				}
+				continue
+			}
+			b.describe(st, i, r, res.Decision)
 		default:
 			st.Code = rlsv3.RateLimitResponse_OK
 		}

@@ -58,6 +58,9 @@ type Service struct {
 	// decode bounds the bytes of requests being decoded at once (gRPC and
 	// /json); see WithDecodeBudget.
 	decode *byteBudget
+	// local: the rules deciding locally now (local.go), on the clock now.
+	local localRules
+	now   func() time.Time
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
@@ -74,6 +77,7 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 		},
 		log:    zap.NewNop(),
 		decode: newByteBudget(DefaultDecodeBudget),
+		now:    time.Now,
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -125,6 +129,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	s.addHeaders(p, results, resp)
 	s.addDynamicMetadata(req, p, resp)
 	s.observe(cfg, req.GetDomain(), p, results)
+	s.noteLocal(p, results)
 	if ce := s.log.Check(zapcore.DebugLevel, "decided"); ce != nil {
 		ce.Write(zap.String("domain", req.GetDomain()), zap.Int("descriptors", len(p.slots)),
 			zap.Int("counted", len(p.reqs)), zap.Stringer("overall", resp.GetOverallCode()))

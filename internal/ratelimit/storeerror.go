@@ -39,17 +39,18 @@ func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // counted rules' on_store_error, with the verdict the store would use (see
 // algorithms.Verdict): a deny rule denies the request unless it is in shadow
 // mode (and a quota rule only with every other quota rule), allow rules
-// admit it. Rules left at unavailable could go either way, so they are
-// taken as allowing: if the request is denied even so, it is denied
-// whatever they would say; if not, it is undecided. decided is false then,
-// and the request fails UNAVAILABLE as before.
+// admit it. Rules left at unavailable could go either way, and so could
+// local ones here (the store found the request undecided: a rule without a
+// fallback in it), so they are taken as allowing: if the request is denied
+// even so, it is denied whatever they would say; if not, it is undecided.
+// decided is false then, and the request fails UNAVAILABLE as before.
 func storeErrorVerdict(p *plan) (denied, decided bool) {
 	var v algorithms.Verdict
 	decided = true
 	// Every limit counts with its own on_store_error (rate_limits).
 	for i, r := range p.reqs {
 		action := p.rules[i].OnStoreError
-		decided = decided && action != config.StoreErrorUnavailable
+		decided = decided && action != config.StoreErrorUnavailable && action != config.StoreErrorLocal
 		v.Add(r.Mode, r.Joined, action != config.StoreErrorDeny)
 	}
 	if v.Denied() {

@@ -51,6 +51,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 5}
   - key: free
     rate_limit: {unlimited: true}
+  - key: local
+    rate_limit: {unit: minute, requests_per_unit: 10, on_store_error: local}
 `
 
 // downRedis is a redisstore whose Redis has been killed: every Take fails

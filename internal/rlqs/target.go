@@ -106,14 +106,15 @@ func classify(rule *config.Rule, shadow bool) kind {
 
 // storeErrorAction is the answer of limits together when the store cannot
 // decide, as the rate limit service combines them: all allow, allow; any
-// deny, deny; otherwise unavailable.
+// deny, deny; otherwise unavailable. A block is never decided locally, so
+// local counts as unavailable: Envoy's own fallback decides.
 func storeErrorAction(limits []*config.Rule) config.StoreErrorAction {
 	all := config.StoreErrorAllow
 	for _, r := range limits {
 		switch r.OnStoreError {
 		case config.StoreErrorDeny:
 			return config.StoreErrorDeny
-		case config.StoreErrorUnavailable:
+		case config.StoreErrorUnavailable, config.StoreErrorLocal:
 			all = config.StoreErrorUnavailable
 		}
 	}

@@ -127,10 +127,8 @@ func (p *Provider) ServerHandler() stats.Handler {
 	)
 }
 
-// Tracer is for spans of our own (the store's).
-func (p *Provider) Tracer() trace.Tracer {
-	return p.tp.Tracer("github.com/ratelimitd/ratelimitd")
-}
+// TracerProvider is for spans of our own (the store's: stack.WithTracing).
+func (p *Provider) TracerProvider() trace.TracerProvider { return p.tp }
 
 // Shutdown exports what is buffered and stops the exporter.
 func (p *Provider) Shutdown(ctx context.Context) error {

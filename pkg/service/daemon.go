@@ -7,7 +7,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 )
 
-// The ratelimitd daemon (cmd/ratelimitd) is built on this package: what it
+// The ratelimitd daemon (internal/daemon) is built on this package: what it
 // needs beyond the options a Go program uses is here. These name the
 // module's internal types, so only the daemon can call them; a Go program
 // has SetRules and WithMetrics instead.

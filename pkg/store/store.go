@@ -24,6 +24,10 @@ type Request struct {
 	// counter (pkg/store/lease). Only that decorator reads it; stores
 	// ignore it.
 	Lease bool
+	// Fallback is what the request answers when the backend cannot
+	// decide its batch. Only the fallback decorator (pkg/store/fallback)
+	// reads it; stores ignore it.
+	Fallback Fallback
 }
 
 // Op is r as the algorithms take it.
@@ -46,6 +50,10 @@ type Result struct {
 	// FromCache says a local over-limit cache answered without the
 	// backend (see pkg/store/localcache).
 	FromCache bool
+	// Local says the fallback decorator decided the batch in this
+	// process's memory, the backend being unable to (see
+	// pkg/store/fallback).
+	Local bool
 }
 
 // Store decides a batch of requests atomically with the semantics of

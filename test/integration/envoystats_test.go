@@ -174,7 +174,7 @@ func TestEnvoyproxyStats(t *testing.T) {
 		v := k.values[rng.IntN(len(k.values))]
 		hits := uint64(1 + rng.IntN(3))
 		if k.shadow {
-			hits = 1 // see README's Differences: past a shadow limit the count before is not known
+			hits = 1 // see docs/compatibility.md: past a shadow limit the count before is not known
 		}
 		d := desc(k.entries(v)...)
 		if k.override {

@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// readmeCommands returns the grpcurl and curl lines of README.md's sh blocks.
-func readmeCommands(t *testing.T) []string {
+// readmeCommands returns the grpcurl and curl lines of doc's sh blocks (a
+// path from the repository root, e.g. README.md).
+func readmeCommands(t *testing.T, doc string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(doc)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,34 +33,54 @@ func readmeCommands(t *testing.T) []string {
 }
 
 // rlqsExampleRoom is how long before the end of the hour an RLQS example
-// of the README still starts: ample for grpcurl to start and the report to
+// of docs/rlqs.md still starts: ample for grpcurl to start and the report to
 // reach the server on a loaded machine, and a wait only in the hour's last
 // seconds.
 const rlqsExampleRoom = 10 * time.Second
 
-// TestReadmeExamples runs the README's examples verbatim against the
-// example config on the embedded store, as `make run` serves it.
-func TestReadmeExamples(t *testing.T) {
-	needGrpcurl(t)
-	svc := startExample(t)
-
-	// What each example's comment in the README promises.
-	expect := map[string][]string{
-		" list":                              {"envoy.service.ratelimit.v3.RateLimitService", "envoy.service.rate_limit_quota.v3.RateLimitQuotaService", "grpc.health.v1.Health"},
+// readmeExamples says, per page, what each example's comment promises: a
+// marker of the command, and what its output holds. The README keeps three
+// grpcurl examples and /json; the ports' and RLQS's are on their pages.
+var readmeExamples = []struct {
+	doc    string
+	expect map[string][]string
+}{
+	{"README.md", map[string][]string{
 		"203.0.113.7\"}]}]}' localhost:8081": {`"overallCode": "OK"`, `"limitRemaining": 59`, `"requestsPerUnit": 60`},
 		"192.0.2.66\"}]}]}'":                 {`"overallCode": "OVER_LIMIT"`},
 		"hitsAddend":                         {`"overallCode": "OK"`, `"limitRemaining": 495`, `"limitRemaining": 995`},
-		"Health/Check":                       {`"status": "SERVING"`},
+		"/json":                              {`"overallCode":"OK"`, `"limitRemaining":58`},
+	}},
+	{"docs/operations.md", map[string][]string{
+		" list":        {"envoy.service.ratelimit.v3.RateLimitService", "envoy.service.rate_limit_quota.v3.RateLimitQuotaService", "grpc.health.v1.Health"},
+		"Health/Check": {`"status": "SERVING"`},
+		"healthcheck":  {"OK"},
+	}},
+	{"docs/rlqs.md", map[string][]string{
 		// A block of carol's counter (none in the hour's last second and
 		// expiry margin, too late for a whole-second TTL to end in it).
 		`"user_id":"carol"`:     {`"tokenBucket"`, `"tokensPerFill": 1`, `"assignmentTimeToLive"`},
 		`"numRequestsDenied":1`: {`"blanketRule": "DENY_ALL"`},
-		"/json":                 {`"overallCode":"OK"`, `"limitRemaining":58`},
-		"healthcheck":           {"OK"},
+	}},
+}
+
+// TestReadmeExamples runs the examples of the README (and of the pages
+// its examples moved to) verbatim against the example config on the
+// embedded store, as `make run` serves it, each page on a fresh service.
+func TestReadmeExamples(t *testing.T) {
+	needGrpcurl(t)
+	for _, page := range readmeExamples {
+		t.Run(page.doc, func(t *testing.T) {
+			runExamples(t, page.doc, page.expect)
+		})
 	}
-	cmds := readmeCommands(t)
-	if len(cmds) < 6 {
-		t.Fatalf("found only %d example commands in README.md", len(cmds))
+}
+
+func runExamples(t *testing.T, doc string, expect map[string][]string) {
+	svc := startExample(t)
+	cmds := readmeCommands(t, doc)
+	if len(cmds) < len(expect) {
+		t.Fatalf("found only %d example commands in %s", len(cmds), doc)
 	}
 	matched := map[string]bool{}
 	for _, line := range cmds {
@@ -71,12 +92,13 @@ func TestReadmeExamples(t *testing.T) {
 		if strings.Contains(line, "RateLimitQuotaService/") {
 			// An RLQS assignment of an hourly window ends with the hour,
 			// less RLQS_EXPIRY_MARGIN and a whole-second TTL: in the hour's
-			// last 1.25 s there is none to give (README's "less a second").
+			// last 1.25 s there is none to give (docs/rlqs.md's "less a
+			// second").
 			roomInWindow(t, time.Hour, rlqsExampleRoom)
 		}
 		out, err := exec.Command("bash", "-c", cmd).CombinedOutput()
 		if err != nil {
-			t.Fatalf("README example failed: %s\n%v\n%s", line, err, out)
+			t.Fatalf("%s example failed: %s\n%v\n%s", doc, line, err, out)
 		}
 		for marker, wants := range expect {
 			if !strings.Contains(line, marker) {
@@ -85,14 +107,14 @@ func TestReadmeExamples(t *testing.T) {
 			matched[marker] = true
 			for _, want := range wants {
 				if !strings.Contains(string(out), want) {
-					t.Errorf("README example %s\noutput lacks %s:\n%s", line, want, out)
+					t.Errorf("%s example %s\noutput lacks %s:\n%s", doc, line, want, out)
 				}
 			}
 		}
 	}
 	for marker := range expect {
 		if !matched[marker] {
-			t.Errorf("no README example contains %q any more", marker)
+			t.Errorf("no %s example contains %q any more", doc, marker)
 		}
 	}
 }

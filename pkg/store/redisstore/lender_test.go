@@ -23,8 +23,8 @@ import (
 // keys in different slots (one take per slot group, charges from each),
 // and a Return of both (one undo per slot); the spread case: denied
 // requests over several slot groups, some of which admitted their own ops,
-// answer as algorithms.TakeAll; and the modes and refunds (README's "Usage
-// and admissions"), over keys in different slots (a refund is never
+// answer as algorithms.TakeAll; and the modes and refunds (docs/tokens.md's
+// "Usage and admissions"), over keys in different slots (a refund is never
 // undone). TestConformance runs them on a single node.
 func TestLenderConformanceCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)

@@ -8,7 +8,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// RunModes runs the cases of README's "Usage and admissions", the modes
+// RunModes runs the cases of docs/tokens.md's "Usage and admissions", the modes
 // and the refunds, alone (Run includes them), for backends whose other
 // cases run elsewhere (a Cluster, where the keys of a batch fall in
 // different slots).
@@ -25,7 +25,7 @@ func (p modeProbe) refund(key string, hits uint64) store.Request {
 // give back exactly what the algorithm's rule says, never below a fresh
 // key, are never denied, are kept whatever the request's verdict, and come
 // before the request's usage and admissions, which are judged on the
-// refunded counters (README's "Usage and admissions"). Every decision is
+// refunded counters (docs/tokens.md's "Usage and admissions"). Every decision is
 // also compared with algorithms.TakeAll's by the harness.
 func testRefunds(t *testing.T, newStore Factory) {
 	const enforce = algorithms.Enforce
