@@ -2,9 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
