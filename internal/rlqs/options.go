@@ -23,7 +23,7 @@ const (
 	DefaultExpiryMargin = 100 * time.Millisecond
 	// DefaultMaxBuckets bounds the buckets the server tracks, across all
 	// its streams (and the buckets of one report).
-	DefaultMaxBuckets = 50_000
+	DefaultMaxBuckets = 20_000
 	// DefaultMaxEntries and DefaultMaxValueLen bound a bucket id as a
 	// request descriptor is bounded (MAX_DESCRIPTOR_ENTRIES,
 	// MAX_VALUE_LENGTH).
