@@ -31,7 +31,7 @@ func (st *stream) onReport(r *report, now time.Time) error {
 		if b == nil {
 			continue
 		}
-		if created && u.allowed > 0 && (len(r.usages) > 1 || u.elapsed > 0) {
+		if created && key != "" && u.allowed > 0 && (len(r.usages) > 1 || u.elapsed > 0) {
 			// Not the report of a new bucket (it comes alone, 0 s after
 			// the bucket's first request) but a stream taken over: what
 			// Envoy admitted, another stream assigned.
@@ -39,7 +39,8 @@ func (st *stream) onReport(r *report, now time.Time) error {
 		}
 		b.observe(now, u.allowed, u.denied, st.srv.set.interval)
 		if key == "" {
-			// Past the cap: no assignment, but its usage is recorded.
+			// Past the cap: no assignment, but what it reports allowed is
+			// recorded (whoever assigned it).
 			ev.add(b, b.unrecorded(), verdict{})
 			continue
 		}
