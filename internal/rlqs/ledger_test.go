@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
 // TestEncodeRate: the encoded refill never exceeds the rate asked (the
@@ -123,4 +125,35 @@ func (g *greedy) run(t time.Time) {
 func (g *greedy) until(t time.Time) float64 {
 	g.flush(t)
 	return g.admitted
+}
+
+// TestHorizon: a grant that refills less than a token a window gets a
+// fill interval longer than the longest window of its limits: calendar
+// months count 31 days (a month's Period is a nominal 30), several months
+// as many times that.
+func TestHorizon(t *testing.T) {
+	day := 24 * time.Hour
+	month := func(n int64) algorithms.Limit {
+		return algorithms.Limit{Algorithm: algorithms.FixedWindow, Calendar: true, Requests: 10, Period: time.Duration(n) * algorithms.Month}
+	}
+	minute := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 10, Period: time.Minute}
+	for _, tt := range []struct {
+		limits []algorithms.Limit
+		want   time.Duration
+	}{
+		{[]algorithms.Limit{minute}, time.Minute},
+		{[]algorithms.Limit{month(1)}, 31 * day},
+		{[]algorithms.Limit{minute, month(3)}, 93 * day},
+	} {
+		b := &bucket{}
+		for _, l := range tt.limits {
+			b.tgt.counters = append(b.tgt.counters, counter{limit: l})
+		}
+		if got := b.horizon(); got != tt.want {
+			t.Errorf("%v: horizon %v, want %v", tt.limits, got, tt.want)
+		}
+		if _, fill, rate := encodeRate(0.9/tt.want.Seconds(), fillSeconds(b.horizon())); time.Duration(fill)*time.Second <= tt.want || rate*tt.want.Seconds() >= 1 {
+			t.Errorf("%v: a grant without refill fills every %d s, within the window", tt.limits, fill)
+		}
+	}
 }
