@@ -130,13 +130,16 @@ func (b *bucket) unrecorded() uint64 {
 	return w.allowed - covered
 }
 
-// holds reports whether Envoy may hold a token bucket of this window now:
-// one this stream sent whose TTL has not run out, or a foreign one.
-func (b *bucket) holds(now time.Time) bool {
+// holds reports whether Envoy surely holds a token bucket of this window
+// now: one this stream sent whose TTL cannot have run out yet (it runs
+// from the grant's arrival, up to margin after it was sent), or a foreign
+// one. One that may have run out may be gone, and a grant after it start
+// full.
+func (b *bucket) holds(now time.Time, margin time.Duration) bool {
 	if b.foreign {
 		return true
 	}
-	return b.sent.strategy == tokenBucket && b.win.maxTokens > 0 && now.Before(b.sent.expires)
+	return b.sent.strategy == tokenBucket && b.win.maxTokens > 0 && now.Before(b.sent.expires.Add(-margin))
 }
 
 // horizon is the longest a window of the bucket's limits can last:

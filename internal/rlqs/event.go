@@ -184,7 +184,7 @@ func (st *stream) deny(ev *event, b *bucket, known func(string) (span, bool)) {
 	if w.end.IsZero() {
 		b.adopt(known)
 	}
-	if b.holds(ev.now) {
+	if b.holds(ev.now, st.srv.set.margin) {
 		return
 	}
 	if b.sent.strategy == denyAll && b.sent.expires.After(ev.now.Add(st.srv.set.interval)) {

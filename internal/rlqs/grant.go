@@ -62,7 +62,7 @@ func (st *stream) issue(ev *event, b *bucket, fresh bool) {
 // recorded stays due: the next call records it.
 func (st *stream) storeFailed(ev *event, p *part) {
 	b := p.b
-	if !p.v.grant || b.holds(ev.now) {
+	if !p.v.grant || b.holds(ev.now, st.srv.set.margin) {
 		return
 	}
 	ttl := ceilSeconds(2 * st.srv.set.interval)

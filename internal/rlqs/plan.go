@@ -31,7 +31,7 @@ const headroom = 1.1
 // the window just turned or the rule changed (no spacing applies).
 func (b *bucket) plan(now time.Time, s settings, known func(string) (span, bool), turn bool) verdict {
 	w := &b.win
-	holds := b.holds(now)
+	holds := b.holds(now, s.margin)
 	if w.full && !w.sliding && now.Before(w.end) {
 		return verdict{deny: !holds}
 	}

@@ -137,7 +137,7 @@ func (st *stream) onReload() error {
 		}
 		// Envoy may still hold the old rule's token bucket: a grant
 		// replacing it starts from what that one holds.
-		b.foreign = b.holds(ev.now)
+		b.foreign = b.holds(ev.now, s.set.margin)
 		b.tgt, b.win = t, window{}
 		b.sent.expires = time.Time{}
 		if t.kind == kindUnserved {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,13 +31,13 @@ descriptors:
 // and assigns RLQS_MAX_BUCKETS of them (its default), the others get no
 // assignment, and the process's resident set (VmRSS after, VmHWM at its
 // peak) stays under 200 MB. The figures are logged for docs/rlqs.md
-// (RLQS_MEM_ENV adds a setting, say RLQS_MAX_BUCKETS=30000, to measure
-// another).
+// (RLQS_MEM_ENV adds settings, say "RLQS_MAX_BUCKETS=50000
+// GOMEMLIMIT=120MiB", to measure others; the cap check then fails).
 func TestRLQSMemory(t *testing.T) {
 	const streams, ids, rounds = 10, 10_000, 3
 	rs := redistest.Start(t)
 	root, _ := newConfigRoot(t, map[string]string{"edge.yaml": tenantRules})
-	svc := startService(t, root, append(redisEnv(rs.Addr), os.Getenv("RLQS_MEM_ENV"))...)
+	svc := startService(t, root, append(redisEnv(rs.Addr), strings.Fields(os.Getenv("RLQS_MEM_ENV"))...)...)
 	pid := svc.cmd.Process.Pid
 	base := rssKiB(t, pid)
 	var wg sync.WaitGroup
