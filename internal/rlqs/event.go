@@ -126,8 +126,8 @@ func (st *stream) plan(ev *event, key string, b *bucket, turn bool) {
 	case kindShadow:
 		st.blanket(ev, b, allowAll)
 		ev.add(b, b.unrecorded(), verdict{})
-	case kindBlocks:
-		st.planBlocks(ev, b, turn)
+	case kindGrants:
+		st.planGrants(ev, b, turn)
 	}
 }
 
@@ -141,10 +141,10 @@ func (st *stream) blanket(ev *event, b *bucket, want strategy) {
 	st.assign(ev, b, assignment{strategy: want}, ttlSeconds(s.idle()))
 }
 
-// planBlocks records what Envoy admitted beyond its grants, and asks for
+// planGrants records what Envoy admitted beyond its grants, and asks for
 // a grant or denies as bucket.plan says. A foreign grant adopted takes its
 // window from what the replica knows of the counters, or from a look.
-func (st *stream) planBlocks(ev *event, b *bucket, turn bool) {
+func (st *stream) planGrants(ev *event, b *bucket, turn bool) {
 	known := ev.known(st.srv.spans)
 	v := b.plan(ev.now, st.srv.set, known, turn)
 	if v.deny {

@@ -17,7 +17,7 @@ var metricHelp = []struct{ name, help, label string }{
 	{"reports_total", "Usage reports received and handled.", ""},
 	{"rejected_reports_total", "Reports refused (INVALID_ARGUMENT: malformed, oversized, a missing or changed domain); each ends its stream.", ""},
 	{"responses_total", "Responses sent, each with the actions of one report, timer or reload.", ""},
-	{"assignments_total", "Assignments sent, by kind: token_bucket (a block of the counters), allow_all, deny_all, abandon.", "kind"},
+	{"assignments_total", "Assignments sent, by kind: token_bucket (a grant charged in the counters), allow_all, deny_all, abandon.", "kind"},
 	{"granted_hits_total", "Hits charged in the store for grants, before Envoy could use them.", ""},
 	{"reported_hits_total", "Requests Envoys reported, by result (allowed, denied).", "result"},
 	{"recorded_hits_total", "Reported allowed requests no grant was charged for (admitted under Envoy's no-assignment or expired-assignment behavior, or a shadow rule), recorded in the counters after the fact.", ""},

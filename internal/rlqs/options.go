@@ -14,7 +14,7 @@ const (
 	// whatever the bucket's reporting_interval says.
 	DefaultReportingInterval = 5 * time.Second
 	// DefaultFraction is the share of what a counter has left that one
-	// Envoy's block may take.
+	// Envoy's grant may take.
 	DefaultFraction = 0.25
 	// DefaultMaxBlock bounds a block (Envoy's max_tokens is 32 bits).
 	DefaultMaxBlock = 10000
@@ -72,7 +72,7 @@ func defaults() settings {
 func (s settings) idle() time.Duration { return max(time.Minute, 12*s.interval) }
 
 // WithReportingInterval is how often Envoys report (RLQS_REPORTING_INTERVAL):
-// it sizes blocks and spaces Redis calls. Envoy's filter reports every 5 s.
+// it sizes grants and spaces Redis calls. Envoy's filter reports every 5 s.
 func WithReportingInterval(d time.Duration) Option {
 	return func(s *settings) {
 		if d > 0 {
@@ -81,7 +81,7 @@ func WithReportingInterval(d time.Duration) Option {
 	}
 }
 
-// WithFraction caps a block at this share (0 < f <= 1) of what its counter
+// WithFraction caps a grant at this share (0 < f <= 1) of what its counter
 // had left when last seen (RLQS_FRACTION).
 func WithFraction(f float64) Option {
 	return func(s *settings) {

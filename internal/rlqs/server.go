@@ -3,9 +3,10 @@
 // the requests of their buckets on one stream per domain and decide every
 // request locally from what ratelimitd assigns. A bucket id maps to a rule
 // of the configuration as a request descriptor does (config.MatchBucket);
-// a rule of window limits is served as token buckets that are blocks of
-// its counters, charged in the store before Envoy may use them, so that
-// the fleet never admits more than the limit (docs/rlqs.md).
+// a rule of window limits is served as token buckets whose every token
+// (burst and refill until the window ends) was charged in its counters
+// before Envoy could use it, so that with DENY_ALL fallbacks the fleet
+// never admits more than the limit (docs/rlqs.md).
 package rlqs
 
 import (
@@ -27,7 +28,7 @@ type Rules interface {
 	Current() *config.Config
 }
 
-// Server is the RLQS service. Each stream holds its Envoy's blocks: the
+// Server is the RLQS service. Each stream holds its Envoy's grants: the
 // replica serving the stream is their lease holder.
 type Server struct {
 	rules  Rules
@@ -53,8 +54,8 @@ type Server struct {
 	warned      map[string]bool
 }
 
-// New serves the rules in force with blocks charged in lender (the store
-// under any decorator: a block is already a lease).
+// New serves the rules in force with grants charged in lender (the store
+// under any decorator: a grant is already a lease).
 func New(rules Rules, lender store.Lender, opts ...Option) *Server {
 	set := defaults()
 	for _, o := range opts {
@@ -93,7 +94,7 @@ func (s *Server) Register(srv grpc.ServiceRegistrar) {
 }
 
 // Shutdown ends every stream with UNAVAILABLE, so that a graceful stop
-// need not wait for them: their Envoys keep their blocks until the TTLs
+// need not wait for them: their Envoys keep their grants until the TTLs
 // run out and reconnect to another replica at their next report.
 func (s *Server) Shutdown() {
 	s.mu.Lock()
@@ -156,7 +157,7 @@ func (s *Server) behind() int64 {
 	return n
 }
 
-// nanos is a fill_interval nanos for a new block, other than prev: see
+// nanos is a fill_interval nanos for a new grant, other than prev: see
 // assignment.tokenBucketOf.
 func (s *Server) nanos(prev int32) int32 {
 	s.mu.Lock()

@@ -39,7 +39,7 @@ func (b *bucket) stretchAt(margin time.Duration) time.Time {
 // its next window's grant without waiting for a report. Zero when b is
 // idle or not served in grants.
 func (b *bucket) turnAt() time.Time {
-	if b.tgt.kind != kindBlocks || b.win.late.IsZero() || b.rate == 0 || !b.quiet.IsZero() {
+	if b.tgt.kind != kindGrants || b.win.late.IsZero() || b.rate == 0 || !b.quiet.IsZero() {
 		return time.Time{}
 	}
 	return b.win.late.Add(timerSlack)

@@ -10,7 +10,7 @@ import (
 // span is a counter's window as one decision told it: what it had left and
 // when the window ends, measured on the server's clock from around the
 // store call. Redis decided at some instant between the call's start and
-// its answer, so the end read from the start is early (blocks expire by
+// its answer, so the end read from the start is early (grants expire by
 // it) and the end read from the answer is late (the next window has begun
 // by it).
 type span struct {
