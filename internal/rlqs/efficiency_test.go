@@ -12,13 +12,8 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/rlqs/rlqstest"
 )
 
-// rateRules: a 10-second rule and a 1-minute rule.
-const rateRules = `
-domain: edge
-descriptors:
-  - key: route
-    value: ten
-    rate_limit: {unit: second, unit_multiplier: 10, requests_per_unit: 600}
+// rateRules: fleetRules' 10-second rule, and a 1-minute rule.
+const rateRules = fleetRules + `
   - key: route
     value: minute
     rate_limit: {unit: minute, requests_per_unit: 6000}
@@ -98,7 +93,7 @@ func (f *fleet) leastShare(limit int) float64 {
 // than the limit. docs/rlqs.md's table is these runs' log.
 func TestFleetEfficiency(t *testing.T) {
 	rs := redistest.Start(t)
-	ten := efficiencyCase{route: "ten", window: 10 * time.Second, limit: 600, windows: 5, tick: 10 * time.Millisecond}
+	ten := efficiencyCase{route: "hot", window: 10 * time.Second, limit: 600, windows: 5, tick: 10 * time.Millisecond}
 	minute := efficiencyCase{route: "minute", window: time.Minute, limit: 6000, windows: 3, tick: 20 * time.Millisecond}
 	at := func(c efficiencyCase, load float64) efficiencyCase { c.load = load; return c }
 	tests := []struct {

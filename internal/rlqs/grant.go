@@ -76,16 +76,22 @@ func (st *stream) storeFailed(ev *event, p *part) {
 
 // logStoreError logs a store failure at most once a second.
 func (s *Server) logStoreError(err error) {
-	now := s.now()
-	s.mu.Lock()
-	due := now.Sub(s.lastErrLog) >= time.Second
-	if due {
-		s.lastErrLog = now
-	}
-	s.mu.Unlock()
-	if due {
+	if s.due(&s.lastErrLog, time.Second) {
 		s.set.log.Warn("rlqs: the store failed; buckets that need a grant get their rules' on_store_error", zap.Error(err))
 	}
+}
+
+// due reports whether a log last written at *last may be written again,
+// every apart, and if so marks it written now.
+func (s *Server) due(last *time.Time, every time.Duration) bool {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(*last) < every {
+		return false
+	}
+	*last = now
+	return true
 }
 
 // warnUnserved logs, once per rule, a bucket whose rule cannot be handed

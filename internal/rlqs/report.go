@@ -129,14 +129,7 @@ func (st *stream) forget(key string) {
 // warnFull logs, at most once a minute, that buckets go unserved past the
 // cap.
 func (s *Server) warnFull(domain string) {
-	now := s.now()
-	s.mu.Lock()
-	due := now.Sub(s.lastFullLog) >= time.Minute
-	if due {
-		s.lastFullLog = now
-	}
-	s.mu.Unlock()
-	if due {
+	if s.due(&s.lastFullLog, time.Minute) {
 		s.set.log.Warn("rlqs: the server holds as many buckets as it may (RLQS_MAX_BUCKETS); new ones get no assignment until others are abandoned",
 			zap.String("domain", domain), zap.Int("max_buckets", s.set.maxBuckets))
 	}

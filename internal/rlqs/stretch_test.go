@@ -87,15 +87,7 @@ func TestStretchReachesEnvoyInTime(t *testing.T) {
 // it to settle, so that is when the server sent it).
 func watchActions(t *testing.T, rep *replica, clock *rlqstest.Clock, report *rlqsv3.RateLimitQuotaUsageReports) func() []sentAction {
 	t.Helper()
-	conn, err := dial(rep.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	s, err := rlqsv3.NewRateLimitQuotaServiceClient(conn).StreamRateLimitQuotas(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStream(t, rep.addr).s
 	if err := s.Send(report); err != nil {
 		t.Fatal(err)
 	}
