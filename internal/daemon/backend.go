@@ -89,6 +89,10 @@ func (b redisBackend) stackOptions(m *metrics.Metrics, log *zap.Logger) ([]stack
 	if err != nil {
 		return nil, err
 	}
+	noticeFailed, err := noticeFailures(m, log)
+	if err != nil {
+		return nil, err
+	}
 	breakers := redisstore.NewBreakerSet()
 	if err := watchBreakers(m, "limiter", breakers.States); err != nil {
 		return nil, fmt.Errorf("redis breaker metrics: %w", err)
@@ -98,6 +102,8 @@ func (b redisBackend) stackOptions(m *metrics.Metrics, log *zap.Logger) ([]stack
 		redisstore.WithBreakerChange(logBreakerChange(log, "limiter")),
 		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
 		redisstore.WithRoundTripObserver(m.RoundTrip),
+		redisstore.WithKeyPrefix(set.CacheKeyPrefix),
+		redisstore.WithNoticeFailure(noticeFailed),
 		redisstore.WithUndoFailure(func(charges int, err error) {
 			m.UndoFailed()
 			log.Warn("cross-slot undo failed; the denied request's hits stay charged until their window passes",

@@ -17,9 +17,30 @@ const (
 	overflowValue = "_overflow"
 )
 
-// statsdSeparators are the characters a statsd line uses between its name,
-// value and type: a key must not carry them.
-var statsdSeparators = strings.NewReplacer(":", "_", "|", "_")
+// unsafeInName reports whether b may not appear in a stat's name: the
+// characters a statsd line uses between its name, value and type, and
+// control characters, which would end the line (\n, \r) or the packet
+// (\x00) and let a request value write a stat of its own.
+func unsafeInName(b byte) bool { return b == ':' || b == '|' || b < 0x20 || b == 0x7f }
+
+// replaceUnsafe is key with every unsafeInName byte as '_' (other bytes,
+// invalid UTF-8 included, as they are).
+func replaceUnsafe(key string) string {
+	i := 0
+	for i < len(key) && !unsafeInName(key[i]) {
+		i++
+	}
+	if i == len(key) {
+		return key
+	}
+	b := []byte(key)
+	for ; i < len(b); i++ {
+		if unsafeInName(b[i]) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
 
 // ipv4 finds what looks like an IPv4 address anywhere in a key (also inside
 // a CIDR such as 0.0.0.0/0), as envoyproxy's sanitiser does.
@@ -30,9 +51,11 @@ var ipv4 = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
 // '_', and so do the dots of every IPv4 address, so that an address stays
 // one segment of the name (masked_remote_address_0_0_0_0/0) and a statsd
 // mapping splits the key into domain, key1, key2 where the config nests.
-// Other dots still split segments, as they do in envoyproxy.
+// Other dots still split segments, as they do in envoyproxy. Control
+// characters become '_' too (envoyproxy keeps them, and a request value
+// holding a newline then ends the statsd line).
 func SanitizeKey(key string) string {
-	key = statsdSeparators.Replace(key)
+	key = replaceUnsafe(key)
 	if !strings.Contains(key, ".") {
 		return key
 	}

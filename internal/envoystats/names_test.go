@@ -13,6 +13,8 @@ func TestSanitizeKey(t *testing.T) {
 		{"d.version_1.2.3", "d.version_1.2.3"}, // three numbers are no address: the dots still split
 		{"d.k_v.k2", "d.k_v.k2"},
 		{"d.ipv6_::1", "d.ipv6___1"},
+		{"d.user_a\nevil.total_hits:9|c\r\x00b\x7f\t", "d.user_a_evil.total_hits_9_c__b__"},
+		{"d.caf\xc3\xa9_\xff", "d.caf\xc3\xa9_\xff"}, // UTF-8 or not, other bytes stay
 		{"plain", "plain"},
 	} {
 		if got := SanitizeKey(tc.in); got != tc.want {

@@ -51,43 +51,52 @@ func TestCount(t *testing.T) {
 	tests := []struct {
 		name string
 		d    Decision
+		// then: the decisions after d on the same counter.
+		then []Decision
 		want map[string]uint64
 	}{
-		{"far below the limit", Decision{Hits: 2, Limit: 10, Before: 3},
+		{"far below the limit", Decision{Hits: 2, Limit: 10, Before: 3}, nil,
 			map[string]uint64{"total_hits": 2, "within_limit": 2}},
-		{"crossing the near-limit threshold: only the hits past it are near", Decision{Hits: 3, Limit: 10, Before: 7},
+		{"crossing the near-limit threshold: only the hits past it are near", Decision{Hits: 3, Limit: 10, Before: 7}, nil,
 			map[string]uint64{"total_hits": 3, "within_limit": 3, "near_limit": 2}},
-		{"already past the threshold: every hit is near", Decision{Hits: 2, Limit: 10, Before: 8},
+		{"already past the threshold: every hit is near", Decision{Hits: 2, Limit: 10, Before: 8}, nil,
 			map[string]uint64{"total_hits": 2, "within_limit": 2, "near_limit": 2}},
-		{"exactly at the limit is within", Decision{Hits: 1, Limit: 10, Before: 9},
+		{"exactly at the limit is within", Decision{Hits: 1, Limit: 10, Before: 9}, nil,
 			map[string]uint64{"total_hits": 1, "within_limit": 1, "near_limit": 1}},
-		{"crossing the limit: the part past it is over, the part before it near", Decision{Hits: 5, Limit: 10, Before: 7, Over: true},
+		{"crossing the limit: the part past it is over, the part before it near", Decision{Hits: 5, Limit: 10, Before: 7, Over: true}, nil,
 			map[string]uint64{"total_hits": 5, "over_limit": 2, "near_limit": 2}},
-		{"crossing the limit from below the threshold", Decision{Hits: 8, Limit: 10, Before: 4, Over: true},
+		{"crossing the limit from below the threshold", Decision{Hits: 8, Limit: 10, Before: 4, Over: true}, nil,
 			map[string]uint64{"total_hits": 8, "over_limit": 2, "near_limit": 2}},
-		{"already over: every hit is over", Decision{Hits: 3, Limit: 10, Before: 10, Over: true},
+		{"already over: every hit is over", Decision{Hits: 3, Limit: 10, Before: 10, Over: true}, nil,
 			map[string]uint64{"total_hits": 3, "over_limit": 3}},
-		{"shadow rule over the limit", Decision{Hits: 5, Limit: 10, Before: 7, Over: true, Shadow: true},
+		{"shadow rule over the limit", Decision{Hits: 5, Limit: 10, Before: 7, Over: true, Shadow: true}, nil,
 			map[string]uint64{"total_hits": 5, "over_limit": 2, "near_limit": 2, "shadow_mode": 2}},
-		{"shadow rule already over", Decision{Hits: 2, Limit: 10, Before: 12, Over: true, Shadow: true},
+		{"shadow rule already over", Decision{Hits: 2, Limit: 10, Before: 12, Over: true, Shadow: true}, nil,
 			map[string]uint64{"total_hits": 2, "over_limit": 2, "shadow_mode": 2}},
-		{"local cache", Decision{Hits: 4, Limit: 10, FromCache: true, Over: true},
+		// Issue 35's: 2 + 2 hits on a shadow limit of 3 (threshold 2), then 3 more.
+		{"shadow rule crossing its limit with several hits", Decision{Hits: 2, Limit: 3, Shadow: true},
+			[]Decision{{Hits: 2, Limit: 3, Before: 2, Over: true, Shadow: true}, {Hits: 3, Limit: 3, Before: 4, Over: true, Shadow: true}},
+			map[string]uint64{"total_hits": 7, "within_limit": 2, "near_limit": 1, "over_limit": 4, "shadow_mode": 4}},
+		{"local cache", Decision{Hits: 4, Limit: 10, FromCache: true, Over: true}, nil,
 			map[string]uint64{"total_hits": 4, "over_limit": 4, "over_limit_with_local_cache": 4}},
-		{"local cache, shadow rule", Decision{Hits: 1, Limit: 10, FromCache: true, Over: true, Shadow: true},
+		{"local cache, shadow rule", Decision{Hits: 1, Limit: 10, FromCache: true, Over: true, Shadow: true}, nil,
 			map[string]uint64{"total_hits": 1, "over_limit": 1, "over_limit_with_local_cache": 1, "shadow_mode": 1}},
-		{"check only (hits 0) counts nothing", Decision{Hits: 0, Limit: 10, Before: 11, Over: true},
+		{"check only (hits 0) counts nothing", Decision{Hits: 0, Limit: 10, Before: 11, Over: true}, nil,
 			map[string]uint64{}},
-		{"limit 0: every hit is over", Decision{Hits: 1, Limit: 0, Before: 0, Over: true},
+		{"limit 0: every hit is over", Decision{Hits: 1, Limit: 0, Before: 0, Over: true}, nil,
 			map[string]uint64{"total_hits": 1, "over_limit": 1}},
 		// float32(5) * float32(0.8) = 4.0000000596..., floor 4, as envoyproxy computes it.
-		{"threshold in float32", Decision{Hits: 1, Limit: 5, Before: 4},
+		{"threshold in float32", Decision{Hits: 1, Limit: 5, Before: 4}, nil,
 			map[string]uint64{"total_hits": 1, "within_limit": 1, "near_limit": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := newRecorder()
 			s := New(rec)
-			s.Count(s.Rule("d.k"), tt.d)
+			r := s.Rule("d.k")
+			for _, d := range append([]Decision{tt.d}, tt.then...) {
+				s.Count(r, d)
+			}
 			s.Flush()
 			want := map[string]uint64{}
 			for k, v := range tt.want {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	gostats "github.com/lyft/gostats"
 	"go.uber.org/zap"
 )
 
@@ -44,18 +45,25 @@ func contains(lines []string, want ...string) bool {
 	return true
 }
 
-// TestStatsdOverUDP: counters go out as name:delta|c (with EXTRA_TAGS in the
-// name, as gostats writes them), timers as name:ms|ms.
-func TestStatsdOverUDP(t *testing.T) {
+// udpStatsd is a statsd sink over UDP to a socket the test reads.
+func udpStatsd(t *testing.T) (net.PacketConn, gostats.Sink) {
+	t.Helper()
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
 	sink, err := NewStatsd("127.0.0.1", conn.LocalAddr().(*net.UDPAddr).Port, "udp", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return conn, sink
+}
+
+// TestStatsdOverUDP: counters go out as name:delta|c (with EXTRA_TAGS in the
+// name, as gostats writes them), timers as name:ms|ms.
+func TestStatsdOverUDP(t *testing.T) {
+	conn, sink := udpStatsd(t)
 	s := New(sink, WithExtraTags(map[string]string{"cluster": "eu"}))
 	defer s.Close()
 	s.Count(s.Rule("d.k_v"), Decision{Hits: 2, Limit: 10})
@@ -67,6 +75,35 @@ func TestStatsdOverUDP(t *testing.T) {
 		"ratelimit_server.Do.response_time.__cluster=eu:1.250000|ms",
 	}
 	readLines(t, conn, func(l []string) bool { return contains(l, want...) })
+}
+
+// statsdLine is one well-formed statsd line: a name without separators or
+// control characters, a value and a type.
+var statsdLine = regexp.MustCompile(`^[^:|\x00-\x1f\x7f]+:[0-9.]+\|(c|g|ms)$`)
+
+// TestStatsdLinesCarryNoControlCharacters: request values holding line
+// ends, NULs and statsd's separators (a detailed_metric value, an unknown
+// domain) reach a real UDP socket as '_' inside one line each, so that no
+// value writes a stat of its own.
+func TestStatsdLinesCarryNoControlCharacters(t *testing.T) {
+	conn, sink := udpStatsd(t)
+	s := New(sink)
+	defer s.Close()
+	s.Count(s.Rule("d.user_a\nevil.total_hits:9|c\r\x00b\x7f\tz"), Decision{Hits: 2, Limit: 10})
+	s.DomainNotFound("gh\r\nost|x:1", 1)
+	s.Flush()
+	const p = "ratelimit.service.rate_limit."
+	want := []string{
+		p + "d.user_a_evil.total_hits_9_c__b__z.total_hits:2|c",
+		p + "d.user_a_evil.total_hits_9_c__b__z.within_limit:2|c",
+		p + "gh__ost_x_1.domain_not_found:1|c",
+	}
+	lines := readLines(t, conn, func(l []string) bool { return contains(l, want...) })
+	for _, l := range lines {
+		if !statsdLine.MatchString(l) || !contains(want, l) {
+			t.Errorf("statsd line %q, want only %q", l, want)
+		}
+	}
 }
 
 // TestStatsdNeverBlocks: with an agent that is gone or that stops reading,

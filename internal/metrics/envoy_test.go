@@ -49,8 +49,8 @@ descriptors:
 // TestEnvoyStatsFromHits: a Hit reaches envoyproxy's stats under its rule's
 // key (the request's for detailed_metric), read as envoyproxy's limiter
 // would: an uncharged decision's Remaining is the room before it, a
-// charged one's the room after it, and one recorded past its limit counts
-// whole as past it.
+// charged one's the room after it, and one recorded past its limit says
+// the room before it (RemainingBefore).
 func TestEnvoyStatsFromHits(t *testing.T) {
 	cfg := parseRules(t, envoyRules)
 	plain := cfg.Match("d", []config.Entry{{Key: "plain", Value: "x"}})
@@ -68,8 +68,12 @@ func TestEnvoyStatsFromHits(t *testing.T) {
 			map[string]uint64{"d.plain.total_hits": 3, "d.plain.within_limit": 3, "d.plain.near_limit": 1}},
 		{"denied: the part past the limit", metrics.Hit{Rule: plain, Hits: 5, Capacity: 10, Remaining: 3},
 			map[string]uint64{"d.plain.total_hits": 5, "d.plain.over_limit": 2, "d.plain.near_limit": 2}},
-		{"recorded past the limit: all past it", metrics.Hit{Rule: plain, Hits: 5, Usage: true, Charged: true, Capacity: 10},
+		{"recorded past the limit: the part past it", metrics.Hit{Rule: plain, Hits: 5, Usage: true, Charged: true, Capacity: 10, RemainingBefore: 3},
+			map[string]uint64{"d.plain.total_hits": 5, "d.plain.over_limit": 2, "d.plain.near_limit": 2}},
+		{"recorded with nothing left before: all past it", metrics.Hit{Rule: plain, Hits: 5, Usage: true, Charged: true, Capacity: 10},
 			map[string]uint64{"d.plain.total_hits": 5, "d.plain.over_limit": 5}},
+		{"shadow_mode rule recorded across its limit", metrics.Hit{Rule: plain, Hits: 4, Shadow: true, RuleShadow: true, Charged: true, Capacity: 10, RemainingBefore: 3},
+			map[string]uint64{"d.plain.total_hits": 4, "d.plain.over_limit": 1, "d.plain.near_limit": 2, "d.plain.shadow_mode": 1}},
 		{"shadow_mode rule", metrics.Hit{Rule: plain, Hits: 1, Shadow: true, RuleShadow: true, Capacity: 10},
 			map[string]uint64{"d.plain.total_hits": 1, "d.plain.over_limit": 1, "d.plain.shadow_mode": 1}},
 		{"global SHADOW_MODE alone is no shadow_mode stat", metrics.Hit{Rule: plain, Hits: 1, Shadow: true, Capacity: 10},

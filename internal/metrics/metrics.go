@@ -183,21 +183,23 @@ type Hit struct {
 	// request was admitted, or the hits were usage). An uncharged decision's
 	// Remaining is what was left before it.
 	Charged bool
-	// Capacity and Remaining drive near_limit.
-	Capacity, Remaining uint64
+	// Capacity and Remaining drive near_limit; RemainingBefore is the
+	// store's for a denial recorded past the limit (what was left before
+	// its hits).
+	Capacity, Remaining, RemainingBefore uint64
 }
 
 // before is the counter's count before the hits, as envoyproxy's limiter
 // reads it. A decision recorded past its limit (usage, shadow and quota
-// rules of an admitted request) reports nothing left, so the count before
-// it is lost: all its hits then count as past the limit.
+// rules of an admitted request) reports nothing left after it, and what
+// was left before it as RemainingBefore.
 func (h *Hit) before() uint64 {
 	used := h.Capacity - min(h.Remaining, h.Capacity)
 	switch {
 	case h.Charged && h.Allowed:
 		return used - min(h.Hits, used)
 	case h.Charged:
-		return h.Capacity
+		return h.Capacity - min(h.RemainingBefore, h.Capacity)
 	default:
 		return used
 	}

@@ -26,7 +26,7 @@ func (m *Metrics) AddLocalCache(c LocalCache) error {
 		stat("misses_total", "Requests the local cache sent to the backend.", func(_, m, _ uint64) uint64 { return m }),
 		stat("evictions_total", "Entries evicted to keep the cache within LOCAL_CACHE_SIZE_IN_BYTES.", func(_, _, e uint64) uint64 { return e }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "ratelimitd", Subsystem: "local_cache", Name: "invalidations_total",
-			Help: "Keys whose cached denials were dropped because a refund on another replica (or a counters API reset) may have lifted them."},
+			Help: "Keys whose cached denials were dropped because a refund, a Cluster undo, a lease's return or a counters API reset may have lifted them."},
 			func() float64 { return float64(c.Invalidated()) }),
 	)
 }

@@ -73,6 +73,8 @@ func (s *Service) observe(cfg *config.Config, domain string, p *plan, results []
 			Charged:    !denied || req.Usage,
 			Capacity:   r.Limit.Capacity(),
 			Remaining:  res.Remaining,
+			// What was left before hits recorded past the limit.
+			RemainingBefore: res.RemainingBefore,
 		})
 	}
 	if s.globalShadow && wouldDeny(p, results) {

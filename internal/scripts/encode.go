@@ -122,6 +122,17 @@ func nowArg(now time.Time) (int64, error) {
 	return us, nil
 }
 
+// An op's code, the first of its four values in a take's reply (lua/take.lua):
+// a refund that gave room back to a counter with none left is codeLifted, a
+// denial recorded past the limit codeRecorded (its remaining is then what was
+// left before its hits).
+const (
+	codeDenied = iota
+	codeAllowed
+	codeLifted
+	codeRecorded
+)
+
 // Decode turns the script's reply into one Decision per op (the charges
 // after them are DecodeCharges').
 func Decode(reply any, n int) ([]algorithms.Decision, error) {
@@ -140,14 +151,17 @@ func decodeAt(vals values, at, n int) ([]algorithms.Decision, error) {
 		if err := vals.ints(at+4*i, f[:]); err != nil {
 			return nil, err
 		}
-		if f[1] < 0 || f[2] < 0 || f[3] < -1 {
-			return nil, errors.New("reply has a negative remaining, reset or retry")
+		if f[0] < codeDenied || f[0] > codeRecorded || f[1] < 0 || f[2] < 0 || f[3] < -1 {
+			return nil, errors.New("reply has an unknown code, or a negative remaining, reset or retry")
 		}
 		d := algorithms.Decision{
-			Allowed:    f[0] == 1,
+			Allowed:    f[0] == codeAllowed || f[0] == codeLifted,
 			Remaining:  uint64(f[1]),
 			ResetAfter: time.Duration(f[2]) * time.Microsecond,
 			RetryAfter: time.Duration(f[3]) * time.Microsecond,
+		}
+		if f[0] == codeRecorded {
+			d.Remaining, d.RemainingBefore = 0, uint64(f[1])
 		}
 		if f[3] == -1 {
 			d.RetryAfter = algorithms.Never

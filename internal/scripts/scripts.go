@@ -38,6 +38,8 @@ type Runner struct {
 	// evalOnly: FCALL or FUNCTION LOAD was refused (Redis 6, or an ACL
 	// without them), or WithoutFunctions; from then on EVALSHA only.
 	evalOnly atomic.Bool
+	// lifted: WithLiftedRefunds.
+	lifted func(keys []string)
 }
 
 // RunnerOption configures NewRunner.
@@ -138,6 +140,7 @@ func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now
 	if err != nil {
 		return nil, fmt.Errorf("take script: %w", err)
 	}
+	r.liftedRefunds(reply, ops)
 	return reply, nil
 }
 

@@ -81,8 +81,10 @@ func TestRecord(t *testing.T) {
 				if c, _ := Take(lim, next, 0, now); c.Allowed {
 					t.Fatalf("a check passes right after %d hits were recorded past the limit", hits)
 				}
-				if check, _ := Take(lim, next, 0, now); check != d {
-					t.Fatalf("Record answered %+v, a check on its state %+v", d, check)
+				// It reports what was left before the hits: Take's denial's.
+				check, _ := Take(lim, next, 0, now)
+				if check.RemainingBefore = taken.Remaining; check != d {
+					t.Fatalf("Record answered %+v, want a check on its state %+v with Take's remaining %d before", d, check, taken.Remaining)
 				}
 				if d.RetryAfter != Never {
 					if c, _ := Take(lim, next, 0, now.Add(d.RetryAfter)); !c.Allowed {

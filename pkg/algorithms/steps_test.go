@@ -27,6 +27,12 @@ func no(remaining uint64, reset, retry time.Duration) Decision {
 	return Decision{Remaining: remaining, ResetAfter: reset, RetryAfter: retry}
 }
 
+// recorded is a denial recorded past the limit: nothing left after it,
+// before left before its hits.
+func recorded(before uint64, reset, retry time.Duration) Decision {
+	return Decision{RemainingBefore: before, ResetAfter: reset, RetryAfter: retry}
+}
+
 const (
 	us = time.Microsecond
 	ms = time.Millisecond

@@ -110,7 +110,8 @@ type Op struct {
 // still recorded, taking the key past its limit (a window's count exceeds
 // Requests; a bucket goes into a debt bounded as its algorithm says), and
 // the decision is then a denial: what a check would answer on the state
-// written (Remaining 0, RetryAfter until a check would pass again).
+// written (Remaining 0, RetryAfter until a check would pass again), with
+// RemainingBefore what was left before the hits.
 // hits == 0 records nothing: Record is Take; so does a limit of zero
 // Requests of an algorithm whose ZeroRate is ZeroRefuses (it keeps no state
 // at a zero rate; fixed_window, ZeroCounts, keeps its count at any limit, as
@@ -137,8 +138,9 @@ func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (
 	alg, _ := lim.Algorithm.lookup()
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	forced := alg.force(lim, next, min(hits, MaxCount), us).As(alg.family)
+	before := d.Remaining
 	d, _ = alg.take(lim, forced, 0, us)
-	d.Allowed = false
+	d.Allowed, d.RemainingBefore = false, before
 	return d, forced, true
 }
 

@@ -38,7 +38,7 @@ var takeAllBasics = map[string]takeAllCase{
 	},
 	"a denied shadow op denies nothing and is counted past its limit": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1}, {Key: "b", Limit: fwMinute(1), Hits: 2, Mode: Shadow}},
-		want: []Decision{ok(1, 40*s), no(0, 40*s, 40*s)},
+		want: []Decision{ok(1, 40*s), recorded(1, 40*s, 40*s)},
 		wantWrites: map[string]State{
 			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
 			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
@@ -57,7 +57,7 @@ var takeAllBasics = map[string]takeAllCase{
 	},
 	"one quota op with room carries the batch": {
 		ops:  []Op{{Key: "q1", Limit: fwMinute(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fwMinute(3), Hits: 2, Mode: Quota}, {Key: "e", Limit: fwMinute(5), Hits: 2}},
-		want: []Decision{no(0, 40*s, 40*s), ok(1, 40*s), ok(3, 40*s)},
+		want: []Decision{recorded(1, 40*s, 40*s), ok(1, 40*s), ok(3, 40*s)},
 		wantWrites: map[string]State{
 			"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
 			"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
@@ -70,7 +70,7 @@ var takeAllBasics = map[string]takeAllCase{
 	},
 	"usage is recorded past the limit and denies": {
 		ops:  []Op{{Key: "u", Limit: fwMinute(3), Hits: 5, Usage: true}, {Key: "t", Limit: fwMinute(10), Hits: 5, Usage: true}},
-		want: []Decision{no(0, 40*s, 40*s), ok(5, 40*s)},
+		want: []Decision{recorded(3, 40*s, 40*s), ok(5, 40*s)},
 		wantWrites: map[string]State{
 			"u": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
 			"t": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
@@ -85,14 +85,14 @@ var takeAllBasics = map[string]takeAllCase{
 	},
 	"a check after usage on one key sees the running total": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(10), Hits: 1699, Usage: true}, {Key: "a", Limit: fwMinute(10), Hits: 1}},
-		want: []Decision{no(0, 40*s, 40*s), no(0, 40*s, 40*s)},
+		want: []Decision{recorded(10, 40*s, 40*s), no(0, 40*s, 40*s)},
 		wantWrites: map[string]State{
 			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1699}.State(t0.UnixMicro() + 40e6),
 		},
 	},
 	"usage over only with the request's admission stays denied with it": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(7), Hits: 2}, {Key: "a", Limit: fwMinute(7), Hits: 6, Usage: true}, {Key: "b", Limit: fwMinute(7), Hits: 2}},
-		want: []Decision{ok(7, 40*s), no(0, 40*s, 40*s), ok(7, 40*s)},
+		want: []Decision{ok(7, 40*s), recorded(5, 40*s, 40*s), ok(7, 40*s)},
 		wantWrites: map[string]State{
 			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 6}.State(t0.UnixMicro() + 40e6),
 		},
@@ -257,7 +257,7 @@ var takeAllRefunds = map[string]takeAllCase{
 			{Key: "r", Limit: fwMinute(5), Hits: 1, Mode: NegativeHits},
 			{Key: "q2", Limit: fwMinute(5), Hits: 2, Mode: Quota, Joined: true},
 		},
-		want: []Decision{no(0, 40*s, 40*s), ok(5, 40*s), ok(3, 40*s)},
+		want: []Decision{recorded(1, 40*s, 40*s), ok(5, 40*s), ok(3, 40*s)},
 		wantWrites: map[string]State{
 			"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
 			"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -55,7 +58,8 @@ func TestStoreDown(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	rules := parseRules(t, failureRules)
 	remote, _ := serveRLS(t, newService(t, rules, st))
-	rigs := storeDownRigs(t, map[string]client.Backend{"embedded": newService(t, rules, st), "remote": remote})
+	core, logs := observer.New(zap.WarnLevel)
+	rigs := storeDownRigs(t, map[string]client.Backend{"embedded": newService(t, rules, st), "remote": remote}, zap.New(core))
 
 	// Redis up: every rig counts (user i has a counter of its own).
 	for i, r := range rigs {
@@ -68,7 +72,17 @@ func TestStoreDown(t *testing.T) {
 
 	redis.Stop()
 	for i, r := range rigs {
-		checkStoreDown(t, r, fmt.Sprint("u", i))
+		checkStoreDown(t, r, fmt.Sprint("u", i), redis.Addr)
+	}
+	// The log has the detail too: each middleware logs its first error of
+	// the second (WithLogger samples).
+	if n := logs.Len(); n < len(rigs) {
+		t.Errorf("%d errors logged, want one per rig (%d) at least", n, len(rigs))
+	}
+	for _, e := range logs.All() {
+		if err, _ := e.ContextMap()["error"].(string); !strings.Contains(err, redis.Addr) {
+			t.Errorf("logged %q with error %q, want Redis's address in it", e.Message, err)
+		}
 	}
 }
 
@@ -80,12 +94,13 @@ type storeDownWant struct {
 }
 
 // storeDownRig is an app whose middleware runs on one backend with one
-// OnError, counting the errors its error handler sees.
+// OnError, counting the errors its error handler sees and keeping the last.
 type storeDownRig struct {
 	name   string
 	app    *app
 	want   storeDownWant
 	errors *atomic.Int64
+	last   *atomic.Value // error
 }
 
 // storeDownModes are the client's OnError and what each answers.
@@ -100,7 +115,7 @@ var storeDownModes = []struct {
 }
 
 // storeDownRigs starts one rig per backend and OnError.
-func storeDownRigs(t *testing.T, backends map[string]client.Backend) []storeDownRig {
+func storeDownRigs(t *testing.T, backends map[string]client.Backend, log *zap.Logger) []storeDownRig {
 	routes, err := middleware.Parse("routes.yaml", []byte(failureRoutes))
 	if err != nil {
 		t.Fatal(err)
@@ -109,23 +124,29 @@ func storeDownRigs(t *testing.T, backends map[string]client.Backend) []storeDown
 	for _, bname := range []string{"embedded", "remote"} {
 		for _, m := range storeDownModes {
 			l := client.NewLimiter(backends[bname], client.WithTimeout(10*time.Second), client.WithOnError(m.onError))
-			errs := new(atomic.Int64)
-			mw, err := middleware.New(l, routes, middleware.WithErrorHandler(func(context.Context, error) { errs.Add(1) }))
+			errs, last := new(atomic.Int64), new(atomic.Value)
+			mw, err := middleware.New(l, routes, middleware.WithErrorHandler(func(_ context.Context, err error) {
+				errs.Add(1)
+				last.Store(err)
+			}), middleware.WithLogger(log))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rigs = append(rigs, storeDownRig{bname + "/" + m.name, startApp(t, mw), m.want, errs})
+			rigs = append(rigs, storeDownRig{bname + "/" + m.name, startApp(t, mw), m.want, errs, last})
 		}
 	}
 	return rigs
 }
 
 // checkStoreDown sends user's HTTP and gRPC calls to r with Redis down.
-func checkStoreDown(t *testing.T, r storeDownRig, user string) {
+func checkStoreDown(t *testing.T, r storeDownRig, user, redisAddr string) {
 	before := r.app.reached.Load()
-	code, h := r.app.get(t, user, "/open")
+	code, h, body := r.app.getBody(t, user, "/open")
 	if code != r.want.status {
 		t.Errorf("%s, Redis down: status %d, want %d", r.name, code, r.want.status)
+	}
+	if code == http.StatusServiceUnavailable && body != "rate limit unavailable\n" {
+		t.Errorf("%s, Redis down: body %q, want only \"rate limit unavailable\"", r.name, body)
 	}
 	if got := rateLimitHeaders(h); len(got) != 0 {
 		t.Errorf("%s, Redis down: rate limit headers %v, want none (nothing was counted)", r.name, got)
@@ -140,6 +161,9 @@ func checkStoreDown(t *testing.T, r storeDownRig, user string) {
 	if status.Code(err) != r.want.code {
 		t.Errorf("%s, Redis down: gRPC %v, want %s", r.name, err, r.want.code)
 	}
+	if msg := status.Convert(err).Message(); r.want.code == codes.Unavailable && msg != "rate limit unavailable" {
+		t.Errorf("%s, Redis down: gRPC message %q, want only \"rate limit unavailable\"", r.name, msg)
+	}
 
 	// The rule's on_store_error: deny is an answer, whatever the client's.
 	if code, _ := r.app.get(t, user, "/strict"); code != http.StatusTooManyRequests {
@@ -147,5 +171,9 @@ func checkStoreDown(t *testing.T, r storeDownRig, user string) {
 	}
 	if n := r.errors.Load(); n != 2 {
 		t.Errorf("%s: the error handler saw %d errors, want 2 (the HTTP and the gRPC call; /strict was answered)", r.name, n)
+	}
+	// The detail a caller is not shown reaches the handler.
+	if err, _ := r.last.Load().(error); err == nil || !strings.Contains(err.Error(), redisAddr) {
+		t.Errorf("%s: the error handler's last error %v does not name Redis (%s)", r.name, err, redisAddr)
 	}
 }

@@ -43,7 +43,8 @@ func (m *Middleware) StreamServerInterceptor() grpc.StreamServerInterceptor {
 // headers and, when the service sent Retry-After, a RetryInfo detail; a call
 // the backend could not decide fails UNAVAILABLE (INVALID_ARGUMENT when the
 // service found the request malformed; the context's code when the caller
-// gave up).
+// gave up), with a message that says no more (the error goes to
+// WithErrorHandler and WithLogger).
 func (m *Middleware) checkGRPC(ctx context.Context, fullMethod string, setHeader func(metadata.MD) error) error {
 	route := m.routes.grpcRoute(fullMethod)
 	if route == nil {
@@ -68,14 +69,13 @@ func (m *Middleware) checkGRPC(ctx context.Context, fullMethod string, setHeader
 }
 
 func failed(ctx context.Context, err error) error {
-	msg := "rate limit: " + status.Convert(err).Message()
 	switch {
 	case status.Code(err) == codes.InvalidArgument:
-		return status.Error(codes.InvalidArgument, msg)
+		return status.Error(codes.InvalidArgument, msgInvalid)
 	case ctx.Err() != nil:
 		return status.FromContextError(ctx.Err()).Err()
 	default:
-		return status.Error(codes.Unavailable, msg)
+		return status.Error(codes.Unavailable, msgUnavailable)
 	}
 }
 

@@ -223,6 +223,13 @@ func startApp(t testing.TB, mw *middleware.Middleware) *app {
 // response's headers.
 func (a *app) get(t testing.TB, user, path string) (int, http.Header) {
 	t.Helper()
+	code, h, _ := a.getBody(t, user, path)
+	return code, h
+}
+
+// getBody is get, also returning the response's body.
+func (a *app) getBody(t testing.TB, user, path string) (int, http.Header, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, a.url+path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -234,9 +241,9 @@ func (a *app) get(t testing.TB, user, path string) (int, http.Header) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	return resp.StatusCode, resp.Header
+	return resp.StatusCode, resp.Header, string(body)
 }
 
 func userCtx(t testing.TB, user string) (context.Context, context.CancelFunc) {

@@ -16,7 +16,8 @@ import (
 // response; a denied one gets 429 Too Many Requests with them; one the
 // backend could not decide under OnErrorUnavailable gets 503 Service
 // Unavailable (400 Bad Request for a request the service finds malformed,
-// such as a header value over its length cap).
+// such as a header value over its length cap), with a body that says no
+// more (the error goes to WithErrorHandler and WithLogger).
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := m.routes.httpRoute(r)
@@ -38,11 +39,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			d.SetHeaders(w.Header())
 			http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
 		default:
-			code := http.StatusServiceUnavailable
+			code, msg := http.StatusServiceUnavailable, msgUnavailable
 			if status.Code(d.Err) == codes.InvalidArgument {
-				code = http.StatusBadRequest
+				code, msg = http.StatusBadRequest, msgInvalid
 			}
-			http.Error(w, "rate limit: "+status.Convert(d.Err).Message(), code)
+			http.Error(w, msg, code)
 		}
 	})
 }

@@ -15,10 +15,20 @@ package middleware
 
 import (
 	"context"
+	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/ratelimitd/ratelimitd/pkg/client"
+)
+
+// What a request the backend could not decide is told: never the backend's
+// error, which may name its addresses or its internals.
+const (
+	msgUnavailable = "rate limit unavailable"
+	msgInvalid     = "rate limit: invalid request"
 )
 
 // Middleware limits the requests of its Config's routes. It is safe for
@@ -29,6 +39,8 @@ type Middleware struct {
 	routes  *routes
 	builder client.Builder
 	onError func(ctx context.Context, err error)
+	// log samples the backend's errors (WithLogger).
+	log *zap.Logger
 }
 
 // Option configures a Middleware.
@@ -48,6 +60,18 @@ func WithErrorHandler(f func(ctx context.Context, err error)) Option {
 	return func(m *Middleware) { m.onError = f }
 }
 
+// WithLogger logs the backend's errors (warn, at most one a second), which
+// a caller is never shown; the default logs nothing.
+func WithLogger(l *zap.Logger) Option {
+	return func(m *Middleware) {
+		if l != nil {
+			m.log = l.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+				return zapcore.NewSamplerWithOptions(c, time.Second, 1, 0)
+			}))
+		}
+	}
+}
+
 // New returns a Middleware deciding cfg's routes with l. It fails with
 // every error of cfg (see Config.Validate).
 func New(l *client.Limiter, cfg Config, opts ...Option) (*Middleware, error) {
@@ -55,7 +79,7 @@ func New(l *client.Limiter, cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Middleware{limiter: l, routes: r}
+	m := &Middleware{limiter: l, routes: r, log: zap.NewNop()}
 	for _, opt := range opts {
 		opt(m)
 	}
@@ -65,7 +89,11 @@ func New(l *client.Limiter, cfg Config, opts ...Option) (*Middleware, error) {
 // decide asks the limiter about one request's descriptors.
 func (m *Middleware) decide(ctx context.Context, req *rlsv3.RateLimitRequest) client.Decision {
 	d := m.limiter.Decide(ctx, req)
-	if d.Err != nil && m.onError != nil {
+	if d.Err == nil {
+		return d
+	}
+	m.log.Warn("rate limit backend failed", zap.String("domain", req.GetDomain()), zap.Error(d.Err))
+	if m.onError != nil {
 		m.onError(ctx, d.Err)
 	}
 	return d

@@ -8,11 +8,10 @@
 -- decided on the refunded keys (take.lua skips the refund ops).
 --
 -- A refund that gives room back to a counter a check found with none left
--- publishes the key on REFUND_CHANNEL (redisstore.RefundChannel): the only
--- denials a replica's local cache keeps are of such counters
--- (pkg/store/localcache), and every replica drops its own on the message.
-
-local REFUND_CHANNEL = 'ratelimitd:refunds'
+-- replies LIFTED (take.lua): the only denials a replica's local cache keeps
+-- are of such counters (pkg/store/localcache), so the caller publishes the
+-- key to every replica after the reply (redisstore's notices), where a
+-- failed PUBLISH cannot fail the refund.
 
 -- refunds_in reports whether any of a take's n ops is a refund. It runs on
 -- every take take_fixed declines, so it decodes each op's mode alone (the
@@ -66,8 +65,8 @@ local function refund_log(alg, lim, key, h, now)
 end
 
 -- refund_pass applies the refunds among a take's n ops, in order, and
--- returns their decisions by op index: { remaining, reset } (allowed,
--- retry 0). An invalid limit gives nothing back and answers 0, 0.
+-- returns their decisions by op index: { remaining, reset, lifted }
+-- (allowed, retry 0; lifted: room given back to a counter with none). An invalid limit gives nothing back and answers 0, 0.
 local function refund_pass(now, keys, k0, ops, n)
   local done = {}
   for i = 1, n do
@@ -83,10 +82,7 @@ local function refund_pass(now, keys, k0, ops, n)
         if cap == 0 then cap = r end
         changed, before, rem, reset = refund_regs(alg, r, p, cap, refill, debt, key, h, now)
       end
-      if changed and before == 0 then
-        redis.call('PUBLISH', REFUND_CHANNEL, key)
-      end
-      done[i] = { rem, reset }
+      done[i] = { rem, reset, changed and before == 0 }
     end
   end
   return done

@@ -13,8 +13,8 @@
 --   algorithms.Op.Joined).
 -- ARGV[3], if present: reply the charges too (scripts.WithCharges); if it
 --   is 2, the denials too (scripts.WithDenials).
--- Reply: 4 integers per op: allowed (0/1), remaining, reset µs, retry µs
---   (-1 = never); then, if ARGV[3] is 2, 4 more per op: its denial, the
+-- Reply: 4 integers per op: its code (DENIED, ALLOWED, LIFTED or RECORDED,
+--   below), remaining, reset µs, retry µs (-1 = never); then, if ARGV[3] is 2, 4 more per op: its denial, the
 --   decision it reports had the batch been denied (what phase 2 answers; a
 --   denied batch's own decisions again), for a Cluster slot group whose
 --   request another group denies (redisstore's takeSpread); then, if the
@@ -117,7 +117,7 @@ end
 -- its fields (limit.lua): ok, rem, reset, retry, then the new state: a, b,
 -- c, e for registers and counters (no table built), or a view and its
 -- typeok for a log; then whether the op was recorded past its limit
--- (record: it may be); then, for a counter, the stored value a write keeps
+-- (record: it may be; rem is then what was left before it, RECORDED); then, for a counter, the stored value a write keeps
 -- the TTL of (counter_of's).
 local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, rec)
   if alg.kind ~= LOG then
@@ -129,7 +129,9 @@ local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, re
       return ok, rem, reset, retry, na, nb, nc, ne, false, kept
     end
     na, nb, nc, ne = alg.force(r, p, cap, refill, debt, a, b, c, e, h, now)
-    ok, rem, reset, retry = alg.take(r, p, cap, refill, debt, na, nb, nc, ne, 0, now)
+    -- rem stays what was left before the hits (RECORDED).
+    local _
+    _, _, reset, retry = alg.take(r, p, cap, refill, debt, na, nb, nc, ne, 0, now)
     return false, rem, reset, retry, na, nb, nc, ne, true, kept
   end
   local view, typeok = log_load(key, now)
@@ -138,7 +140,8 @@ local function decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, re
   if ok or not rec then
     return ok, rem, reset, retry, nview, typeok, nil, nil, false
   end
-  rem, reset, retry, nview = record(alg, lim, key, nview, h, now)
+  local _
+  _, reset, retry, nview = record(alg, lim, key, nview, h, now)
   return false, rem, reset, retry, nview, typeok, nil, nil, true
 end
 
@@ -218,6 +221,14 @@ local function admits(v)
   return not v.enforced_denied and not (v.quota_ops > 0 and v.quota_denied == v.quota_ops)
 end
 
+-- An op's code in the reply (scripts.decodeAt): DENIED and ALLOWED; LIFTED
+-- is a refund that gave room back to a counter with none left, which the
+-- caller publishes to every replica's local cache (redisstore's notices);
+-- RECORDED is a denial recorded past the limit anyway, whose remaining is
+-- then what was left before its hits (algorithms.Decision.RemainingBefore;
+-- after them nothing is).
+local DENIED, ALLOWED, LIFTED, RECORDED = 0, 1, 2, 3
+
 -- A take decides n ops, packed in ops (checked: OP_BYTES each), on
 -- keys[k0 + 1 .. k0 + n]; charges asks for the charges in the reply,
 -- denials (only with charges) for the denials after the decisions.
@@ -257,18 +268,20 @@ local function distinct_first(now, keys, k0, ops, n, charges, out, refunded)
     local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
     local mode, usage, joined = mode_of(packed)
     local alg, ok, rem, reset, retry = ALGS[an], false, 0, 0, NEVER
-    local j = 4 * i - 3
+    local code, j = nil, 4 * i - 3
     PENDING[j], PENDING[j + 3] = false, usage
     local refund = refunded and refunded[i]
     if refund then
       -- Done already (refund.lua), and kept whatever the verdict: as usage,
       -- phase 2 leaves its decision alone.
       ok, rem, reset, retry, PENDING[j + 3] = true, refund[1], refund[2], 0, true
+      if refund[3] then code = LIFTED end
     elseif alg ~= nil then
       local key = keys[k0 + i]
       local x1, x2, x3, x4, forced, kept
       ok, rem, reset, retry, x1, x2, x3, x4, forced, kept =
         decide_stored(alg, an, r, p, burst, refill, debt, key, h, now, records(alg, usage, mode, h, r))
+      if forced then code = RECORDED end
       if (ok and h > 0) or forced then
         if n == 1 and not charges and (ok or usage or mode == SHADOW) then
           -- One op that the batch's verdict cannot undo: write at once,
@@ -282,7 +295,7 @@ local function distinct_first(now, keys, k0, ops, n, charges, out, refunded)
     end
     verdict_add(verdict, mode, joined, ok)
     local k = 4 * (i - 1)
-    out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
+    out[k + 1], out[k + 2], out[k + 3], out[k + 4] = code or (ok and ALLOWED or DENIED), rem, reset, retry
   end
   return verdict, pending
 end
@@ -294,9 +307,9 @@ end
 local function distinct_denied(now, keys, k0, ops, n, out, d0, admitted)
   for i = 1, n do
     local j, k = 4 * i - 3, 4 * (i - 1)
-    if not PENDING[j + 3] and (out[k + 1] == 1 or PENDING[j]) then
+    if not PENDING[j + 3] and (out[k + 1] == ALLOWED or PENDING[j]) then
       local an, r, p, burst, refill, debt, h = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-      if out[k + 1] == 1 then h = 0 end
+      if out[k + 1] == ALLOWED then h = 0 end
       local ok, rem, reset, retry = decide_stored(ALGS[an], an, r, p, burst, refill, debt, keys[k0 + i], h, now, false)
       k = k + d0
       out[k + 1], out[k + 2], out[k + 3], out[k + 4] = ok and 1 or 0, rem, reset, retry
@@ -376,10 +389,13 @@ local function step(op, rec_past, now)
   local st = current(rec, alg.kind, now, op.lim)
   local ok, rem, reset, retry, nst = decide(alg, op.lim, rec.key, st, h, now)
   local charged = ok and h > 0
+  op.recorded = false
   if not ok and rec_past then
     op.taken = { rem, reset, retry }
-    rem, reset, retry, nst = record(alg, op.lim, rec.key, nst, h, now)
-    charged = true
+    -- rem stays what was left before the hits (RECORDED).
+    local _
+    _, reset, retry, nst = record(alg, op.lim, rec.key, nst, h, now)
+    charged, op.recorded = true, true
   end
   op.ok, op.rem, op.reset, op.retry = ok, rem, reset, retry
   rec.cur = nst
@@ -426,7 +442,7 @@ local function general_first(now, keys, k0, ops_packed, n, recs, order, refunded
     if refund then
       -- Done already (refund.lua): no key state to follow, and no alg, so
       -- that phase 2 leaves it alone.
-      ops[i] = { i = i, ok = true, rem = refund[1], reset = refund[2], retry = 0 }
+      ops[i] = { i = i, ok = true, rem = refund[1], reset = refund[2], retry = 0, lifted = refund[3] }
       verdict_add(verdict, mode, joined, true)
     else
       general_op(ops, verdict, recs, order, keys[k0 + i], i, lim, h, mode, usage, joined, now)
@@ -449,13 +465,13 @@ local function general_denied(now, order, ops)
       if op.usage then
         -- A usage op denied with the whole request keeps that denial
         -- (algorithms.TakeAll), whatever its record says now.
-        local ok, rem, reset, retry = op.ok, op.rem, op.reset, op.retry
+        local ok, rem, reset, retry, recorded = op.ok, op.rem, op.reset, op.retry, op.recorded
         step(op, records(op.alg, true, ENFORCE, op.h, op.lim.req), now)
-        if not ok then op.ok, op.rem, op.reset, op.retry = ok, rem, reset, retry end
+        if not ok then op.ok, op.rem, op.reset, op.retry, op.recorded = ok, rem, reset, retry, recorded end
       elseif op.ok then
         op.ok, op.rem, op.reset, op.retry = decide(op.alg, op.lim, op.rec.key, peek(op.rec, op.alg.kind, now, op.lim), 0, now)
       elseif op.taken then
-        op.rem, op.reset, op.retry = op.taken[1], op.taken[2], op.taken[3]
+        op.rem, op.reset, op.retry, op.recorded = op.taken[1], op.taken[2], op.taken[3], false
       end
     end
   end
@@ -471,7 +487,7 @@ local function general_kept(order, ops, kept)
       kept[x] = { rec.kind, rec.cur, rec.hit, rec.hits, rec.usage }
     end
     for i, op in ipairs(ops) do
-      kept[#order + i] = { op.ok, op.rem, op.reset, op.retry }
+      kept[#order + i] = { op.ok, op.rem, op.reset, op.retry, op.recorded }
     end
     return kept
   end
@@ -481,7 +497,7 @@ local function general_kept(order, ops, kept)
   end
   for i, op in ipairs(ops) do
     local v = kept[#order + i]
-    op.ok, op.rem, op.reset, op.retry = v[1], v[2], v[3], v[4]
+    op.ok, op.rem, op.reset, op.retry, op.recorded = v[1], v[2], v[3], v[4], v[5]
   end
 end
 
@@ -489,7 +505,9 @@ end
 local function decisions_of(out, at, ops)
   for i, op in ipairs(ops) do
     local k = at + (i - 1) * 4
-    out[k + 1], out[k + 2], out[k + 3], out[k + 4] = op.ok and 1 or 0, op.rem, op.reset, op.retry
+    local code = op.ok and ALLOWED or DENIED
+    if op.lifted then code = LIFTED elseif op.recorded then code = RECORDED end
+    out[k + 1], out[k + 2], out[k + 3], out[k + 4] = code, op.rem, op.reset, op.retry
   end
 end
 

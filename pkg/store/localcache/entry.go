@@ -35,11 +35,11 @@ type cacheKey struct {
 //
 // Only denials with nothing left (remaining 0) are cached: no replica can be
 // admitted in the meantime either, so the entry is exact across replicas,
-// until a refund (is_negative_hits) gives the counter room back. A refund
-// of a counter with nothing left is published to every replica, which drops
-// its entry (Store.Invalidate); one of a counter with some room left is
-// not, which is why a denial with some room left (of more hits than that
-// room) is not cached.
+// until a refund (is_negative_hits), a Cluster undo, a lease's return or a
+// reset gives the counter room back. Each is published to every replica,
+// which drops its entry (Store.Invalidate), but a refund only of a counter
+// with nothing left, which is why a denial with some room left (of more
+// hits than that room) is not cached.
 type entry struct {
 	k         cacheKey
 	hits      uint64 // fixed_window: the fewest hits denied; otherwise the hits denied

@@ -6,8 +6,11 @@
 //
 // Answers stay exact: a cached answer is the one the backend would give,
 // except that its durations are measured from before the round trip that
-// learned them, so they run out that much early (never late). Which denials
-// are cached is in entry.go.
+// learned them, so they run out that much early (never late), and that a
+// change on another replica that gives the counter room again (a refund, a
+// Cluster undo, a lease's return, a reset) reaches this one as a notice
+// (Invalidate): one it misses is answered stale for at most WithMaxAge.
+// Which denials are cached is in entry.go.
 //
 // A batch is answered from the cache only when every op in it has a live
 // entry. A batch with any other op goes to the backend whole, still one
@@ -65,32 +68,6 @@ type Store struct {
 type Watch func(ctx context.Context, drop func(keys ...string), flush func()) error
 
 var _ store.Store = (*Store)(nil)
-
-// Option configures a Store.
-type Option func(*Store)
-
-// WithClock sets the clock (tests step a fake one); default time.Now.
-func WithClock(now func() time.Time) Option {
-	return func(s *Store) {
-		if now != nil {
-			s.now = now
-		}
-	}
-}
-
-// WithMaxAge answers from a cached denial for at most d after the backend
-// last gave it, however long the denial holds: the bound on a stale answer
-// when this replica misses an invalidation (a refund on another replica,
-// see Invalidate). Zero (the default) keeps an entry until its denial lifts.
-func WithMaxAge(d time.Duration) Option {
-	return func(s *Store) { s.maxAge = max(d, 0) }
-}
-
-// WithInvalidations runs watch from New until Close, feeding Invalidate
-// and Flush: how refunds on other replicas reach this one.
-func WithInvalidations(watch Watch) Option {
-	return func(s *Store) { s.watch = watch }
-}
 
 // New wraps next with a cache of at most maxBytes (approximate: see
 // entryOverhead). maxBytes <= 0 caches nothing.
@@ -294,41 +271,6 @@ func (s *Store) Len() (entries, bytes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lru.Len(), s.bytes
-}
-
-// Forget drops keys' entries, for a counter reset: a cached denial would
-// otherwise outlive the counter it describes on this replica. It is
-// Invalidate.
-func (s *Store) Forget(keys ...string) { s.Invalidate(keys...) }
-
-// Invalidate drops keys' entries: another replica refunded them (a refund
-// of a counter with nothing left is published to every replica; see
-// redisstore's WatchRefunds), or they were reset. A backend answer already
-// on its way when Invalidate runs is not cached either, whichever arrives
-// first.
-func (s *Store) Invalidate(keys ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.gen.Add(1)
-	s.invalidated.Add(uint64(len(keys)))
-	for _, k := range keys {
-		if el, ok := s.entries[k]; ok {
-			s.remove(el)
-		}
-		s.dropped.add(k, g)
-	}
-}
-
-// Flush drops every entry, and keeps any backend answer already on its way
-// from being cached: what the source of invalidations calls when it may
-// have missed some (a subscription (re)established).
-func (s *Store) Flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.lru.Len() > 0 {
-		s.remove(s.lru.Back())
-	}
-	s.dropped.forgetBefore(s.gen.Add(1) + 1)
 }
 
 // Unwrap returns the store the cache decorates.

@@ -14,9 +14,10 @@ import (
 )
 
 // replica is one ratelimitd's store stack on a shared Redis: its own
-// redisstore under its own local cache, on the test's clock.
+// redisstore (rs) under its own local cache, on the test's clock.
 type replica struct {
 	t     *testing.T
+	rs    *redisstore.Store
 	cache *localcache.Store
 	// subscribed is signalled each time the refund subscription is made.
 	subscribed chan struct{}
@@ -28,14 +29,21 @@ func newReplica(t *testing.T, addr string, clock *storetest.Clock, watch bool, o
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{t: t, subscribed: make(chan struct{}, 8)}
+	return newReplicaOn(t, rs, rs, clock, watch, opts...)
+}
+
+// newReplicaOn is a replica whose cache decorates next, rs or a decorator
+// of it (a lease store).
+func newReplicaOn(t *testing.T, rs *redisstore.Store, next store.Store, clock *storetest.Clock, watch bool, opts ...localcache.Option) *replica {
+	t.Helper()
+	r := &replica{t: t, rs: rs, subscribed: make(chan struct{}, 8)}
 	opts = append(opts, localcache.WithClock(clock.Now))
 	if watch {
 		opts = append(opts, localcache.WithInvalidations(func(ctx context.Context, drop func(...string), flush func()) error {
 			return rs.WatchRefunds(ctx, drop, func() { flush(); r.subscribed <- struct{}{} })
 		}))
 	}
-	r.cache = localcache.New(rs, 1<<20, opts...)
+	r.cache = localcache.New(next, 1<<20, opts...)
 	t.Cleanup(func() { _ = r.cache.Close() })
 	if watch {
 		select {
@@ -71,6 +79,18 @@ func spend(t *testing.T, a, b *replica, lim algorithms.Limit) {
 	}
 }
 
+// heard waits until r's cache was told of n keys in all.
+func (r *replica) heard(n uint64, what string) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.cache.Invalidated() < n {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the replica never heard of %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func refundOf(key string, lim algorithms.Limit, hits uint64) store.Request {
 	r := req(key, lim, hits)
 	r.Mode = algorithms.NegativeHits
@@ -94,13 +114,7 @@ func TestRefundReachesEveryReplica(t *testing.T) {
 		if res := a.take(refundOf("k", lim, 2)); !res.Allowed || res.Remaining != 2 {
 			t.Fatalf("refund of 2 on replica A: %+v, want allowed with 2 left", res)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for b.cache.Invalidated() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("replica B never heard of the refund")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		b.heard(1, "the refund")
 		for i, want := range []bool{true, true, false} {
 			if res := b.take(req("k", lim, 1)); res.Allowed != want || res.FromCache {
 				t.Fatalf("replica B's hit %d after the refund: %+v, want allowed=%v from Redis", i, res, want)

@@ -17,10 +17,14 @@ import (
 // Reset deletes keys, one DEL each so that a Cluster routes every key to
 // its own slot's master (Sentinel: to the master); a DEL that certainly
 // did not run is retried like a take. existed[i] says keys[i] was there.
+// The keys deleted are published (notices), so that every replica's local
+// cache drops its denials of them.
 func (s *Store) Reset(ctx context.Context, keys []string) ([]bool, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	existed := make([]bool, len(keys))
+	deleted := 0
+	defer func() { s.notices.add(keys[:deleted]) }()
 	for i, k := range keys {
 		var n int64
 		err := s.do(ctx, func(ctx context.Context) error {
@@ -31,7 +35,7 @@ func (s *Store) Reset(ctx context.Context, keys []string) ([]bool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: reset %d of %d keys: %w", i, len(keys), err)
 		}
-		existed[i] = n > 0
+		existed[i], deleted = n > 0, i+1
 	}
 	return existed, nil
 }

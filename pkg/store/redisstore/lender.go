@@ -17,7 +17,8 @@ import (
 // is not idempotent, so a call is retried only when it certainly did not
 // run (see do); one that timed out may have run and is not retried: its
 // hits stay charged (under-admission, never over-admission). The error
-// joins every group's failure.
+// joins every group's failure. The keys given back are published (notices):
+// another replica may have cached a denial of one while the lease held them.
 func (s *Store) Return(ctx context.Context, charges []store.Charge) error {
 	if len(charges) == 0 {
 		return nil
@@ -34,7 +35,10 @@ func (s *Store) Return(ctx context.Context, charges []store.Charge) error {
 	if s.now != nil {
 		now = s.now()
 	}
-	if err := errors.Join(s.undoGroups(ctx, returnGroups(charges, s.spread), now)...); err != nil {
+	groups := returnGroups(charges, s.spread)
+	errs := s.undoGroups(ctx, groups, now)
+	s.notices.add(undoneKeys(groups, errs))
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("redisstore: return: %w", err)
 	}
 	return nil

@@ -50,6 +50,10 @@ type settings struct {
 	undoFailed     func(charges int, err error)
 
 	refreshInterval time.Duration
+
+	// The notices (refunds.go): WithKeyPrefix, WithNoticeFailure.
+	channel      string
+	noticeFailed func(op string, err error)
 }
 
 // WithUndoFailure is told when the undo of a denied cross-slot request
@@ -72,7 +76,7 @@ func WithRoundTripObserver(fn func(took time.Duration, err error)) Option {
 
 func defaults() settings {
 	return settings{conn: redisconn.Defaults(),
-		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval}
+		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval, channel: RefundChannel("")}
 }
 
 // WithClient uses c instead of building a client. The options that build

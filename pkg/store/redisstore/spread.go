@@ -130,6 +130,8 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 // undo takes back every group's charges, concurrently, within ctx. A
 // failure leaves those hits charged (the request is still answered
 // OVER_LIMIT as decided) and is reported once to the undo-failure observer.
+// The keys given back are published (notices): another replica may have
+// cached a denial of one while the charge stood.
 func (s *Store) undo(ctx context.Context, runs []groupRun, now time.Time) {
 	groups := make([][]scripts.Charge, 0, len(runs))
 	for _, run := range runs {
@@ -137,11 +139,26 @@ func (s *Store) undo(ctx context.Context, runs []groupRun, now time.Time) {
 			groups = append(groups, run.charges)
 		}
 	}
-	for gi, err := range s.undoGroups(ctx, groups, now) {
+	errs := s.undoGroups(ctx, groups, now)
+	for gi, err := range errs {
 		if err != nil && s.undoFailed != nil {
 			s.undoFailed(len(groups[gi]), fmt.Errorf("redisstore: %w", err))
 		}
 	}
+	s.notices.add(undoneKeys(groups, errs))
+}
+
+// undoneKeys is the keys of the groups whose undo succeeded.
+func undoneKeys(groups [][]scripts.Charge, errs []error) []string {
+	var keys []string
+	for gi, g := range groups {
+		if errs[gi] == nil {
+			for _, ch := range g {
+				keys = append(keys, ch.Key)
+			}
+		}
+	}
+	return keys
 }
 
 // undoGroups runs the undo script once per group of one slot's charges,

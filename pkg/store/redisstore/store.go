@@ -43,6 +43,11 @@ type Store struct {
 	spread  bool
 	refresh *refresher
 	closed  atomic.Bool
+	// The notices (refunds.go, notices.go): their channel, what is told
+	// of a failed one, and their publisher, which Close stops.
+	channel      string
+	noticeFailed func(op string, err error)
+	notices      *notices
 
 	closeOnce sync.Once
 	closeErr  error
@@ -60,7 +65,8 @@ func New(opts ...Option) (*Store, error) {
 	if s.conn.Timeout <= 0 {
 		return nil, fmt.Errorf("redisstore: timeout must be positive, got %s", s.conn.Timeout)
 	}
-	st := &Store{client: s.client, runner: scripts.NewRunner(), timeout: s.conn.Timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed}
+	st := &Store{client: s.client, timeout: s.conn.Timeout, now: s.now, observe: s.observe, undoFailed: s.undoFailed,
+		channel: s.channel, noticeFailed: s.noticeFailed}
 	if st.client == nil {
 		// The breakers come with the client, as its first hooks: an open one
 		// must answer before a call queues.
@@ -74,6 +80,8 @@ func New(opts ...Option) (*Store, error) {
 	}
 	_, st.spread = st.client.(*redis.ClusterClient)
 	st.refresh = newRefresher(st.client, s.refreshInterval)
+	st.notices = newNotices(st.client, st.channel, st.timeout, st.noticeFailure)
+	st.runner = scripts.NewRunner(scripts.WithLiftedRefunds(st.notices.add))
 	return st, nil
 }
 
@@ -171,6 +179,7 @@ func (s *Store) Close() error {
 		if s.stopBreakers != nil {
 			s.stopBreakers()
 		}
+		s.notices.stop()
 		s.closed.Store(true)
 		if s.ownsClient {
 			if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {

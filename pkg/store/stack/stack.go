@@ -5,7 +5,9 @@
 //
 // On Redis the lease decorator is always there: it runs nothing until a
 // batch leases (a rule's lease: true, or service.WithLease). The local cache
-// hears of refunds made by other replicas on the same Redis.
+// hears of the refunds, Cluster undos, lease returns and resets made by
+// other replicas on the same Redis (redisstore.WithKeyPrefix names their
+// channel).
 package stack
 
 import (
@@ -70,7 +72,7 @@ func WithLease(opts ...lease.Option) Option {
 
 // WithLocalCache puts a local over-limit cache of at most maxBytes over
 // the store; maxBytes <= 0 leaves it out. On Redis, the stack adds the
-// refund subscription (localcache.WithInvalidations) after opts.
+// notices' subscription (localcache.WithInvalidations) after opts.
 func WithLocalCache(maxBytes int, opts ...localcache.Option) Option {
 	return func(c *config) { c.cacheBytes, c.cacheOpts = maxBytes, append(c.cacheOpts, opts...) }
 }
