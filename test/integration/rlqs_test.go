@@ -16,6 +16,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
 // tenantRules gives every tenant a counter of its own.
@@ -40,17 +41,29 @@ func TestRLQSMemory(t *testing.T) {
 	svc := startService(t, root, append(redisEnv(rs.Addr), strings.Fields(os.Getenv("RLQS_MEM_ENV"))...)...)
 	pid := svc.cmd.Process.Pid
 	base := rssKiB(t, pid)
-	var wg sync.WaitGroup
+	var sent, done sync.WaitGroup
+	release := make(chan struct{})
 	assigned := make([]int, streams)
 	for s := range streams {
-		wg.Add(1)
+		sent.Add(1)
+		done.Add(1)
 		go func() {
-			defer wg.Done()
-			assigned[s] = reportBuckets(t, svc.grpcAddr, s, ids, rounds)
+			defer done.Done()
+			assigned[s] = reportBuckets(t, svc.grpcAddr, s, ids, rounds, sent.Done, release)
 		}()
 	}
-	wg.Wait()
+	sent.Wait()
+	// Every report handled while every stream is open: a stream that
+	// ended would have freed its buckets' places.
+	handled := fmt.Sprintf("ratelimitd_rlqs_reports_total %d\n", streams*rounds)
+	testkit.WaitFor(t, time.Minute, "every report handled", func() bool { return strings.Contains(scrape(t, svc), handled) })
+	tracked := fmt.Sprintf("ratelimitd_rlqs_buckets %d\n", rlqs.DefaultMaxBuckets)
+	if m := scrape(t, svc); !strings.Contains(m, tracked) {
+		t.Errorf("/metrics lacks %q", tracked)
+	}
 	rss, peak := rssKiB(t, pid), peakRSSKiB(t, pid)
+	close(release)
+	done.Wait()
 	t.Logf("%d streams x %d buckets, %d reports each: VmRSS %d MB (before %d MB), VmHWM %d MB; assigned per stream %v",
 		streams, ids, rounds, rss>>10, base>>10, peak>>10, assigned)
 	if peak > 200<<10 {
@@ -67,8 +80,11 @@ func TestRLQSMemory(t *testing.T) {
 
 // reportBuckets opens one stream, sends rounds reports of ids buckets
 // (each bucket's requests denied: Envoy's DENY_ALL before an assignment)
-// a second apart, and returns how many buckets were assigned.
-func reportBuckets(t *testing.T, addr string, s, ids, rounds int) int {
+// a second apart, calls sent, and once release closes ends the stream
+// and returns how many buckets were assigned.
+func reportBuckets(t *testing.T, addr string, s, ids, rounds int, sent func(), release <-chan struct{}) int {
+	sent = sync.OnceFunc(sent)
+	defer sent()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Error(err)
@@ -111,6 +127,8 @@ func reportBuckets(t *testing.T, addr string, s, ids, rounds int) int {
 		}
 		time.Sleep(time.Second)
 	}
+	sent()
+	<-release
 	_ = cs.CloseSend()
 	<-done
 	return len(assigned)
