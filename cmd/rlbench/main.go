@@ -12,8 +12,9 @@
 // (target envoy-model: its Redis backend's pipelined INCRBY + EXPIRE per
 // descriptor, see model.go), and it has scenarios (-scenario): today's
 // uniform load (default), a Zipf(1.1) load over 10^5 counters from three
-// replicas sharing one Redis (zipf), and a single hot counter from three
-// replicas (hot); see scenario.go.
+// replicas sharing one Redis (zipf), a single hot counter from three
+// replicas (hot), and 20,000 callers while Redis sleeps (stall, for the
+// service's memory and MAX_CONCURRENT_REQUESTS); see scenario.go.
 //
 // CPU per decision is robust to other work on the machine (it counts only
 // the measured process's own CPU); decisions/s and latencies are not.
@@ -53,6 +54,9 @@ type options struct {
 	modelRedis  string
 	cmdStats    bool
 	rate        float64
+	// stall and connections: the stall scenario's sleep and connections.
+	stall       time.Duration
+	connections int
 }
 
 func main() {
@@ -78,6 +82,8 @@ func main() {
 	flag.StringVar(&targets, "targets", "floor,memory,redis,envoy-model",
 		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0), redis-lease (LEASE_ENABLED=true), envoy-model, and base-<target> for -ratelimitd-base; +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
 	flag.Float64Var(&o.rate, "rate", 0, "decisions/s offered to every target (an open-loop schedule, so that CPU per decision is compared at one load); 0: as fast as each target answers")
+	flag.DurationVar(&o.stall, "stall", 8*time.Second, "stall scenario: how long Redis sleeps (DEBUG SLEEP)")
+	flag.IntVar(&o.connections, "connections", 100, "stall scenario: connections the callers (-concurrency) are spread over")
 	flag.BoolVar(&o.cmdStats, "commandstats", false, "after each run, print what Redis spent per command (INFO commandstats deltas per decision)")
 	flag.StringVar(&o.serveFloor, "serve-floor", "", "internal: serve the floor on this address")
 	flag.StringVar(&o.serveModel, "serve-model", "", "internal: serve envoy-model on this address")
@@ -120,7 +126,11 @@ func main() {
 		if set["targets"] {
 			so.targets = strings.Split(targets, ",")
 		}
-		if err := run(so); err != nil {
+		runner := run
+		if so.scenario.run != nil {
+			runner = so.scenario.run
+		}
+		if err := runner(so); err != nil {
 			fmt.Fprintln(os.Stderr, "rlbench:", err)
 			os.Exit(1)
 		}

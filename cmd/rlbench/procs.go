@@ -48,10 +48,11 @@ func (c *child) stop() {
 }
 
 // startRedis runs redis-server on a port internal/redisproc chooses (one
-// below the kernel's ephemeral range, another if it is taken).
-func startRedis(bin, dir string) (*child, string, error) {
+// below the kernel's ephemeral range, another if it is taken), with extra
+// arguments after the bench's own.
+func startRedis(bin, dir string, extra ...string) (*child, string, error) {
 	proc, port, err := redisproc.Launch(bin, 0, func(port int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}
+		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
 	})
 	if err != nil {
 		return nil, "", err
@@ -146,4 +147,17 @@ func startSelf(name string, args ...string) (*child, string, error) {
 func startModel(redisAddr string, unit time.Duration, limit uint64) (*child, string, error) {
 	return startSelf("envoy-model", "-serve-model", "127.0.0.1:0", "-model-redis", redisAddr,
 		"-model-unit", unit.String(), "-model-limit", strconv.FormatUint(limit, 10))
+}
+
+// workDir makes a temporary directory for a run (Redis's files) and the
+// services' log in it; cleanup removes both.
+func workDir(prefix string) (dir string, logFile *os.File, cleanup func(), err error) {
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, nil, err
+	}
+	if logFile, err = os.Create(filepath.Join(dir, "ratelimitd.log")); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	return dir, logFile, func() { _ = logFile.Close(); _ = os.RemoveAll(dir) }, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,16 +120,11 @@ func run(o options) error {
 	if o.rounds < 1 || o.concurrency < 1 || o.duration <= 0 || o.replicas < 1 {
 		return errors.New("-rounds, -concurrency, -duration and -replicas must be positive")
 	}
-	dir, err := os.MkdirTemp("", "rlbench-")
+	dir, logFile, cleanup, err := workDir("rlbench-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	logFile, err := os.Create(filepath.Join(dir, "ratelimitd.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
+	defer cleanup()
 
 	redisProc, redisAddr, err := startRedis(o.redisServer, dir)
 	if err != nil {

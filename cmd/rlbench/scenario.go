@@ -29,6 +29,12 @@ type scenario struct {
 	modelLimit uint64
 	// requests builds the requests the load cycles through.
 	requests func(domain, key string, descriptors int) []*rlsv3.RateLimitRequest
+	// run replaces the throughput run (stall.go); concurrency and timeout
+	// are its callers and their deadline.
+	run            func(options) error
+	concurrency    int
+	timeout, stall time.Duration
+	connections    int
 }
 
 // The Zipf and hot-counter rules have limits per hour far above what the
@@ -77,7 +83,20 @@ var scenarios = []scenario{
 			return []*rlsv3.RateLimitRequest{request(domain, key, d, func(int) string { return "hot" })}
 		},
 	},
+	{
+		name: "stall",
+		about: "20,000 callers with 30 s deadlines on 100 connections while Redis sleeps 8 s (DEBUG SLEEP): the service's peak RSS, " +
+			"and whether it answers at once when Redis wakes, without and with MAX_CONCURRENT_REQUESTS",
+		key: "zipf", descriptors: []int{1},
+		targets:  []string{"redis", "redis+MAX_CONCURRENT_REQUESTS=" + strconv.Itoa(stallCap)},
+		replicas: 1, rounds: 2,
+		run:         runStall,
+		concurrency: 20_000, timeout: 30 * time.Second, stall: 8 * time.Second, connections: 100,
+	},
 }
+
+// stallCap is the stall scenario's MAX_CONCURRENT_REQUESTS.
+const stallCap = 1000
 
 func scenarioNamed(name string) (scenario, bool) {
 	for _, s := range scenarios {
@@ -121,6 +140,18 @@ func (s scenario) apply(o options, set map[string]bool) options {
 	}
 	if !set["model-limit"] {
 		o.modelLimit = s.modelLimit
+	}
+	if !set["concurrency"] && s.concurrency > 0 {
+		o.concurrency = s.concurrency
+	}
+	if !set["timeout"] && s.timeout > 0 {
+		o.timeout = s.timeout
+	}
+	if !set["stall"] && s.stall > 0 {
+		o.stall = s.stall
+	}
+	if !set["connections"] && s.connections > 0 {
+		o.connections = s.connections
 	}
 	return o
 }

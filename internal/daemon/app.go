@@ -91,7 +91,7 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.store, a.leases, err = newStore(set, m, log, a.tracerProvider(), a.watcher.Current); err != nil {
+	if a.store, a.leases, err = newStore(set, m, a.envoy, log, a.tracerProvider(), a.watcher.Current); err != nil {
 		return nil, err
 	}
 	a.fallback, _ = under[*fallback.Store](a.store)
@@ -99,6 +99,9 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	a.startFallback(a.watcher.Current())
 	a.announceTracing()
 	if a.svc, err = newService(set, a.watcher, a.store, m, log); err != nil {
+		return nil, err
+	}
+	if err := m.AddAdmission(a.svc); err != nil {
 		return nil, err
 	}
 	if err := a.newServers(m, tracingOpts); err != nil {
@@ -171,6 +174,8 @@ func newService(set settings, w configWatcher, st store.Store, m *metrics.Metric
 		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
 		service.WithDynamicMetadata(set.DynamicMetadata),
 		service.WithQuotaMode(set.QuotaMode),
+		service.WithQuotaGroups(set.QuotaGroups),
+		service.WithAdmission(set.Overload.MaxConcurrentRequests, set.Overload.RequestTimeout),
 		service.WithLease(set.Lease.Enabled),
 		service.WithLogger(log),
 		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),

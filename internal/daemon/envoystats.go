@@ -97,6 +97,14 @@ func (e *envoyStats) handler(m *metrics.Metrics) http.Handler {
 	})
 }
 
+// addLocalCache exports the local cache's gauges under envoyproxy's names
+// (ratelimit.localcache.*), set at every flush.
+func (e *envoyStats) addLocalCache(c envoystats.LocalCache) {
+	if e != nil {
+		e.stats.AddLocalCache(c)
+	}
+}
+
 // close stops the periodic flush and sends what is left.
 func (e *envoyStats) close() {
 	if e != nil {

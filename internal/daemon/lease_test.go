@@ -192,7 +192,7 @@ func TestNewStoreLeases(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := metrics.New()
-			st, gate, err := newStore(set, m, zap.NewNop(), nil, nil)
+			st, gate, err := newStore(set, m, nil, zap.NewNop(), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,6 +34,7 @@ func Run(ctx context.Context, version string, args []string, lookup func(string)
 	defer func() { err = set.redactor().Error(err) }()
 	log, announce := newLoggers(set, stderr)
 	defer func() { _ = log.Sync() }()
+	defer routeLibraryLogs(log)()
 	for _, w := range set.Warnings {
 		log.Warn(w)
 	}

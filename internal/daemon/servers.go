@@ -76,7 +76,9 @@ func (a *app) grpcOptions(tracingOpts []grpc.ServerOption) ([]grpc.ServerOption,
 			MaxConnectionAge:      set.GRPCMaxConnectionAge,
 			MaxConnectionAgeGrace: set.GRPCMaxConnectionAgeGrace,
 		}),
-		grpc.MaxConcurrentStreams(uint32(set.GRPCMaxStreams)),
+	}
+	if set.GRPCMaxStreams > 0 {
+		opts = append(opts, grpc.MaxConcurrentStreams(uint32(set.GRPCMaxStreams)))
 	}
 	opts = append(opts, a.svc.GRPCServerOptions()...)
 	opts = append(opts, a.envoy.grpcOptions()...)

@@ -109,10 +109,12 @@ type settings struct {
 	// QUOTA_MODE.
 	DynamicMetadata bool
 	QuotaMode       bool
-	Headers         service.Headers
-	MaxDescriptors  int
-	MaxEntries      int
-	MaxValueLen     int
+	// QuotaGroups is QUOTA_GROUP_BY_BACKEND (settings_responses.go).
+	QuotaGroups    bool
+	Headers        service.Headers
+	MaxDescriptors int
+	MaxEntries     int
+	MaxValueLen    int
 
 	// RedisPipelineWindow and RedisPipelineLimit are REDIS_PIPELINE_WINDOW
 	// and REDIS_PIPELINE_LIMIT: concurrent decisions share round trips.
@@ -150,6 +152,10 @@ type settings struct {
 	// compatibility but do not act on.
 	Warnings []string
 
+	// Overload is MAX_CONCURRENT_REQUESTS and REQUEST_TIMEOUT
+	// (settings_overload.go).
+	Overload overloadSettings
+
 	// Hardening (settings_limits.go): GRPC_MAX_RECV_MESSAGE_SIZE (0: the
 	// largest request the caps admit), GRPC_MAX_CONCURRENT_STREAMS,
 	// MAX_DECODING_BYTES and DEBUG_PPROF.
@@ -183,6 +189,7 @@ func parseSettings(args []string, lookup func(string) (string, bool)) (settings,
 	s.readResponses(env)
 	s.readWarnings(env)
 	s.readHardening(env)
+	s.readOverload(env)
 	s.readXDS(env)
 	s.readPrometheus(env)
 	s.readStats(env)
@@ -274,27 +281,6 @@ func (s *settings) readLogging(env *envReader) {
 	s.LogJSON = env.oneOf("LOG_FORMAT", "text", "text", "json") == "json"
 	s.NearLimitRatio = env.fraction("NEAR_LIMIT_RATIO", 0.8)
 	s.MaxDetailedSeries = env.integer("MAX_DETAILED_METRIC_SERIES", metrics.DefaultDetailedSeries, 0, 1<<20)
-}
-
-// readResponses reads what shapes answers: modes, health, headers and the
-// request caps.
-func (s *settings) readResponses(env *envReader) {
-	s.ShadowMode = env.boolean("SHADOW_MODE", false)
-	s.ForceStartWithoutConfig = env.boolean("FORCE_START_WITHOUT_INITIAL_CONFIG", false)
-	s.HealthyWithAtLeastOneConfig = env.boolean("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)
-	s.DynamicMetadata = env.boolean("RESPONSE_DYNAMIC_METADATA", false)
-	s.QuotaMode = env.boolean("QUOTA_MODE", false)
-	s.Headers = service.Headers{
-		Classic:    env.boolean("LIMIT_RESPONSE_HEADERS_ENABLED", false),
-		Limit:      env.str("LIMIT_LIMIT_HEADER", service.DefaultLimitHeader),
-		Remaining:  env.str("LIMIT_REMAINING_HEADER", service.DefaultRemainingHeader),
-		Reset:      env.str("LIMIT_RESET_HEADER", service.DefaultResetHeader),
-		Draft:      env.boolean("LIMIT_DRAFT_HEADERS_ENABLED", false),
-		RetryAfter: env.boolean("LIMIT_RETRY_AFTER_HEADER_ENABLED", false),
-	}
-	s.MaxDescriptors = env.integer("MAX_DESCRIPTORS", service.DefaultMaxDescriptors, 1, 1<<16)
-	s.MaxEntries = env.integer("MAX_DESCRIPTOR_ENTRIES", service.DefaultMaxEntries, 1, 1<<16)
-	s.MaxValueLen = env.integer("MAX_VALUE_LENGTH", service.DefaultMaxValueLen, 1, 1<<20)
 }
 
 // readWarnings notes the settings accepted for compatibility that do

@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -22,7 +23,9 @@ const (
 // hold, whether pprof is served, and REDIS_AUTH_FILE.
 func (s *settings) readHardening(env *envReader) {
 	s.GRPCMaxRecvBytes = env.integer("GRPC_MAX_RECV_MESSAGE_SIZE", 0, 0, 1<<30)
-	s.GRPCMaxStreams = env.integer("GRPC_MAX_CONCURRENT_STREAMS", defaultGRPCMaxStreams, 1, 1<<20)
+	// 0 and the upper bound are envoyproxy's: 0 leaves gRPC's own (no
+	// bound), and MaxUint32 is gRPC's sentinel for it.
+	s.GRPCMaxStreams = env.integer("GRPC_MAX_CONCURRENT_STREAMS", defaultGRPCMaxStreams, 0, math.MaxUint32-1)
 	s.MaxDecodingBytes = env.integer("MAX_DECODING_BYTES", service.DefaultDecodeBudget, 1<<16, 1<<34)
 	s.DebugPprof = env.boolean("DEBUG_PPROF", false)
 	if path, ok := env.raw("REDIS_AUTH_FILE"); ok {

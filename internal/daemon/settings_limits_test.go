@@ -26,6 +26,16 @@ func TestHardeningSettings(t *testing.T) {
 			},
 		},
 		{
+			name: "streams 0: gRPC's own bound (none), as envoyproxy's 0",
+			env:  map[string]string{"GRPC_MAX_CONCURRENT_STREAMS": "0"},
+			want: func(s *settings) { s.GRPCMaxStreams = 0 },
+		},
+		{
+			name: "streams: envoyproxy's largest",
+			env:  map[string]string{"GRPC_MAX_CONCURRENT_STREAMS": "4294967294"},
+			want: func(s *settings) { s.GRPCMaxStreams = 4294967294 },
+		},
+		{
 			name: "REDIS_AUTH_FILE, its line ending trimmed",
 			env:  map[string]string{"REDIS_AUTH_FILE": auth},
 			want: func(s *settings) { s.RedisAuth = "user:pw-File" },
@@ -61,7 +71,8 @@ func TestHardeningSettingsErrors(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"streams zero", map[string]string{"GRPC_MAX_CONCURRENT_STREAMS": "0"}, `GRPC_MAX_CONCURRENT_STREAMS="0"`},
+		{"streams at gRPC's unbounded sentinel", map[string]string{"GRPC_MAX_CONCURRENT_STREAMS": "4294967295"}, `GRPC_MAX_CONCURRENT_STREAMS="4294967295"`},
+		{"negative streams", map[string]string{"GRPC_MAX_CONCURRENT_STREAMS": "-1"}, `GRPC_MAX_CONCURRENT_STREAMS="-1"`},
 		{"tiny decode budget", map[string]string{"MAX_DECODING_BYTES": "10"}, `MAX_DECODING_BYTES="10"`},
 		{"missing auth file", map[string]string{"REDIS_AUTH_FILE": filepath.Join(dir, "nope")}, "REDIS_AUTH_FILE"},
 		{"empty auth file", map[string]string{"REDIS_AUTH_FILE": write("empty", "\n")}, "want one non-empty line"},

@@ -78,6 +78,7 @@ func defaultSettings() settings {
 		Fallback:                  defaultFallbackSettings(),
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
+			RequestLimit: service.DefaultLimitHeader, RequestRemaining: service.DefaultRemainingHeader, RequestReset: service.DefaultResetHeader,
 		},
 	}
 }

@@ -25,9 +25,9 @@ import (
 // (LOCAL_CACHE_SIZE_IN_BYTES) over either, so a request the cache knows to
 // be denied reaches neither, then on Redis on_store_error: local's
 // decorator (fallback.go, its metrics per rule of rules), then tp's spans
-// (nil: no tracing). It returns the lease gate too (nil on the embedded
-// store, which never leases).
-func newStore(set settings, m *metrics.Metrics, log *zap.Logger, tp trace.TracerProvider, rules func() *config.Config) (store.Store, *leaseGate, error) {
+// (nil: no tracing); the cache's gauges go to envoy's stats too. It returns
+// the lease gate too (nil on the embedded store, which never leases).
+func newStore(set settings, m *metrics.Metrics, envoy *envoyStats, log *zap.Logger, tp trace.TracerProvider, rules func() *config.Config) (store.Store, *leaseGate, error) {
 	opts, err := set.backend().stackOptions(m, log)
 	if err != nil {
 		return nil, nil, err
@@ -41,7 +41,7 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger, tp trace.Tracer
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := addStackMetrics(m, stk); err != nil {
+	if err := addStackMetrics(m, envoy, stk); err != nil {
 		return nil, nil, errors.Join(err, stk.Close())
 	}
 	var gate *leaseGate
@@ -51,8 +51,9 @@ func newStore(set settings, m *metrics.Metrics, log *zap.Logger, tp trace.Tracer
 	return stk.Store, gate, nil
 }
 
-// addStackMetrics exports the statistics of the stack's layers.
-func addStackMetrics(m *metrics.Metrics, stk *stack.Stack) error {
+// addStackMetrics exports the statistics of the stack's layers, the local
+// cache's to envoyproxy's stats too (ratelimit.localcache.*).
+func addStackMetrics(m *metrics.Metrics, envoy *envoyStats, stk *stack.Stack) error {
 	if stk.Memory != nil {
 		if err := m.AddMemStore(stk.Memory); err != nil {
 			return fmt.Errorf("memstore metrics: %w", err)
@@ -67,6 +68,7 @@ func addStackMetrics(m *metrics.Metrics, stk *stack.Stack) error {
 		if err := m.AddLocalCache(stk.Cache); err != nil {
 			return fmt.Errorf("local cache metrics: %w", err)
 		}
+		envoy.addLocalCache(stk.Cache)
 	}
 	if stk.Fallback != nil {
 		if err := m.AddFallback(stk.Fallback); err != nil {

@@ -174,6 +174,10 @@ type Hit struct {
 	// only that).
 	Allowed, Shadow, RuleShadow bool
 	FromCache                   bool
+	// CachedDenial: the local cache held the denial, though the backend
+	// decided the request (store.Result.CachedDenial); envoyproxy's
+	// over_limit_with_local_cache counts it, ratelimitd's own does not.
+	CachedDenial bool
 	// Local: an on_store_error: local rule decided in this replica's
 	// memory (ratelimitd_local_decisions_total).
 	Local bool
@@ -211,7 +215,7 @@ func (m *Metrics) Observe(h Hit) {
 	hits := float64(h.Hits)
 	if c.envoy != nil {
 		m.envoy.Count(c.envoy, envoystats.Decision{Hits: h.Hits, Limit: h.Capacity, Before: h.before(),
-			Over: !h.Allowed, FromCache: h.FromCache, Shadow: h.RuleShadow})
+			Over: !h.Allowed, FromCache: h.FromCache || (h.CachedDenial && !h.Allowed), Shadow: h.RuleShadow})
 	}
 	c.total.Add(hits)
 	if h.Local {

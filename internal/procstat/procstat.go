@@ -40,3 +40,21 @@ func CPUTime(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
 }
+
+// RSS is the resident memory of process pid, in bytes (/proc/PID/statm's
+// resident pages).
+func RSS(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("/proc/%d/statm: %d fields", pid, len(f))
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/statm: %w", pid, err)
+	}
+	return pages * uint64(os.Getpagesize()), nil
+}

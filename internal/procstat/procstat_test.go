@@ -2,6 +2,7 @@ package procstat
 
 import (
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -29,5 +30,29 @@ func TestCPUTime(t *testing.T) {
 	}
 	if _, err := CPUTime(-1); err == nil {
 		t.Error("CPUTime(-1) succeeded")
+	}
+}
+
+// TestRSS reads this process's resident memory before and after it touches
+// 64 MiB it has allocated: the figure must grow by most of it.
+func TestRSS(t *testing.T) {
+	before, err := RSS(os.Getpid())
+	if err != nil || before == 0 {
+		t.Fatalf("RSS %d, %v", before, err)
+	}
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	after, err := RSS(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after < before+48<<20 {
+		t.Errorf("RSS %d after touching 64 MiB, %d before", after, before)
+	}
+	runtime.KeepAlive(buf)
+	if _, err := RSS(-1); err == nil {
+		t.Error("RSS(-1) succeeded")
 	}
 }

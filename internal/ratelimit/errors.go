@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -15,7 +17,11 @@ import (
 // blaming the backend. The counters API answers its store failures with it
 // too.
 func BackendStatus(ctx context.Context, err error) error {
-	switch backendErrorKind(ctx) {
+	return backendStatus(backendErrorKind(ctx), err)
+}
+
+func backendStatus(kind string, err error) error {
+	switch kind {
 	case "deadline":
 		return status.Errorf(codes.DeadlineExceeded, "deadline exceeded waiting for the backend: %v", err)
 	case "canceled":
@@ -27,7 +33,7 @@ func BackendStatus(ctx context.Context, err error) error {
 // backendErrorKind is the metric label of a store failure seen under ctx.
 func backendErrorKind(ctx context.Context) string {
 	switch ctxErr := ctx.Err(); {
-	case errors.Is(ctxErr, context.DeadlineExceeded):
+	case errors.Is(ctxErr, context.DeadlineExceeded) || deadlinePassed(ctx):
 		return "deadline"
 	case errors.Is(ctxErr, context.Canceled):
 		return "canceled"
@@ -35,9 +41,21 @@ func backendErrorKind(ctx context.Context) string {
 	return "unavailable"
 }
 
-// backendError is BackendStatus, counted and logged.
+// deadlinePassed reports whether ctx's deadline is behind us: a read that
+// timed out at the deadline may return before the context's timer fires,
+// and must still be the caller's deadline, not the backend's failure.
+func deadlinePassed(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// backendError is BackendStatus, counted and logged. A deadline that
+// REQUEST_TIMEOUT set is the service's, not the caller's: UNAVAILABLE.
 func (s *Service) backendError(ctx context.Context, err error) error {
 	kind := backendErrorKind(ctx)
+	if kind == "deadline" && s.admission.expired(ctx) {
+		kind, err = "unavailable", fmt.Errorf("REQUEST_TIMEOUT (%s) passed: %w", s.admission.timeout, err)
+	}
 	if s.obs != nil {
 		s.obs.BackendError(kind)
 	}
@@ -47,5 +65,5 @@ func (s *Service) backendError(ctx context.Context, err error) error {
 	case "unavailable":
 		s.errLog.Error("backend unavailable", zap.Error(err))
 	}
-	return BackendStatus(ctx, err)
+	return backendStatus(kind, err)
 }

@@ -25,6 +25,16 @@ type Headers struct {
 	Draft bool
 	// RetryAfter adds Retry-After (whole seconds) to an OVER_LIMIT answer.
 	RetryAfter bool
+	// Request adds envoyproxy's LIMIT_REQUEST_HEADERS_ENABLED headers to
+	// the request Envoy forwards upstream (request_headers_to_add), from
+	// the same descriptor as Classic, named by RequestLimit,
+	// RequestRemaining and RequestReset (the defaults below when empty).
+	Request                                      bool
+	RequestLimit, RequestRemaining, RequestReset string
+	// AllLimits adds ratelimit-limit-<unit>s and ratelimit-remaining-<unit>s
+	// for every counted limit of the request, in request order
+	// (LIMIT_ALL_DESCRIPTORS_HEADERS_ENABLED, envoyproxy's open PR #1190).
+	AllLimits bool
 }
 
 // Default header names, as envoyproxy names them.
@@ -34,7 +44,9 @@ const (
 	DefaultResetHeader     = "RateLimit-Reset"
 )
 
-func (h Headers) enabled() bool { return h.Classic || h.Draft || h.RetryAfter }
+func (h Headers) enabled() bool {
+	return h.Classic || h.Draft || h.RetryAfter || h.Request || h.AllLimits
+}
 
 // constraining picks the descriptor the headers describe, as envoyproxy
 // does: the counted one with the least remaining, except that a descriptor
@@ -58,32 +70,62 @@ func constraining(p *plan, resp *rlsv3.RateLimitResponse) (slot, *rlsv3.RateLimi
 	return best, bestStatus, bestStatus != nil
 }
 
-// addHeaders fills resp.ResponseHeadersToAdd from the most constraining
-// descriptor of the request; Retry-After considers every descriptor that
-// holds the request back (see retryAfter).
+// addHeaders fills resp.ResponseHeadersToAdd (and RequestHeadersToAdd)
+// from the most constraining descriptor of the request; Retry-After
+// considers every descriptor that holds the request back (see retryAfter).
 func (s *Service) addHeaders(p *plan, results []store.Result, resp *rlsv3.RateLimitResponse) {
 	if !s.headers.enabled() {
 		return
+	}
+	add := func(key, value string) {
+		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: key, Value: value})
+	}
+	if s.headers.AllLimits {
+		// envoyproxy lists these before the classic headers.
+		allLimits(p, results, add)
 	}
 	sl, st, ok := constraining(p, resp)
 	if !ok {
 		return
 	}
+	limit := strconv.FormatUint(uint64(st.GetCurrentLimit().GetRequestsPerUnit()), 10)
+	remaining := strconv.FormatUint(uint64(st.GetLimitRemaining()), 10)
 	reset := ceilSeconds(st.GetDurationUntilReset().AsDuration())
-	add := func(key, value string) {
-		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: key, Value: value})
-	}
 	if s.headers.Classic {
-		add(orDefault(s.headers.Limit, DefaultLimitHeader), strconv.FormatUint(uint64(st.GetCurrentLimit().GetRequestsPerUnit()), 10))
-		add(orDefault(s.headers.Remaining, DefaultRemainingHeader), strconv.FormatUint(uint64(st.GetLimitRemaining()), 10))
+		add(orDefault(s.headers.Limit, DefaultLimitHeader), limit)
+		add(orDefault(s.headers.Remaining, DefaultRemainingHeader), remaining)
 		add(orDefault(s.headers.Reset, DefaultResetHeader), strconv.FormatInt(reset, 10))
+	}
+	if s.headers.Request {
+		resp.RequestHeadersToAdd = append(resp.RequestHeadersToAdd,
+			&corev3.HeaderValue{Key: orDefault(s.headers.RequestLimit, DefaultLimitHeader), Value: limit},
+			&corev3.HeaderValue{Key: orDefault(s.headers.RequestRemaining, DefaultRemainingHeader), Value: remaining},
+			&corev3.HeaderValue{Key: orDefault(s.headers.RequestReset, DefaultResetHeader), Value: strconv.FormatInt(reset, 10)})
 	}
 	if s.headers.Draft {
 		add("RateLimit-Policy", policies(p, sl))
-		add("RateLimit", policyName(p.rules[sl.decider])+";r="+strconv.FormatUint(uint64(st.GetLimitRemaining()), 10)+";t="+strconv.FormatInt(reset, 10))
+		add("RateLimit", policyName(p.rules[sl.decider])+";r="+remaining+";t="+strconv.FormatInt(reset, 10))
 	}
 	if s.headers.RetryAfter && resp.GetOverallCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
 		add("Retry-After", strconv.FormatInt(max(ceilSeconds(retryAfter(p, results)), 1), 10))
+	}
+}
+
+// allLimits adds a limit and a remaining header per counted limit, named
+// by the limit's unit in the plural (ratelimit-limit-minutes), as
+// envoyproxy's PR #1190 does per descriptor; a descriptor with several
+// limits (rate_limits) gives one pair per limit.
+func allLimits(p *plan, results []store.Result, add func(key, value string)) {
+	for _, sl := range p.slots {
+		if sl.kind != counted {
+			continue
+		}
+		for j := sl.req; j < sl.req+sl.n; j++ {
+			r := p.rules[j]
+			unit := strings.ToLower(r.Unit.String()) + "s"
+			add("ratelimit-limit-"+unit, strconv.FormatUint(uint64(r.RequestsPerUnit), 10))
+			add("ratelimit-remaining-"+unit, strconv.FormatUint(min(results[j].Decision.Remaining, math.MaxUint32), 10))
+		}
 	}
 }
 

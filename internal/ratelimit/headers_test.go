@@ -1,9 +1,11 @@
 package ratelimit_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
@@ -156,5 +158,113 @@ func TestResponseHeaders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pairs lists headers as key=value in order, so tests see duplicates and
+// order (envoyproxy's all-descriptor headers repeat a unit's name).
+func pairs(hs []*corev3.HeaderValue) []string {
+	out := make([]string, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, h.GetKey()+"="+h.GetValue())
+	}
+	return out
+}
+
+func TestRequestHeaders(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		headers       ratelimit.Headers
+		calls         int
+		req           *rlsv3.RateLimitRequest
+		wantRequest   []string
+		wantResponse  []string
+		wantOverLimit bool
+	}{{
+		name:        "upstream only, envoyproxy's default names, from the least remaining",
+		headers:     ratelimit.Headers{Request: true},
+		req:         request("h", desc("wide", ""), desc("narrow", "")),
+		wantRequest: []string{"RateLimit-Limit=3", "RateLimit-Remaining=2", "RateLimit-Reset=45"},
+	}, {
+		name:         "own names beside the response headers, the same descriptor",
+		headers:      ratelimit.Headers{Classic: true, Request: true, RequestLimit: "X-Up-Limit", RequestRemaining: "X-Up-Left", RequestReset: "X-Up-Reset"},
+		req:          request("h", desc("wide", ""), desc("narrow", "")),
+		wantRequest:  []string{"X-Up-Limit=3", "X-Up-Left=2", "X-Up-Reset=45"},
+		wantResponse: []string{"RateLimit-Limit=3", "RateLimit-Remaining=2", "RateLimit-Reset=45"},
+	}, {
+		name:        "a shadow-mode rollout: over its limit, answered OK, the backend told",
+		headers:     ratelimit.Headers{Request: true},
+		calls:       2,
+		req:         request("h", desc("shadow", "")),
+		wantRequest: []string{"RateLimit-Limit=0", "RateLimit-Remaining=0", "RateLimit-Reset=3585"},
+	}, {
+		name:          "denied: still filled (Envoy forwards nothing then)",
+		headers:       ratelimit.Headers{Request: true},
+		calls:         3,
+		req:           request("h", desc("narrow", "")),
+		wantRequest:   []string{"RateLimit-Limit=3", "RateLimit-Remaining=0", "RateLimit-Reset=45"},
+		wantOverLimit: true,
+	}, {
+		name:    "nothing counted: none",
+		headers: ratelimit.Headers{Request: true},
+		req:     request("h", desc("free", ""), desc("unknown", "")),
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, headersConfig, ratelimit.WithHeaders(tt.headers))
+			f.clock.Advance(15 * time.Second)
+			for range tt.calls {
+				f.call(t, tt.req)
+			}
+			resp := f.call(t, tt.req)
+			if got := pairs(resp.GetRequestHeadersToAdd()); !slices.Equal(got, tt.wantRequest) {
+				t.Errorf("request headers %v, want %v", got, tt.wantRequest)
+			}
+			if got := pairs(resp.GetResponseHeadersToAdd()); !slices.Equal(got, tt.wantResponse) {
+				t.Errorf("response headers %v, want %v", got, tt.wantResponse)
+			}
+			if over := resp.GetOverallCode() == OVER; over != tt.wantOverLimit {
+				t.Errorf("overall %v, want over limit %v", resp.GetOverallCode(), tt.wantOverLimit)
+			}
+		})
+	}
+}
+
+const allLimitsConfig = `
+domain: a
+descriptors:
+  - key: minute
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: hour
+    rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: other_minute
+    rate_limit: {unit: minute, requests_per_unit: 7}
+  - key: both
+    rate_limits:
+      - {unit: second, requests_per_unit: 10}
+      - {unit: day, requests_per_unit: 1000}
+  - key: free
+    rate_limit: {unlimited: true}
+`
+
+func TestAllLimitsHeaders(t *testing.T) {
+	f := newFixture(t, allLimitsConfig, ratelimit.WithHeaders(ratelimit.Headers{AllLimits: true, Classic: true}))
+	req := request("a", desc("hour", ""), desc("free", ""), desc("minute", ""), desc("other_minute", ""), desc("both", ""), desc("unknown", ""))
+	f.call(t, req)
+	resp := f.call(t, req)
+	want := []string{
+		// Every counted limit in request order, a unit's name repeated as
+		// envoyproxy repeats it; then the classic headers of the least.
+		"ratelimit-limit-hours=100", "ratelimit-remaining-hours=98",
+		"ratelimit-limit-minutes=5", "ratelimit-remaining-minutes=3",
+		"ratelimit-limit-minutes=7", "ratelimit-remaining-minutes=5",
+		"ratelimit-limit-seconds=10", "ratelimit-remaining-seconds=8",
+		"ratelimit-limit-days=1000", "ratelimit-remaining-days=998",
+		"RateLimit-Limit=5", "RateLimit-Remaining=3", "RateLimit-Reset=60",
+	}
+	if got := pairs(resp.GetResponseHeadersToAdd()); !slices.Equal(got, want) {
+		t.Errorf("headers\n got %v\nwant %v", got, want)
+	}
+	if hs := f.call(t, request("a", desc("free", ""))).GetResponseHeadersToAdd(); len(hs) != 0 {
+		t.Errorf("nothing counted: headers %v, want none", pairs(hs))
 	}
 }

@@ -104,7 +104,9 @@ func HTTPStatus(c codes.Code) int {
 		return http.StatusBadRequest
 	case codes.Unauthenticated:
 		return http.StatusUnauthorized
-	case codes.Unavailable:
+	case codes.Unavailable, codes.ResourceExhausted:
+		// ResourceExhausted: MAX_CONCURRENT_REQUESTS; 429 would read as
+		// OVER_LIMIT.
 		return http.StatusServiceUnavailable
 	case codes.DeadlineExceeded:
 		return http.StatusGatewayTimeout

@@ -11,7 +11,8 @@ import (
 
 // addDynamicMetadata is envoyproxy's RESPONSE_DYNAMIC_METADATA: the
 // request's domain, descriptors and hits_addend, and the merged `metadata`
-// of the rules of every counted descriptor that is not over its limit, so
+// of the rules of every counted descriptor that is not over its limit (nor
+// in a quota group that is, with passedBackends: see WithQuotaGroups), so
 // filters after the rate limit one can act on them. Like envoyproxy, the
 // rules of unlimited and replaced descriptors contribute nothing: they were
 // never checked. Each descriptor also says its code and the name of the
@@ -31,9 +32,10 @@ func (s *Service) addDynamicMetadata(req *rlsv3.RateLimitRequest, p *plan, resp 
 	if h := req.GetHitsAddend(); h != 0 {
 		fields["hitsAddend"] = structpb.NewNumberValue(float64(h))
 	}
+	over := overGroups(p, resp)
 	merged := &structpb.Struct{Fields: map[string]*structpb.Value{}}
 	for i, sl := range p.slots {
-		if sl.kind != counted || sl.rule.Metadata == nil || resp.Statuses[i].GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
+		if sl.kind != counted || sl.rule.Metadata == nil || !available(p, over, resp, i) {
 			continue
 		}
 		md, err := structpb.NewStruct(sl.rule.Metadata)
@@ -47,6 +49,11 @@ func (s *Service) addDynamicMetadata(req *rlsv3.RateLimitRequest, p *plan, resp 
 	}
 	if len(merged.GetFields()) > 0 {
 		fields["metadata"] = structpb.NewStructValue(merged)
+	}
+	if len(over) > 0 {
+		if list := passedBackends(p, over, resp); list != nil {
+			fields["passedBackends"] = list
+		}
 	}
 	resp.DynamicMetadata = &structpb.Struct{Fields: fields}
 }

@@ -69,10 +69,13 @@ func (s *Service) observe(cfg *config.Config, domain string, p *plan, results []
 			Shadow:     sl.rule.ShadowMode || s.globalShadow,
 			RuleShadow: sl.rule.ShadowMode,
 			FromCache:  res.FromCache,
-			Local:      res.Local && r.OnStoreError == config.StoreErrorLocal,
-			Charged:    !denied || req.Usage,
-			Capacity:   r.Limit.Capacity(),
-			Remaining:  res.Remaining,
+			// A denial the local cache held counts as envoyproxy counts a
+			// local cache hit, though the backend confirmed it.
+			CachedDenial: res.CachedDenial,
+			Local:        res.Local && r.OnStoreError == config.StoreErrorLocal,
+			Charged:      !denied || req.Usage,
+			Capacity:     r.Limit.Capacity(),
+			Remaining:    res.Remaining,
 			// What was left before hits recorded past the limit.
 			RemainingBefore: res.RemainingBefore,
 		})

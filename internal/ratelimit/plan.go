@@ -43,6 +43,9 @@ type slot struct {
 	// (quota_mode or QUOTA_MODE, and not shadow_mode), even under global
 	// SHADOW_MODE, where its Mode is Shadow.
 	quota bool
+	// group numbers the slot's quota group from 1 (WithQuotaGroups); 0:
+	// none.
+	group int
 }
 
 // plan is a request resolved against one config snapshot: what each
@@ -143,16 +146,12 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 		}
 	}
 
+	if s.quotaGroups {
+		s.planGrouped(p, req, descs, replacing)
+		return p, nil
+	}
 	for i := range p.slots {
-		sl := &p.slots[i]
-		switch r := sl.rule; {
-		case r == nil:
-			sl.kind = noLimit
-		case r.Unlimited:
-			sl.kind = unlimited
-		default:
-			s.planLimits(p, sl, req, descs[i], replacing)
-		}
+		s.planSlot(p, i, req, descs, replacing, false)
 	}
 	return p, nil
 }
@@ -160,11 +159,12 @@ func (s *Service) plan(cfg *config.Config, req *rlsv3.RateLimitRequest) (*plan, 
 // planLimits adds a store request per limit of sl's rule that no matched
 // rule replaces; the descriptor is replaced when every limit is. The
 // limits after the first are Joined to it: one descriptor, so one quota
-// alternative. Usage (the descriptor's own hits_addend) is recorded on
+// alternative (and so is the first when joined: the previous descriptor's
+// quota group continues, see planGrouped). Usage (the descriptor's own hits_addend) is recorded on
 // every limit, and so is a refund (is_negative_hits: the hits hits says,
 // given back as algorithms.NegativeHits ops). Each op carries Lease when its limit leases (the rule's
 // lease field, else WithLease) and it is an enforced admission.
-func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor, replacing map[string]struct{}) {
+func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor, replacing map[string]struct{}, joined bool) {
 	r := sl.rule
 	sl.quota = !r.ShadowMode && (r.QuotaMode || s.globalQuota)
 	mode := s.modeOf(r, sl.quota)
@@ -192,7 +192,7 @@ func (s *Service) planLimits(p *plan, sl *slot, req *rlsv3.RateLimitRequest, d *
 			Hits:     h,
 			Mode:     mode,
 			Usage:    usage,
-			Joined:   len(p.reqs) > first,
+			Joined:   joined || len(p.reqs) > first,
 			Lease:    lease && l.Leases(s.globalLease),
 			Fallback: fallbackOf(l.OnStoreError),
 		})

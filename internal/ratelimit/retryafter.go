@@ -9,16 +9,18 @@ import (
 
 // retryAfter is how long a denied request must wait before the same
 // request would be admitted: every enforced descriptor over its limit must
-// have room (the longest of their waits), and when every quota descriptor
-// is over, one of them must (the shortest of theirs). The constraining
-// descriptor alone can understate it: with a per-minute and a per-hour rule
-// both spent, the minute rule resets first and the request still waits for
-// the hour; so can a descriptor's deciding limit, when several of its
-// limits are spent.
+// have room (the longest of their waits), and when every quota alternative
+// is over, one of them must (the shortest of theirs; an alternative is a
+// descriptor, or a quota group of them (WithQuotaGroups), which waits for
+// all its members). The constraining descriptor alone can understate it:
+// with a per-minute and a per-hour rule both spent, the minute rule resets
+// first and the request still waits for the hour; so can a descriptor's
+// deciding limit, when several of its limits are spent.
 func retryAfter(p *plan, results []store.Result) time.Duration {
 	verdict := store.VerdictOf(p.reqs, results)
-	var mustWait, eitherWait time.Duration
-	either := false
+	var mustWait time.Duration
+	// alternatives holds each quota alternative's wait, by its first op.
+	var alternatives []altWait
 	for _, sl := range p.slots {
 		if sl.kind != counted {
 			continue
@@ -30,11 +32,43 @@ func retryAfter(p *plan, results []store.Result) time.Duration {
 		wait := slotWait(p, sl, results)
 		if hold == algorithms.Must {
 			mustWait = max(mustWait, wait)
-		} else if !either || wait < eitherWait {
-			eitherWait, either = wait, true
+			continue
 		}
+		alternatives = addAltWait(alternatives, alternativeStart(p, sl.req), wait)
+	}
+	if len(alternatives) == 0 {
+		return mustWait
+	}
+	eitherWait := alternatives[0].wait
+	for _, a := range alternatives[1:] {
+		eitherWait = min(eitherWait, a.wait)
 	}
 	return max(mustWait, eitherWait)
+}
+
+type altWait struct {
+	start int
+	wait  time.Duration
+}
+
+// addAltWait folds wait into the alternative starting at op start.
+func addAltWait(as []altWait, start int, wait time.Duration) []altWait {
+	for i := range as {
+		if as[i].start == start {
+			as[i].wait = max(as[i].wait, wait)
+			return as
+		}
+	}
+	return append(as, altWait{start, wait})
+}
+
+// alternativeStart is the first op of the quota alternative op i is in:
+// Joined ops continue the one before them.
+func alternativeStart(p *plan, i int) int {
+	for i > 0 && p.reqs[i].Joined {
+		i--
+	}
+	return i
 }
 
 // slotWait is how long counted descriptor sl must wait for room: the

@@ -47,6 +47,8 @@ type Service struct {
 	// dynamicMetadata and globalQuota: see WithDynamicMetadata, WithQuotaMode.
 	dynamicMetadata bool
 	globalQuota     bool
+	// quotaGroups: see WithQuotaGroups.
+	quotaGroups bool
 	// globalLease: see WithLease.
 	globalLease bool
 	log         *zap.Logger
@@ -58,6 +60,8 @@ type Service struct {
 	// decode bounds the bytes of requests being decoded at once (gRPC and
 	// /json); see WithDecodeBudget.
 	decode *byteBudget
+	// admission: see WithAdmission (unbounded by default).
+	admission *admission
 	// local: the rules deciding locally now (local.go), on the clock now.
 	local localRules
 	now   func() time.Time
@@ -75,9 +79,10 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 			entries:     DefaultMaxEntries,
 			valueLen:    DefaultMaxValueLen,
 		},
-		log:    zap.NewNop(),
-		decode: newByteBudget(DefaultDecodeBudget),
-		now:    time.Now,
+		log:       zap.NewNop(),
+		decode:    newByteBudget(DefaultDecodeBudget),
+		admission: newAdmission(0, 0),
+		now:       time.Now,
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -91,16 +96,28 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 // ShouldRateLimit decides req. Errors carry a gRPC status: InvalidArgument
 // for a malformed request, Unavailable when there is no config or the
 // backend fails (unless the matched rules' on_store_error decide the
-// request), DeadlineExceeded/Canceled when the caller gave up. It never
-// answers UNKNOWN, which Envoy would treat as OK.
+// request) or REQUEST_TIMEOUT passes, ResourceExhausted past
+// MAX_CONCURRENT_REQUESTS, DeadlineExceeded/Canceled when the caller gave
+// up. It never answers UNKNOWN, which Envoy would treat as OK.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if s.obs == nil {
-		return s.shouldRateLimit(ctx, req)
+		return s.admitted(ctx, req)
 	}
 	start := time.Now()
-	resp, err := s.shouldRateLimit(ctx, req)
+	resp, err := s.admitted(ctx, req)
 	s.obs.Request(status.Code(err).String(), time.Since(start))
 	return resp, err
+}
+
+// admitted decides req within WithAdmission's bounds: RESOURCE_EXHAUSTED at
+// once past MAX_CONCURRENT_REQUESTS.
+func (s *Service) admitted(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	ctx, release, err := s.admission.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.shouldRateLimit(ctx, req)
 }
 
 func (s *Service) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {

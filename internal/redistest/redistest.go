@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,6 +138,32 @@ func (s *Server) Restart(t testing.TB) {
 	if err := s.spawn(bin); err != nil {
 		t.Fatalf("redistest: restart: %v", err)
 	}
+}
+
+// Freeze stops a process-mode server with SIGSTOP, as a Redis that has
+// stalled (a long command, a swap storm): connections stay open and nothing
+// is answered until thaw (SIGCONT), which also runs at cleanup.
+func (s *Server) Freeze(t testing.TB) (thaw func()) {
+	t.Helper()
+	s.mu.Lock()
+	proc := s.proc
+	s.mu.Unlock()
+	if proc == nil {
+		t.Fatalf("redistest: Freeze needs a running server from StartProcess")
+	}
+	if err := proc.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("redistest: freeze: %v", err)
+	}
+	var once sync.Once
+	thaw = func() {
+		once.Do(func() {
+			if err := proc.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("redistest: thaw: %v", err)
+			}
+		})
+	}
+	t.Cleanup(thaw)
+	return thaw
 }
 
 // waitReady polls until a PING through dial is answered.

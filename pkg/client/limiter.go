@@ -6,6 +6,7 @@ import (
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -121,7 +122,8 @@ func (l *Limiter) Decide(ctx context.Context, req *rlsv3.RateLimitRequest) Decis
 // (an over-long header value sent by a client must not let it skip its
 // limit under OnErrorAllow). A request larger than the service's caps
 // admit is malformed too: over gRPC, ratelimitd refuses it from its length
-// prefix with RESOURCE_EXHAUSTED, which comes back as INVALID_ARGUMENT.
+// prefix with RESOURCE_EXHAUSTED, which comes back as INVALID_ARGUMENT
+// (unless it is the service's overload, see overloaded).
 func (l *Limiter) undecided(ctx context.Context, err error) Decision {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return Decision{Verdict: Failed, Err: status.FromContextError(ctxErr).Err()}
@@ -130,7 +132,9 @@ func (l *Limiter) undecided(ctx context.Context, err error) Decision {
 	case codes.InvalidArgument:
 		return Decision{Verdict: Failed, Err: err}
 	case codes.ResourceExhausted:
-		return Decision{Verdict: Failed, Err: status.Error(codes.InvalidArgument, "request too large: "+status.Convert(err).Message())}
+		if !overloaded(err) {
+			return Decision{Verdict: Failed, Err: status.Error(codes.InvalidArgument, "request too large: "+status.Convert(err).Message())}
+		}
 	}
 	switch l.onError {
 	case OnErrorAllow:
@@ -140,6 +144,18 @@ func (l *Limiter) undecided(ctx context.Context, err error) Decision {
 	default:
 		return Decision{Verdict: Failed, Err: err}
 	}
+}
+
+// overloaded reports whether err is the service refusing a call past its
+// MAX_CONCURRENT_REQUESTS (an ErrorInfo reason says so), which OnError
+// decides like any other failure to answer.
+func overloaded(err error) bool {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "OVERLOADED" {
+			return true
+		}
+	}
+	return false
 }
 
 // Check decides one request of domain with typed descriptors, for code

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -55,6 +57,15 @@ type Headers struct {
 	Draft bool
 	// RetryAfter adds Retry-After (whole seconds) to an OVER_LIMIT answer.
 	RetryAfter bool
+	// Request adds the same three values as Classic to the request Envoy
+	// forwards upstream (LIMIT_REQUEST_HEADERS_ENABLED), named by
+	// RequestLimit, RequestRemaining and RequestReset; an empty name keeps
+	// envoyproxy's.
+	Request                                      bool
+	RequestLimit, RequestRemaining, RequestReset string
+	// AllLimits adds ratelimit-limit-<unit>s and ratelimit-remaining-<unit>s
+	// for every counted limit (LIMIT_ALL_DESCRIPTORS_HEADERS_ENABLED).
+	AllLimits bool
 }
 
 // WithHeaders sets the HTTP headers added to responses.
@@ -106,6 +117,25 @@ func WithShadowMode(on bool) Option {
 // over the limit only when all its counted descriptors are.
 func WithQuotaMode(on bool) Option {
 	return passThrough(ratelimit.WithQuotaMode(on))
+}
+
+// WithAdmission is MAX_CONCURRENT_REQUESTS and REQUEST_TIMEOUT: past
+// maxConcurrent decisions in progress a call is refused at once with
+// RESOURCE_EXHAUSTED (an ErrorInfo reason OVERLOADED says why), and a
+// decision still waiting for the store timeout after it began is answered
+// UNAVAILABLE (or from its rules' on_store_error). Zero leaves either
+// unbounded.
+func WithAdmission(maxConcurrent int, timeout time.Duration) Option {
+	return passThrough(ratelimit.WithAdmission(maxConcurrent, timeout))
+}
+
+// WithQuotaGroups is QUOTA_GROUP_BY_BACKEND: quota descriptors naming the
+// same backend_name and model_name_override are one quota group, over
+// when any of them is; a request is over only when every group is, and
+// with WithDynamicMetadata the response lists the backends left
+// (passedBackends), for Envoy AI Gateway's failover.
+func WithQuotaGroups(on bool) Option {
+	return passThrough(ratelimit.WithQuotaGroups(on))
 }
 
 // WithDynamicMetadata is RESPONSE_DYNAMIC_METADATA: responses carry the

@@ -122,6 +122,10 @@ func (s *Service) JSONHandler() http.Handler { return s.core.JSONHandler() }
 // Healthy reports whether the Service is serving with rules.
 func (s *Service) Healthy() bool { return s.core.Healthy() }
 
+// Admission reports the decisions in progress, the calls refused past
+// WithAdmission's cap and the decisions its timeout ended.
+func (s *Service) Admission() (inFlight int64, rejected, timedOut uint64) { return s.core.Admission() }
+
 // SetServing flips what /healthcheck reports; clear it when the program
 // starts shutting down, so that load balancers stop sending requests.
 func (s *Service) SetServing(serving bool) { s.core.SetServing(serving) }

@@ -50,6 +50,10 @@ type Result struct {
 	// FromCache says a local over-limit cache answered without the
 	// backend (see pkg/store/localcache).
 	FromCache bool
+	// CachedDenial says the local cache held this denial, though the
+	// backend was asked for the batch's other requests and confirmed it:
+	// envoyproxy counts it over_limit_with_local_cache.
+	CachedDenial bool
 	// Local says the fallback decorator decided the batch in this
 	// process's memory, the backend being unable to (see
 	// pkg/store/fallback).

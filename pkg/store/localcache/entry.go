@@ -50,6 +50,8 @@ type entry struct {
 	// though the denial may hold (WithMaxAge: a refund whose invalidation
 	// this replica missed may have lifted it). Zero: never.
 	stale time.Time
+	// used is the Unix second of the entry's last use (Gauges).
+	used int64
 }
 
 // newEntry makes the entry for a denial of hits at now, if it is one that

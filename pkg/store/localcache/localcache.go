@@ -55,6 +55,9 @@ type Store struct {
 	hits, misses, evictions atomic.Uint64
 	// invalidated counts the keys Invalidate dropped or was told of.
 	invalidated atomic.Uint64
+	// lookups, accessed and the counts in it are the per-key figures
+	// envoyproxy's cache reports (Gauges).
+	lookups lookupCounts
 
 	// watch, when set (WithInvalidations), runs from New until Close.
 	watch     Watch
@@ -94,15 +97,6 @@ func New(next store.Store, maxBytes int, opts ...Option) *Store {
 	return s
 }
 
-// Stats reports batches answered from the cache, batches that went to the
-// backend, and entries evicted to stay within the size.
-func (s *Store) Stats() (hits, misses, evictions uint64) {
-	return s.hits.Load(), s.misses.Load(), s.evictions.Load()
-}
-
-// Invalidated reports how many keys Invalidate (and Forget) were given.
-func (s *Store) Invalidated() uint64 { return s.invalidated.Load() }
-
 // Close stops the invalidations' watch and closes the wrapped store.
 func (s *Store) Close() error {
 	if s.stopWatch != nil {
@@ -121,7 +115,8 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	// Read before the round trip: the backend decides later, so durations
 	// measured from here end no later than the backend's.
 	now := s.now()
-	if res, ok := s.answer(reqs, now); ok {
+	res, known, ok := s.answer(reqs, now)
+	if ok {
 		s.hits.Add(1)
 		return res, nil
 	}
@@ -133,61 +128,9 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	if err != nil {
 		return nil, err
 	}
+	markKnown(res, known)
 	s.learn(reqs, res, now, gen)
 	return res, nil
-}
-
-// answer returns the cached denials of reqs when all of them have one.
-func (s *Store) answer(reqs []store.Request, now time.Time) ([]store.Result, bool) {
-	if len(reqs) == 0 {
-		return nil, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Most requests miss: look everything up before allocating anything.
-	var out []store.Result
-	for i, r := range reqs {
-		if r.Usage || (r.Mode != 0 && r.Mode != algorithms.Enforce) || namedBefore(reqs, i) {
-			// Usage and refunds are recorded whatever the answer, a key
-			// named twice is charged twice in order, and a shadow, quota
-			// or spare denial does not decide the batch: the backend's job.
-			return nil, false
-		}
-		el, ok := s.entries[r.Key]
-		if !ok {
-			return nil, false
-		}
-		e := el.Value.(*entry)
-		if !e.live(now) {
-			s.remove(el)
-			return nil, false
-		}
-		if e.k.limit != r.Limit {
-			// A rule changed by hot reload: the denial was under another.
-			return nil, false
-		}
-		d, ok := e.decide(r.Hits, now)
-		if !ok {
-			return nil, false
-		}
-		s.lru.MoveToFront(el)
-		if out == nil {
-			out = make([]store.Result, len(reqs))
-		}
-		out[i] = store.Result{Decision: d, FromCache: true}
-	}
-	return out, true
-}
-
-// namedBefore reports whether reqs[i]'s key appears earlier in reqs; a
-// request carries a few dozen descriptors at most, so a scan beats a map.
-func namedBefore(reqs []store.Request, i int) bool {
-	for _, prev := range reqs[:i] {
-		if prev.Key == reqs[i].Key {
-			return true
-		}
-	}
-	return false
 }
 
 // learn records the backend's lasting denials and forgets the keys it has
@@ -239,12 +182,17 @@ func (s *Store) record(e *entry, now time.Time) {
 		// An expired entry (not yet dropped) may be from an earlier window,
 		// and one under another limit knows nothing about this one: replace
 		// them rather than merge.
-		if old := el.Value.(*entry); old.live(now) && old.k == e.k {
+		old := el.Value.(*entry)
+		used := old.used
+		if old.live(now) && old.k == e.k {
 			old.merge(e)
 		} else {
 			*old = *e
 		}
+		old.used = used
+		s.lookups.overwrites++
 		s.lru.MoveToFront(el)
+		s.touch(old, now)
 		return
 	}
 	size := e.size()
@@ -257,6 +205,8 @@ func (s *Store) record(e *entry, now time.Time) {
 	}
 	s.entries[e.k.key] = s.lru.PushFront(e)
 	s.bytes += size
+	e.used = 0
+	s.touch(e, now)
 }
 
 func (s *Store) remove(el *list.Element) {
@@ -264,13 +214,7 @@ func (s *Store) remove(el *list.Element) {
 	s.lru.Remove(el)
 	delete(s.entries, e.k.key)
 	s.bytes -= e.size()
-}
-
-// Len reports how many entries the cache holds and their approximate bytes.
-func (s *Store) Len() (entries, bytes int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lru.Len(), s.bytes
+	s.lookups.usedSum -= e.used
 }
 
 // Unwrap returns the store the cache decorates.
