@@ -58,6 +58,7 @@ type coalescer struct {
 	// slotted: a Cluster node's, where one script's keys must share a slot,
 	// so only takes of the same slot merge.
 	slotted bool
+	batch   int // the most takes in one merged call (WithBatchLimit)
 
 	mu       sync.Mutex
 	queue    []*pendingCall
@@ -90,7 +91,7 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 	}
 	switch c := c.(type) {
 	case *redis.Client:
-		co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.conn.Timeout, c.Pipeline)
+		co := newCoalescer(s, c.Pipeline)
 		c.AddHook(co)
 		return co.close
 	case *redis.ClusterClient:
@@ -99,7 +100,7 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 		// Every command to a node goes through that node's client, and
 		// New installs this before any command creates a node.
 		c.OnNewNode(func(node *redis.Client) {
-			co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.conn.Timeout, node.Pipeline)
+			co := newCoalescer(s, node.Pipeline)
 			co.slotted = true
 			node.AddHook(co)
 			mu.Lock()
@@ -117,8 +118,8 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 	return func() {}
 }
 
-func newCoalescer(window time.Duration, limit int, timeout time.Duration, pipe func() redis.Pipeliner) *coalescer {
-	c := &coalescer{window: window, limit: limit, timeout: timeout, pipe: pipe}
+func newCoalescer(s settings, pipe func() redis.Pipeliner) *coalescer {
+	c := &coalescer{window: s.pipelineWindow, limit: s.pipelineLimit, timeout: s.conn.Timeout, pipe: pipe, batch: s.batchLimit}
 	c.timer = time.AfterFunc(time.Hour, c.windowElapsed)
 	c.timer.Stop()
 	return c
@@ -277,7 +278,7 @@ func (c *coalescer) send(batch []*pendingCall) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pipe := c.pipe()
-	merges := queue(ctx, pipe, live, c.slotted)
+	merges := queue(ctx, pipe, live, c.slotted, c.batch)
 	// Each command carries its own error; Exec's is only the first of them.
 	_, _ = pipe.Exec(ctx)
 	for _, m := range merges {
