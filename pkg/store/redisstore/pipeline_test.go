@@ -473,33 +473,3 @@ func checkChargedReplies(t *testing.T, replies []chargedReply, charged func(call
 	}
 	return hits, topUps
 }
-
-// TestPipelineBatchLimit: REDIS_BATCH_LIMIT caps the takes one script call
-// decides (more make several calls in one pipeline), and capped or not every
-// decision is still its own, charged once.
-func TestPipelineBatchLimit(t *testing.T) {
-	srv := redistest.Start(t)
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = admin.Close() })
-	const batch, callers, calls = 3, 24, 15
-	s := newStore(t, redisstore.WithAddr(srv.Addr), fixedClock(), redisstore.WithPoolSize(4),
-		redisstore.WithPipeline(2*time.Millisecond, 0), redisstore.WithBatchLimit(batch))
-	mustTake(t, s, []store.Request{{Key: "warm", Limit: window(pipelineLimit), Hits: 0}}) // loads the library
-	runs0 := scriptRuns(t, admin)
-	answers := hammer(t, s, callers, calls, pipelineLimit, 5*time.Second, false, nil)
-	runs := scriptRuns(t, admin) - runs0
-	decisions := callers * calls
-	if n := remainingSet(t, answers); n != decisions {
-		t.Fatalf("%d distinct decisions of %d calls", n, decisions)
-	}
-	if got := charged(t, s, pipelineLimit); got != uint64(decisions) {
-		t.Fatalf("counter holds %d hits for %d decisions", got, decisions)
-	}
-	t.Logf("%d decisions in %d script calls at a cap of %d", decisions, runs, batch)
-	if runs*batch < decisions {
-		t.Errorf("%d script calls for %d decisions: more than %d takes in a call", runs, decisions, batch)
-	}
-	if runs >= decisions {
-		t.Errorf("%d script calls for %d decisions: nothing merged", runs, decisions)
-	}
-}
