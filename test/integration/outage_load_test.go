@@ -28,11 +28,16 @@ var outageEnv = []string{"ON_STORE_ERROR=local", "LOCAL_FALLBACK_REPLICAS=3", "L
 
 // Load: callersPerReplica callers on each replica (even load), each
 // sending a request every pace with a deadline generous enough for a
-// loaded box (a failed call is what the tests count).
+// loaded box (a failed call is what the tests count): a call gets
+// outageRedisTimeout from Redis, then the rest to be answered locally. With
+// 1 s and 2 s, calls on a loaded box (load 8-28) missed their deadline and
+// healthy Redis calls timed out, the rule flapping. A Redis killed refuses
+// connections at once, so neither figure delays the outage.
 const (
-	callersPerReplica = 3
-	pace              = 10 * time.Millisecond
-	callDeadline      = 2 * time.Second
+	callersPerReplica  = 3
+	pace               = 10 * time.Millisecond
+	outageRedisTimeout = 3 * time.Second
+	callDeadline       = 10 * time.Second
 )
 
 // outageLoad is the same load on every replica, counted.
@@ -69,6 +74,26 @@ func startLoad(svcs []*service, req *rlsv3.RateLimitRequest) *outageLoad {
 		}
 	}
 	return l
+}
+
+// waitBackOnStore waits until every replica has logged the rule back on
+// the store (a store decision after a quiet spell without a local one) and
+// Redis has then denied each caller again (the window full): conditions,
+// not a span the load may not fill on a loaded box.
+func (l *outageLoad) waitBackOnStore(t *testing.T, svcs []*service) {
+	t.Helper()
+	testkit.WaitFor(t, time.Minute, "every replica to log the rule back on the store", func() bool {
+		for _, svc := range svcs {
+			if !strings.Contains(svc.logs.String(), "rule back on the store") {
+				return false
+			}
+		}
+		return true
+	})
+	from := l.denied.Load()
+	testkit.WaitFor(t, time.Minute, "Redis to deny again, the window full", func() bool {
+		return l.denied.Load() > from+int64(len(svcs)*callersPerReplica)
+	})
 }
 
 func (l *outageLoad) finish() time.Duration {

@@ -20,7 +20,7 @@ func startReplicas(t *testing.T, limit int, env ...string) []*service {
 	root, _ := newConfigRoot(t, map[string]string{"outage.yaml": fmt.Sprintf(outageConfig, limit)})
 	var svcs []*service
 	for range 3 {
-		svcs = append(svcs, startService(t, root, append(append(env, outageEnv...), "REDIS_TIMEOUT=1s")...))
+		svcs = append(svcs, startService(t, root, append(append(env, outageEnv...), "REDIS_TIMEOUT="+outageRedisTimeout.String())...))
 	}
 	waitShares(t, svcs)
 	return svcs
@@ -61,7 +61,7 @@ func TestOutageClusterMasterKill(t *testing.T) {
 		return err == nil && len(role) > 0 && role[0] == "master"
 	})
 	waitReconciled(t, svcs, 20*time.Second)
-	time.Sleep(2 * time.Second) // Redis decides again, up to the limit
+	load.waitBackOnStore(t, svcs)
 	judgeOutage(t, svcs, load, load.finish(), limit, hot, "Cluster master kill")
 }
 
@@ -87,7 +87,7 @@ func TestOutageSentinelFailover(t *testing.T) {
 		return err == nil && len(role) > 0 && role[0] == "master"
 	})
 	waitReconciled(t, svcs, 20*time.Second)
-	time.Sleep(2 * time.Second) // Redis decides again, up to the limit
+	load.waitBackOnStore(t, svcs)
 	judgeOutage(t, svcs, load, load.finish(), limit, "hot", "Sentinel failover")
 }
 
@@ -107,6 +107,6 @@ func TestOutageRedisRestartedEmpty(t *testing.T) {
 	time.Sleep(30 * time.Second)
 	rds.Restart(t)
 	waitReconciled(t, svcs, 20*time.Second)
-	time.Sleep(2 * time.Second) // Redis decides again, up to the limit
+	load.waitBackOnStore(t, svcs)
 	judgeOutage(t, svcs, load, load.finish(), limit, "hot", "Redis stopped 30 s, restarted empty")
 }
