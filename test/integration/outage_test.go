@@ -55,6 +55,7 @@ func TestOutageClusterMasterKill(t *testing.T) {
 	roomInWindow(t, time.Hour, time.Minute)
 	load := startLoad(svcs, request("outage", desc("k", hot)))
 	time.Sleep(300 * time.Millisecond)
+	waitReplicaCaughtUp(t, masters[0], replica)
 	masterNodes[0].Stop()
 	testkit.WaitFor(t, 20*time.Second, "the killed master's replica to be promoted", func() bool {
 		role, err := replica.Do(context.Background(), "ROLE").Slice()
@@ -77,11 +78,12 @@ func TestOutageSentinelFailover(t *testing.T) {
 	svcs := startReplicas(t, limit, "REDIS_TYPE=SENTINEL", "REDIS_URL=mymaster,"+sentinel)
 	waitReplicated(t, replica.Addr) // the replicas' presence
 	roomInWindow(t, time.Hour, time.Minute)
-	load := startLoad(svcs, request("outage", desc("k", "hot")))
-	time.Sleep(300 * time.Millisecond)
-	master.Stop()
 	rdb := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	defer rdb.Close()
+	load := startLoad(svcs, request("outage", desc("k", "hot")))
+	time.Sleep(300 * time.Millisecond)
+	waitReplicaCaughtUp(t, redistest.Clients(t, []*redistest.Server{master})[0], rdb)
+	master.Stop()
 	testkit.WaitFor(t, 30*time.Second, "Sentinel to promote the replica", func() bool {
 		role, err := rdb.Do(context.Background(), "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
