@@ -30,6 +30,18 @@ func TestDropInSettings(t *testing.T) {
 			want: func(s *settings) { s.Headers.AllLimits = true },
 		},
 		{
+			name: "overload bounds by default: a cap on decisions in progress, no timeout",
+			env:  map[string]string{},
+			want: func(s *settings) {
+				s.Overload = overloadSettings{MaxConcurrentRequests: 10_000}
+			},
+		},
+		{
+			name: "no cap, as in envoyproxy",
+			env:  map[string]string{"MAX_CONCURRENT_REQUESTS": "0"},
+			want: func(s *settings) { s.Overload.MaxConcurrentRequests = 0 },
+		},
+		{
 			name: "overload bounds",
 			env:  map[string]string{"MAX_CONCURRENT_REQUESTS": "5000", "REQUEST_TIMEOUT": "250ms"},
 			want: func(s *settings) {
