@@ -33,6 +33,8 @@ import (
 type options struct {
 	ratelimitd  string
 	base        string
+	envoyproxy  string // the envoyproxy/ratelimit binary (target envoyproxy)
+	workDir     string // the run's directory (set by run)
 	redisServer string
 	config      string
 	domain      string
@@ -64,6 +66,7 @@ func main() {
 	var descs, targets, scenarios string
 	flag.StringVar(&o.ratelimitd, "ratelimitd", "", "ratelimitd binary to measure (required)")
 	flag.StringVar(&o.base, "ratelimitd-base", "", "a second ratelimitd binary (say, before a change) for targets named base-memory, base-redis")
+	flag.StringVar(&o.envoyproxy, "envoyproxy", "", "the envoyproxy/ratelimit binary for target envoyproxy (GOBIN=/tmp/ref go install github.com/envoyproxy/ratelimit/src/service_cmd@latest)")
 	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.StringVar(&o.config, "config", "bench/config", "ratelimitd config directory")
 	flag.StringVar(&o.domain, "domain", "bench", "rate limit domain")
@@ -80,7 +83,7 @@ func main() {
 	flag.Uint64Var(&o.modelLimit, "model-limit", 1000, "envoy-model: requests per window of its one limit")
 	flag.DurationVar(&o.timeout, "timeout", time.Second, "per-call deadline")
 	flag.StringVar(&targets, "targets", "floor,memory,redis,envoy-model",
-		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0), redis-lease (LEASE_ENABLED=true), envoy-model, and base-<target> for -ratelimitd-base; +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
+		"targets in run order: floor, memory, redis, redis-nopipe (REDIS_PIPELINE_WINDOW=0), redis-lease (LEASE_ENABLED=true), envoy-model, envoyproxy (the real binary, -envoyproxy), and base-<target> for -ratelimitd-base; +NAME=VALUE adds a setting, e.g. redis+REDIS_PIPELINE_LIMIT=8")
 	flag.Float64Var(&o.rate, "rate", 0, "decisions/s offered to every target (an open-loop schedule, so that CPU per decision is compared at one load); 0: as fast as each target answers")
 	flag.DurationVar(&o.stall, "stall", 8*time.Second, "stall scenario: how long Redis sleeps (DEBUG SLEEP)")
 	flag.IntVar(&o.connections, "connections", 100, "stall scenario: connections the callers (-concurrency) are spread over")

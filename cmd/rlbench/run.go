@@ -125,6 +125,7 @@ func run(o options) error {
 		return err
 	}
 	defer cleanup()
+	o.workDir = dir
 
 	redisProc, redisAddr, err := startRedis(o.redisServer, dir)
 	if err != nil {
@@ -225,6 +226,13 @@ func startReplica(o options, t *target, name string, logFile io.Writer, redisAdd
 	case "envoy-model":
 		t.redis = true
 		c, addr, err := startModel(redisAddr, o.modelUnit, o.modelLimit)
+		return c, serviceAddrs{GRPC: addr}, err
+	case "envoyproxy":
+		if o.envoyproxy == "" {
+			return nil, serviceAddrs{}, fmt.Errorf("target %q needs -envoyproxy", name)
+		}
+		t.redis = true
+		c, addr, err := startEnvoyproxy(o.envoyproxy, o.workDir, o, redisAddr, logFile)
 		return c, serviceAddrs{GRPC: addr}, err
 	case "memory":
 		return startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)

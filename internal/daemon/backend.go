@@ -101,6 +101,7 @@ func (b redisBackend) stackOptions(m *metrics.Metrics, log *zap.Logger) ([]stack
 		redisstore.WithBreakerSet(breakers),
 		redisstore.WithBreakerChange(logBreakerChange(log, "limiter")),
 		redisstore.WithPipeline(set.RedisPipelineWindow, set.RedisPipelineLimit),
+		redisstore.WithBatchLimit(set.RedisBatchLimit),
 		redisstore.WithRoundTripObserver(m.RoundTrip),
 		redisstore.WithKeyPrefix(set.CacheKeyPrefix),
 		redisstore.WithNoticeFailure(noticeFailed),

@@ -120,6 +120,8 @@ type settings struct {
 	// and REDIS_PIPELINE_LIMIT: concurrent decisions share round trips.
 	RedisPipelineWindow time.Duration
 	RedisPipelineLimit  int
+	// RedisBatchLimit is REDIS_BATCH_LIMIT: the most takes in one script call.
+	RedisBatchLimit int
 	// RedisBreakerThreshold and RedisBreakerProbeInterval are
 	// REDIS_BREAKER_THRESHOLD and REDIS_BREAKER_PROBE_INTERVAL: a node that
 	// failed that many calls in a row is answered UNAVAILABLE at once until
@@ -255,6 +257,7 @@ func (s *settings) readBackend(env *envReader) (backend, redisType string) {
 	}
 	s.RedisPipelineWindow = env.duration("REDIS_PIPELINE_WINDOW", redisstore.DefaultPipelineWindow)
 	s.RedisPipelineLimit = env.integer("REDIS_PIPELINE_LIMIT", 0, 0, math.MaxInt32)
+	s.RedisBatchLimit = env.integer("REDIS_BATCH_LIMIT", redisstore.DefaultBatchLimit, 1, 100000)
 	s.RedisBreakerThreshold = env.integer("REDIS_BREAKER_THRESHOLD", redisstore.DefaultBreakerThreshold, 0, 1<<20)
 	s.RedisBreakerProbeInterval = env.duration("REDIS_BREAKER_PROBE_INTERVAL", redisstore.DefaultBreakerProbeInterval)
 	if s.RedisBreakerProbeInterval == 0 {

@@ -59,6 +59,7 @@ func defaultSettings() settings {
 		RedisPoolSize:             10,
 		RedisTimeout:              10 * time.Second,
 		RedisPipelineWindow:       redisstore.DefaultPipelineWindow,
+		RedisBatchLimit:           redisstore.DefaultBatchLimit,
 		RedisBreakerThreshold:     redisstore.DefaultBreakerThreshold,
 		RedisBreakerProbeInterval: redisstore.DefaultBreakerProbeInterval,
 		LogLevel:                  zapcore.WarnLevel,

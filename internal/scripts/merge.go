@@ -29,18 +29,18 @@ func splitFCall(args []any) (fn any, keys, argv []any, ok bool) {
 const chargedMarker = 1
 
 // Mergeable reports whether args (a redis.Cmd's Args) are an FCALL of the
-// take function as Runner sends it, without asking for charges or asking
-// for them with WithCharges (not WithDenials: Cluster's cross-slot spread
-// alone asks for them, and such a take runs alone), its now and its first
-// key (whose slot is a Cluster take's): now is 0 for Redis TIME, as in
-// production; takes merge only with takes of the same now.
+// take function as Runner sends it, asking for nothing more or for its
+// charges (WithCharges) or denials (WithDenials, a Cluster slot group of a
+// request spanning slots), its now and its first key (whose slot is a
+// Cluster take's): now is 0 for Redis TIME, as in production; takes merge
+// only with takes of the same now.
 func Mergeable(args []any) (now int64, firstKey string, ok bool) {
 	fn, keys, argv, ok := splitFCall(args)
 	if !ok || fn != takeFunction || len(keys) < 1 || len(argv) < 2 || len(argv) > 3 {
 		return 0, "", false
 	}
 	if len(argv) == 3 {
-		if more, ok := argv[2].(int); !ok || more != chargedMarker {
+		if more, ok := argv[2].(int); !ok || (more != chargedMarker && more != deniedMarker) {
 			return 0, "", false
 		}
 	}
@@ -61,9 +61,9 @@ func Mergeable(args []any) (now int64, firstKey string, ok bool) {
 // MergeTakes is the args of one FCALL of the takes function running every
 // call in calls, all Mergeable with the same now: KEYS is every take's
 // KEYS; ARGV is now, then each take's ops (whose lengths say which KEYS are
-// whose), each followed by chargedMarker when that take asks for its
-// charges. A merged call of takes that ask for none is as long as before
-// charged takes could merge.
+// whose), each followed by its marker when that take asks for its charges
+// or denials. A merged call of takes that ask for neither is as long as
+// before charged takes could merge.
 func MergeTakes(calls [][]any) []any {
 	keys := make([][]any, len(calls))
 	argv := make([][]any, len(calls))
@@ -80,7 +80,7 @@ func MergeTakes(calls [][]any) []any {
 	}
 	merged = append(merged, argv[0][0])
 	for _, a := range argv {
-		// Its ops, and its chargedMarker if it has one.
+		// Its ops, and its marker if it has one.
 		merged = append(merged, a[1:]...)
 	}
 	return merged

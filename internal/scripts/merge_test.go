@@ -36,9 +36,29 @@ func fcallArgs(t *testing.T, ops []algorithms.Op, now time.Time) []any {
 // when charged, which must be one MergeTakes takes.
 func mergeableCall(t *testing.T, ops []algorithms.Op, now int64, charged bool) []any {
 	t.Helper()
-	call := fcallArgs(t, ops, time.UnixMicro(now))
 	if charged {
+		return mergeableCallAsking(t, ops, now, askCharges)
+	}
+	return mergeableCallAsking(t, ops, now, askNothing)
+}
+
+// What a take asks for beyond its decisions: nothing, its charges
+// (WithCharges) or its charges and denials (WithDenials).
+const (
+	askNothing = iota
+	askCharges
+	askDenials
+)
+
+// mergeableCallAsking is mergeableCall for a take asking for ask.
+func mergeableCallAsking(t *testing.T, ops []algorithms.Op, now int64, ask int) []any {
+	t.Helper()
+	call := fcallArgs(t, ops, time.UnixMicro(now))
+	switch ask {
+	case askCharges:
 		call = scripts.WithCharges(call)
+	case askDenials:
+		call = scripts.WithDenials(call)
 	}
 	if n, key, ok := scripts.Mergeable(call); !ok || n != now || key != ops[0].Key {
 		t.Fatalf("a take's FCALL is not mergeable: %v", call)
@@ -204,7 +224,7 @@ func TestMergedRepliesAsAlone(t *testing.T) {
 		}
 		takes := make([][]algorithms.Op, 2+r.rng.IntN(7))
 		calls := make([][]any, len(takes))
-		charged := make([]bool, len(takes))
+		asks := make([]int, len(takes))
 		for i := range takes {
 			alg := algorithms.All()[r.rng.IntN(len(algorithms.All()))]
 			if group%2 == 1 && r.rng.IntN(5) != 0 {
@@ -212,11 +232,15 @@ func TestMergedRepliesAsAlone(t *testing.T) {
 				// the same keys in one call.
 				alg = algorithms.FixedWindow
 			}
-			charged[i] = r.rng.IntN(2) == 0
+			// Charges or denials (a Cluster slot group's) in a third each.
+			asks[i] = r.rng.IntN(3)
 			takes[i] = r.draw(lims[alg])
-			calls[i] = mergeableCall(t, takes[i], now, charged[i])
+			calls[i] = mergeableCallAsking(t, takes[i], now, asks[i])
 		}
-		r.compare(group, takes, calls, charged)
+		r.compare(group, takes, calls, asks)
+	}
+	if r.denials < 50 {
+		t.Errorf("only %d merged takes with denials answered a denial: too few to judge", r.denials)
 	}
 	if r.packed < 50 {
 		t.Errorf("only %d merged replies packed: the fast path barely ran", r.packed)
@@ -242,6 +266,9 @@ type mergeRig struct {
 	keys          []string
 	cover         map[algorithms.Algorithm]*mergeSeen
 	packed        int
+	// denials counts merged takes asking for their denials that answered
+	// a denial.
+	denials int
 }
 
 // draw is one take's ops under lim: a request and its lease top-up, a wide
@@ -280,7 +307,7 @@ func (r *mergeRig) draw(lim algorithms.Limit) []algorithms.Op {
 
 // compare runs a group's takes merged and alone and requires the same
 // replies and the same states of every key after.
-func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, charged []bool) {
+func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, asks []int) {
 	ctx, t := context.Background(), r.t
 	cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
 	_ = r.merged.Process(ctx, cmd)
@@ -303,10 +330,10 @@ func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, ch
 		mergedVals, err1 := scripts.ReplyValues(replies[i])
 		aloneVals, err2 := scripts.ReplyValues(parts[0])
 		if err1 != nil || err2 != nil || !reflect.DeepEqual(mergedVals, aloneVals) {
-			t.Fatalf("group %d take %d (charges %v) %+v:\n  merged %v (%v)\n  alone  %v (%v)", group, i, charged[i], ops, replies[i], err1, parts[0], err2)
+			t.Fatalf("group %d take %d (asking %d) %+v:\n  merged %v (%v)\n  alone  %v (%v)", group, i, asks[i], ops, replies[i], err1, parts[0], err2)
 		}
-		if charged[i] {
-			r.noteCharges(group, i, ops, replies[i])
+		if asks[i] != askNothing {
+			r.noteCharges(group, i, ops, replies[i], asks[i] == askDenials)
 		}
 	}
 	for _, key := range r.keys {
@@ -324,10 +351,13 @@ func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, ch
 }
 
 // noteCharges counts a charged take's charges in cover.
-func (r *mergeRig) noteCharges(group, i int, ops []algorithms.Op, reply any) {
-	out, err := scripts.Decode(reply, ops, true, false)
+func (r *mergeRig) noteCharges(group, i int, ops []algorithms.Op, reply any, denials bool) {
+	out, err := scripts.Decode(reply, ops, true, denials)
 	if err != nil {
 		r.t.Fatalf("group %d take %d: %v", group, i, err)
+	}
+	if denials && slices.ContainsFunc(out.Decisions, func(d algorithms.Decision) bool { return !d.Allowed }) {
+		r.denials++
 	}
 	ch, ds := out.Charges, out.Decisions
 	if len(ch) > 0 {
@@ -406,10 +436,10 @@ func TestMergeable(t *testing.T) {
 	}{
 		"take":       {take, true, now.UnixMicro(), "k:a"},
 		"redis time": {fcallArgs(t, []algorithms.Op{{Key: "k:c", Limit: lim}}, time.Time{}), true, 0, "k:c"},
-		// A lease top-up (TakeCharged) merges; a Cluster slot group
-		// asking for its denials does not.
+		// A lease top-up (TakeCharged) and a Cluster slot group asking
+		// for its denials (TakeDenials) merge.
 		"with charges":       {scripts.WithCharges(edit(func(a []any) []any { return a })), true, now.UnixMicro(), "k:a"},
-		"with denials":       {scripts.WithDenials(edit(func(a []any) []any { return a })), false, 0, ""},
+		"with denials":       {scripts.WithDenials(edit(func(a []any) []any { return a })), true, now.UnixMicro(), "k:a"},
 		"charges text":       {edit(func(a []any) []any { return append(a, "1") }), false, 0, ""},
 		"charges other":      {edit(func(a []any) []any { return append(a, 3) }), false, 0, ""},
 		"argv past":          {edit(func(a []any) []any { return append(scripts.WithCharges(a), 1) }), false, 0, ""},
@@ -471,9 +501,9 @@ func TestMergeTakesLayout(t *testing.T) {
 			t.Errorf("take %d: %v %v %v, want %d values", i, replies[i], errs[i], err, n)
 		}
 	}
-	// A denials marker (never merged) or any other value where a take's
-	// ops or marker belong fails the call before any take runs.
-	for _, marker := range []any{2, "x", ""} {
+	// A value that is neither a marker nor ops where a take's ops or
+	// marker belong fails the call before any take runs.
+	for _, marker := range []any{3, "x", ""} {
 		bad := slices.Clone(mixed)
 		bad[3+5+3] = marker
 		cmd := redis.NewCmd(ctx, bad...)

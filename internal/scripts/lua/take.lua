@@ -472,14 +472,15 @@ end
 -- KEYS: every take's KEYS, in order. ARGV[1]: now in µs, or 0 for TIME;
 -- then per take its ops (its ARGV[2]), which say how many KEYS are its,
 -- followed by CHARGED ('1', its ARGV[3]) when it asks for its charges
--- (scripts.WithCharges; a take asking for denials is never merged). Ops
--- are a non-empty multiple of OP_BYTES, so the marker cannot be read as
--- ops, and a take without charges costs the call nothing more. Reply: per
+-- (scripts.WithCharges) or DENIALS ('2') when it asks for its denials too
+-- (scripts.WithDenials: a Cluster slot group of a request spanning slots).
+-- Ops are a non-empty multiple of OP_BYTES, so a marker cannot be read as
+-- ops, and a take without one costs the call nothing more. Reply: per
 -- take, its own section, what take_main would reply to it alone, as that
 -- array or, from take_fixed, packed into one string (reply_of;
 -- scripts.Decode reads both), or an error reply if it failed (every check
 -- and decision of a take runs before its first write).
-local CHARGED = '1'
+local CHARGED, DENIALS = '1', '2'
 local function take_many()
   local keys, args = KEYS, ARGV
   local now = now_of(args[1])
@@ -494,7 +495,7 @@ local function take_many()
     end
     total, takes = total + bytes / OP_BYTES, takes + 1
     b = b + 1
-    if args[b] == CHARGED then b = b + 1 end
+    if args[b] == CHARGED or args[b] == DENIALS then b = b + 1 end
   end
   if total ~= #keys then
     error('ratelimitd: ops for ' .. total .. ' keys, ' .. #keys .. ' KEYS')
@@ -505,9 +506,10 @@ local function take_many()
     local ops = args[b]
     local n = #ops / OP_BYTES
     b = b + 1
-    local charges = args[b] == CHARGED
+    local denials = args[b] == DENIALS
+    local charges = denials or args[b] == CHARGED
     if charges then b = b + 1 end
-    local ok, reply = pcall(take_keys, now, keys, k0, ops, n, charges, false, true)
+    local ok, reply = pcall(take_keys, now, keys, k0, ops, n, charges, denials, true)
     k0, takes = k0 + n, takes + 1
     if ok then
       out[takes] = reply

@@ -47,7 +47,9 @@ type settings struct {
 	// REDIS_PIPELINE_WINDOW and REDIS_PIPELINE_LIMIT (pipeline.go).
 	pipelineWindow time.Duration
 	pipelineLimit  int
-	undoFailed     func(charges int, err error)
+	// REDIS_BATCH_LIMIT: most takes in one script call (merge.go).
+	batchLimit int
+	undoFailed func(charges int, err error)
 
 	refreshInterval time.Duration
 
@@ -76,7 +78,7 @@ func WithRoundTripObserver(fn func(took time.Duration, err error)) Option {
 
 func defaults() settings {
 	return settings{conn: redisconn.Defaults(),
-		pipelineWindow: DefaultPipelineWindow, refreshInterval: DefaultRefreshInterval, channel: RefundChannel("")}
+		pipelineWindow: DefaultPipelineWindow, batchLimit: DefaultBatchLimit, refreshInterval: DefaultRefreshInterval, channel: RefundChannel("")}
 }
 
 // WithClient uses c instead of building a client. The options that build

@@ -9,11 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultPipelineWindow is REDIS_PIPELINE_WINDOW's default here (radix's
-// and so envoyproxy/ratelimit's recommended value; envoyproxy itself
-// defaults to 0). It costs a lone caller nothing: a call never waits while
-// no pipeline is in flight (see coalescer).
-const DefaultPipelineWindow = 150 * time.Microsecond
+// DefaultPipelineWindow is REDIS_PIPELINE_WINDOW's default here
+// (envoyproxy's is 0). It costs a lone caller nothing: a call never waits
+// while no pipeline is in flight (see coalescer). Longer than a loaded
+// round trip, so that what queues behind a pipeline goes as one batch when
+// it returns: at 150us (radix's value) a busy box's round trips outlasted
+// the window, batches went half as full, and Redis and the service paid
+// about a fifth more CPU per decision (docs/performance.md).
+const DefaultPipelineWindow = 2 * time.Millisecond
 
 // WithPipeline is REDIS_PIPELINE_WINDOW and REDIS_PIPELINE_LIMIT: concurrent
 // script calls share one pipelined round trip. window bounds how long a call
@@ -58,6 +61,7 @@ type coalescer struct {
 	// slotted: a Cluster node's, where one script's keys must share a slot,
 	// so only takes of the same slot merge.
 	slotted bool
+	batch   int // the most takes in one merged call (WithBatchLimit)
 
 	mu       sync.Mutex
 	queue    []*pendingCall
@@ -90,7 +94,7 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 	}
 	switch c := c.(type) {
 	case *redis.Client:
-		co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.conn.Timeout, c.Pipeline)
+		co := newCoalescer(s, c.Pipeline)
 		c.AddHook(co)
 		return co.close
 	case *redis.ClusterClient:
@@ -99,7 +103,7 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 		// Every command to a node goes through that node's client, and
 		// New installs this before any command creates a node.
 		c.OnNewNode(func(node *redis.Client) {
-			co := newCoalescer(s.pipelineWindow, s.pipelineLimit, s.conn.Timeout, node.Pipeline)
+			co := newCoalescer(s, node.Pipeline)
 			co.slotted = true
 			node.AddHook(co)
 			mu.Lock()
@@ -117,8 +121,8 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 	return func() {}
 }
 
-func newCoalescer(window time.Duration, limit int, timeout time.Duration, pipe func() redis.Pipeliner) *coalescer {
-	c := &coalescer{window: window, limit: limit, timeout: timeout, pipe: pipe}
+func newCoalescer(s settings, pipe func() redis.Pipeliner) *coalescer {
+	c := &coalescer{window: s.pipelineWindow, limit: s.pipelineLimit, timeout: s.conn.Timeout, pipe: pipe, batch: s.batchLimit}
 	c.timer = time.AfterFunc(time.Hour, c.windowElapsed)
 	c.timer.Stop()
 	return c
@@ -277,7 +281,7 @@ func (c *coalescer) send(batch []*pendingCall) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pipe := c.pipe()
-	merges := queue(ctx, pipe, live, c.slotted)
+	merges := queue(ctx, pipe, live, c.slotted, c.batch)
 	// Each command carries its own error; Exec's is only the first of them.
 	_, _ = pipe.Exec(ctx)
 	for _, m := range merges {
