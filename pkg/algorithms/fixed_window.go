@@ -54,7 +54,7 @@ func fixedWindowForce(lim Limit, st State, hits uint64, now int64) (State, uint6
 	if w := st.Window(); w.Start == start && w.Count > 0 {
 		count = w.Count
 	}
-	next := min(count+int64(hits), MaxCount)
+	next := max(min(count+int64(hits), MaxCount), count)
 	return Window{Start: start, Count: next}.State(end), uint64(next - count)
 }
 

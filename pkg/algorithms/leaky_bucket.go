@@ -82,7 +82,7 @@ func leakyBucketForce(lim Limit, st State, hits uint64, now int64) (State, uint6
 	}
 	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
 	level, frac, anchor := leakyBucketAt(lim, st, now)
-	next := min(level+int64(min(hits, MaxCount)), 2*capacity)
+	next := max(min(level+int64(min(hits, MaxCount)), 2*capacity), level)
 	return Meter{Last: anchor, Level: next, Frac: frac}.State(anchor + refillTime(next, frac, p, r)), uint64(next - level)
 }
 

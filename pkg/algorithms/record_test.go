@@ -158,3 +158,29 @@ func TestHorizonAtZeroLimit(t *testing.T) {
 		}
 	}
 }
+
+// A report on a count already past MaxCount (a limit of 0 keeps counting
+// whatever it reads, ZeroCounts) leaves it as it is: a record never gives
+// room back, and applies 0, not a negative amount.
+func TestRecordPastMaxCountKeepsTheCount(t *testing.T) {
+	for _, alg := range All() {
+		if alg.ZeroRate() != ZeroCounts {
+			continue
+		}
+		t.Run(alg.String(), func(t *testing.T) {
+			lim := Limit{Algorithm: alg, Requests: 0, Period: time.Minute}
+			_, st := Record(lim, State{}, MaxCount, t0)
+			w := st.Window()
+			w.Count = MaxCount + 1
+			st = w.State(st.ExpiresAt)
+			b := TakeAll([]Op{{Key: "k", Limit: lim, Hits: 3, Usage: true}}, func(string) State { return st }, t0)
+			after := w.Count
+			if next, ok := b.Writes["k"]; ok {
+				after = next.Window().Count
+			}
+			if after < w.Count || b.Applied[0] != 0 {
+				t.Errorf("count %d before the report, %d after, applied %d: want it kept and 0 applied", w.Count, after, b.Applied[0])
+			}
+		})
+	}
+}

@@ -94,7 +94,7 @@ func slidingWindowAt(lim Limit, st State, now int64) (start, end, cur, prev int6
 // to MaxCount): they weigh on the next window too, as admitted hits do.
 func slidingWindowForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	start, end, cur, prev := slidingWindowAt(lim, st, now)
-	next := min(cur+int64(hits), MaxCount)
+	next := max(min(cur+int64(hits), MaxCount), cur)
 	return Window{Start: start, Count: next, Prev: prev}.State(windowAfter(lim, end)), uint64(next - cur)
 }
 

@@ -103,7 +103,7 @@ func tokenBucketForce(lim Limit, st State, hits uint64, now int64) (State, uint6
 	capacity, debt := int64(lim.Capacity()), int64(lim.MaxDebt)
 	step := max(lim.RefillInterval.Microseconds(), 1)
 	tokens, frac, anchor := tokenBucketAt(lim, st, now)
-	next := max(tokens-int64(min(hits, MaxCount)), -(capacity + debt))
+	next := min(max(tokens-int64(min(hits, MaxCount)), -(capacity+debt)), tokens)
 	return Bucket{Last: anchor, Tokens: next, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-next, frac, p, r), step)), uint64(tokens - next)
 }
 

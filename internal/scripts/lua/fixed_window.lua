@@ -34,7 +34,7 @@ local function fixed_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   if a == start and b > 0 then
     count = b
   end
-  local n = math.min(count + h, MAX_COUNT)
+  local n = math.max(math.min(count + h, MAX_COUNT), count)
   return start, n, 0, stop, n - count
 end
 

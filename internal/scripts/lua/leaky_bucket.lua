@@ -58,7 +58,7 @@ local function leaky_bucket_force(r, p, cap, refill, debt, a, b, c, e, h, now)
     return a, b, c, e, 0
   end
   local level, frac, anchor = leaky_bucket_at(r, p, cap, a, b, c, e, now)
-  local nl = math.min(level + math.min(h, MAX_COUNT), 2 * cap)
+  local nl = math.max(math.min(level + math.min(h, MAX_COUNT), 2 * cap), level)
   return anchor, nl, frac, leaky_bucket_when(0, nl, frac, anchor, p, r), nl - level
 end
 

@@ -64,7 +64,7 @@ end
 local function sliding_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   local months = refill
   local start, stop, cur, prev = sliding_window_at(p, months, a, b, c, e, now)
-  local n = math.min(cur + h, MAX_COUNT)
+  local n = math.max(math.min(cur + h, MAX_COUNT), cur)
   return start, n, prev, window_after(p, months, stop), n - cur
 end
 

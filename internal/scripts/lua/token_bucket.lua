@@ -63,7 +63,7 @@ local function token_bucket_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   end
   local step = math.max(refill, 1)
   local tokens, frac, anchor = token_bucket_at(r, p, cap, refill, debt, a, b, c, e, now)
-  local nt = math.max(tokens - math.min(h, MAX_COUNT), -(cap + debt))
+  local nt = math.min(math.max(tokens - math.min(h, MAX_COUNT), -(cap + debt)), tokens)
   return anchor, nt, frac, token_bucket_when(cap, nt, frac, anchor, p, r, step), tokens - nt
 end
 
