@@ -14,14 +14,14 @@ import (
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
 	"github.com/ratelimitd/ratelimitd/internal/config"
-	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
 )
 
 // counterSource resolves descriptors as ShouldRateLimit does;
-// *ratelimit.Service is one.
+// *service.Service is one.
 type counterSource interface {
-	Counters(domain string, descriptors [][]config.Entry) ([]ratelimit.Counter, error)
-	Inspect(ctx context.Context, domain string, descriptors [][]config.Entry) ([]ratelimit.Counter, error)
+	Counters(domain string, descriptors [][]service.Entry) ([]service.Counter, error)
+	Inspect(ctx context.Context, domain string, descriptors [][]service.Entry) ([]service.Counter, error)
 }
 
 // resetter deletes counters; existed[i] says keys[i] held a live state.

@@ -27,8 +27,8 @@ import (
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
 	"github.com/ratelimitd/ratelimitd/internal/admin"
 	"github.com/ratelimitd/ratelimitd/internal/config"
-	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
 )
@@ -48,13 +48,9 @@ descriptors:
       - {unit: minute, requests_per_unit: 2}
 `
 
-type staticConfig struct{ cfg *config.Config }
-
-func (s staticConfig) Current() *config.Config { return s.cfg }
-
 // rig is a service and its counters API over one memstore.
 type rig struct {
-	svc   *ratelimit.Service
+	svc   *service.Service
 	admin *admin.Server
 	reg   *prometheus.Registry
 	logs  *observer.ObservedLogs
@@ -62,7 +58,7 @@ type rig struct {
 
 func newRig(t *testing.T, auth admin.Auth) *rig {
 	t.Helper()
-	cfg, err := config.Parse([]config.File{{Name: "d.yaml", Data: []byte(rules)}})
+	parsed, err := service.ParseRules(service.RulesFile{Name: "d.yaml", YAML: []byte(rules)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +67,10 @@ func newRig(t *testing.T, auth admin.Auth) *rig {
 	st := memstore.New(memstore.WithClock(storetest.Epoch))
 	t.Cleanup(func() { _ = st.Close() })
 	keys := config.KeyBuilder{Prefix: "rl:"}
-	svc := ratelimit.New(staticConfig{cfg}, st, ratelimit.WithKeyBuilder(keys))
+	svc, err := service.New(parsed, st, service.WithKeyPrefix(keys.Prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
 	core, logs := observer.New(zap.WarnLevel)
 	a := admin.New(svc, st, auth, admin.WithKeyBuilder(keys), admin.WithLogger(zap.New(core)))
 	reg := prometheus.NewRegistry()

@@ -88,6 +88,9 @@ func New(opts ...Option) *Metrics {
 // a second copy would fail to register. The result only observes: Handler,
 // Registry and the Add methods need New's registry.
 func Register(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
+	if own, ok := reg.(ownRegistry); ok {
+		return own.m, nil
+	}
 	m := build(opts)
 	for i, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
@@ -155,6 +158,15 @@ func (m *Metrics) Handler() http.Handler {
 
 // Registry is for tests and for adding collectors (e.g. the local cache).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Registerer is New's registry, on which Register returns m itself: how the
+// daemon gives its metrics to pkg/service's WithMetrics.
+func (m *Metrics) Registerer() prometheus.Registerer { return ownRegistry{m.reg, m} }
+
+type ownRegistry struct {
+	*prometheus.Registry
+	m *Metrics
+}
 
 // Hit is one descriptor's decision, as the service saw it.
 type Hit struct {
