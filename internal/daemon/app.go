@@ -91,10 +91,11 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.store, a.leases, err = newStore(set, m, a.envoy, log, a.tracerProvider(), a.watcher.Current); err != nil {
+	stk, leases, err := newStore(set, m, a.envoy, log, a.tracerProvider(), a.watcher.Current)
+	if err != nil {
 		return nil, err
 	}
-	a.fallback, _ = under[*fallback.Store](a.store)
+	a.store, a.leases, a.fallback = stk.Store, leases, stk.Fallback
 	a.observeLeases(a.watcher.Current())
 	a.startFallback(a.watcher.Current())
 	a.announceTracing()

@@ -13,7 +13,6 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
 	"github.com/ratelimitd/ratelimitd/pkg/redisconn"
-	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/stack"
@@ -27,7 +26,7 @@ import (
 // decorator (fallback.go, its metrics per rule of rules), then tp's spans
 // (nil: no tracing); the cache's gauges go to envoy's stats too. It returns
 // the lease gate too (nil on the embedded store, which never leases).
-func newStore(set settings, m *metrics.Metrics, envoy *envoyStats, log *zap.Logger, tp trace.TracerProvider, rules func() *config.Config) (store.Store, *leaseGate, error) {
+func newStore(set settings, m *metrics.Metrics, envoy *envoyStats, log *zap.Logger, tp trace.TracerProvider, rules func() *config.Config) (*stack.Stack, *leaseGate, error) {
 	opts, err := set.backend().stackOptions(m, log)
 	if err != nil {
 		return nil, nil, err
@@ -48,7 +47,7 @@ func newStore(set settings, m *metrics.Metrics, envoy *envoyStats, log *zap.Logg
 	if stk.Lease != nil {
 		gate = &leaseGate{Store: stk.Lease, log: log}
 	}
-	return stk.Store, gate, nil
+	return stk, gate, nil
 }
 
 // addStackMetrics exports the statistics of the stack's layers, the local
