@@ -1,6 +1,7 @@
 package examples
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,9 +16,12 @@ import (
 
 // TestEnvoyRLQS: the rate_limit_quota filter example decodes strictly and
 // validates; its RLQS cluster speaks HTTP/2; every bucket has the
-// recommended DENY_ALL behaviors (the exact bound); and the bucket ids its
-// requests build match the rules expected in its rate limit config, as
-// ratelimitd's RLQS server matches them.
+// recommended DENY_ALL behaviors (the exact bound); every request builds
+// a bucket id (Envoy lets a request whose id it cannot build through,
+// unreported: a custom value whose header is missing), one of its own
+// for an API request without a tenant; and the ids match the rules
+// expected in its rate limit config, as ratelimitd's RLQS server matches
+// them.
 func TestEnvoyRLQS(t *testing.T) {
 	const file = "envoy-rlqs/envoy.yaml"
 	bs, hcm := envoyBootstrap(t, file)
@@ -46,11 +50,17 @@ func TestEnvoyRLQS(t *testing.T) {
 	}{
 		{"an API request of a tenant", map[string]string{":path": "/api/items", "x-tenant": "acme"}, 600},
 		{"an API request without a tenant", map[string]string{":path": "/api/items"}, 6000},
+		{"an API request with an empty tenant", map[string]string{":path": "/api/items", "x-tenant": ""}, 6000},
 		{"anything else", map[string]string{":path": "/index.html", "x-tenant": "acme"}, 1000},
+		{"anything else, without a tenant", map[string]string{":path": "/index.html"}, 1000},
 	} {
 		settings := bucketSettings(t, rlq.GetBucketMatchers(), tc.headers)
 		checkRecommended(t, tc.name, settings)
-		id := bucketID(t, settings, tc.headers)
+		id, ok := bucketID(t, settings, tc.headers)
+		if !ok {
+			t.Errorf("%s: no bucket id can be built (a custom value's header is missing): Envoy lets the request through unreported", tc.name)
+			continue
+		}
 		rule, _ := cfg.MatchBucket(rlq.GetDomain(), id)
 		switch {
 		case rule == nil:
@@ -62,16 +72,12 @@ func TestEnvoyRLQS(t *testing.T) {
 }
 
 // bucketSettings evaluates the filter's matcher for a request: the first
-// matcher of its list that matches, else on_no_match.
+// matcher of its list whose predicate holds, else on_no_match.
 func bucketSettings(t *testing.T, m *xdsmatcherv3.Matcher, headers map[string]string) *rlqfilterv3.RateLimitQuotaBucketSettings {
 	t.Helper()
 	action := m.GetOnNoMatch().GetAction()
 	for _, fm := range m.GetMatcherList().GetMatchers() {
-		sp := fm.GetPredicate().GetSinglePredicate()
-		if sp == nil {
-			t.Fatal("only single predicates are evaluated here: extend bucketSettings")
-		}
-		if stringMatches(t, sp.GetValueMatch(), headerInput(t, sp.GetInput().GetTypedConfig(), headers)) {
+		if holds(t, fm.GetPredicate(), headers) {
 			action = fm.GetOnMatch().GetAction()
 			break
 		}
@@ -83,14 +89,46 @@ func bucketSettings(t *testing.T, m *xdsmatcherv3.Matcher, headers map[string]st
 	return &s
 }
 
-// headerInput is an HttpRequestHeaderMatchInput's value for the request.
-func headerInput(t *testing.T, input *anypb.Any, headers map[string]string) string {
+// holds evaluates a predicate: a single one on a request header (false
+// when the header is missing, as Envoy's matcher has no data then), or
+// all or any of a list.
+func holds(t *testing.T, p *xdsmatcherv3.Matcher_MatcherList_Predicate, headers map[string]string) bool {
+	t.Helper()
+	switch {
+	case p.GetSinglePredicate() != nil:
+		sp := p.GetSinglePredicate()
+		v, ok := headerInput(t, sp.GetInput().GetTypedConfig(), headers)
+		return ok && stringMatches(t, sp.GetValueMatch(), v)
+	case p.GetAndMatcher() != nil:
+		for _, q := range p.GetAndMatcher().GetPredicate() {
+			if !holds(t, q, headers) {
+				return false
+			}
+		}
+		return true
+	case p.GetOrMatcher() != nil:
+		for _, q := range p.GetOrMatcher().GetPredicate() {
+			if holds(t, q, headers) {
+				return true
+			}
+		}
+		return false
+	default:
+		t.Fatalf("predicate %v is not evaluated here: extend holds", p)
+		return false
+	}
+}
+
+// headerInput is an HttpRequestHeaderMatchInput's value for the request,
+// and whether it carries the header.
+func headerInput(t *testing.T, input *anypb.Any, headers map[string]string) (string, bool) {
 	t.Helper()
 	var h matcherv3.HttpRequestHeaderMatchInput
 	if err := input.UnmarshalTo(&h); err != nil {
 		t.Fatalf("only request header inputs are evaluated here: %v", err)
 	}
-	return headers[h.GetHeaderName()]
+	v, ok := headers[h.GetHeaderName()]
+	return v, ok
 }
 
 func stringMatches(t *testing.T, m *xdsmatcherv3.StringMatcher, v string) bool {
@@ -102,6 +140,9 @@ func stringMatches(t *testing.T, m *xdsmatcherv3.StringMatcher, v string) bool {
 		return strings.HasPrefix(v, p.Prefix)
 	case *xdsmatcherv3.StringMatcher_Suffix:
 		return strings.HasSuffix(v, p.Suffix)
+	case *xdsmatcherv3.StringMatcher_SafeRegex:
+		// Envoy's safe_regex matches the whole value (RE2, as Go's).
+		return regexp.MustCompile(`^(?:` + p.SafeRegex.GetRegex() + `)$`).MatchString(v)
 	default:
 		t.Fatalf("string matcher %T is not evaluated here: extend stringMatches", p)
 		return false
@@ -109,20 +150,22 @@ func stringMatches(t *testing.T, m *xdsmatcherv3.StringMatcher, v string) bool {
 }
 
 // bucketID builds the bucket id as the filter does: string values as
-// they are, custom values read from the request and left out when empty.
-func bucketID(t *testing.T, s *rlqfilterv3.RateLimitQuotaBucketSettings, headers map[string]string) map[string]string {
+// they are, custom values read from the request; false when a custom
+// value's input is missing (the filter builds no id then).
+func bucketID(t *testing.T, s *rlqfilterv3.RateLimitQuotaBucketSettings, headers map[string]string) (map[string]string, bool) {
 	t.Helper()
 	id := map[string]string{}
 	for k, b := range s.GetBucketIdBuilder().GetBucketIdBuilder() {
 		v := b.GetStringValue()
 		if c := b.GetCustomValue(); c != nil {
-			v = headerInput(t, c.GetTypedConfig(), headers)
+			var ok bool
+			if v, ok = headerInput(t, c.GetTypedConfig(), headers); !ok {
+				return nil, false
+			}
 		}
-		if v != "" {
-			id[k] = v
-		}
+		id[k] = v
 	}
-	return id
+	return id, true
 }
 
 // checkRecommended: DENY_ALL without an assignment and after one expired,

@@ -25,7 +25,6 @@ type counterSource interface {
 	Inspect(ctx context.Context, domain string, descriptors [][]service.Entry) ([]service.Counter, error)
 }
 
-
 // Defaults of List.
 const (
 	DefaultPageSize = 100

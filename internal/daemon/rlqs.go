@@ -14,31 +14,34 @@ import (
 type rlqsSettings struct {
 	// Enabled is RLQS_ENABLED: serve envoy.service.rate_limit_quota.v3 on
 	// the gRPC port.
-	Enabled  bool
-	Interval time.Duration
-	Fraction float64
-	MaxBlock uint64
-	Margin   time.Duration
+	Enabled    bool
+	Interval   time.Duration
+	Fraction   float64
+	MaxBlock   uint64
+	Margin     time.Duration
+	MaxBuckets int
 }
 
 func defaultRLQSSettings() rlqsSettings {
 	return rlqsSettings{
-		Enabled:  true,
-		Interval: rlqs.DefaultReportingInterval,
-		Fraction: rlqs.DefaultFraction,
-		MaxBlock: rlqs.DefaultMaxBlock,
-		Margin:   rlqs.DefaultExpiryMargin,
+		Enabled:    true,
+		Interval:   rlqs.DefaultReportingInterval,
+		Fraction:   rlqs.DefaultFraction,
+		MaxBlock:   rlqs.DefaultMaxBlock,
+		Margin:     rlqs.DefaultExpiryMargin,
+		MaxBuckets: rlqs.DefaultMaxBuckets,
 	}
 }
 
 func readRLQSSettings(env *envReader) rlqsSettings {
 	d := defaultRLQSSettings()
 	s := rlqsSettings{
-		Enabled:  env.boolean("RLQS_ENABLED", d.Enabled),
-		Interval: env.duration("RLQS_REPORTING_INTERVAL", d.Interval),
-		Fraction: env.fraction("RLQS_FRACTION", d.Fraction),
-		MaxBlock: uint64(env.integer("RLQS_MAX_BLOCK", int(d.MaxBlock), 1, 1<<32-1)),
-		Margin:   env.duration("RLQS_EXPIRY_MARGIN", d.Margin),
+		Enabled:    env.boolean("RLQS_ENABLED", d.Enabled),
+		Interval:   env.duration("RLQS_REPORTING_INTERVAL", d.Interval),
+		Fraction:   env.fraction("RLQS_FRACTION", d.Fraction),
+		MaxBlock:   uint64(env.integer("RLQS_MAX_BLOCK", int(d.MaxBlock), 1, 1<<32-1)),
+		Margin:     env.duration("RLQS_EXPIRY_MARGIN", d.Margin),
+		MaxBuckets: env.integer("RLQS_MAX_BUCKETS", d.MaxBuckets, 1, 1<<30),
 	}
 	if s.Interval < time.Second {
 		v, _ := env.raw("RLQS_REPORTING_INTERVAL")
@@ -67,6 +70,7 @@ func (a *app) startRLQS(m *metrics.Metrics) error {
 		rlqs.WithFraction(set.RLQS.Fraction),
 		rlqs.WithMaxBlock(set.RLQS.MaxBlock),
 		rlqs.WithExpiryMargin(set.RLQS.Margin),
+		rlqs.WithMaxBuckets(set.RLQS.MaxBuckets),
 		rlqs.WithLimits(set.MaxEntries, set.MaxValueLen),
 		rlqs.WithKeyBuilder(config.KeyBuilder{Prefix: set.CacheKeyPrefix}),
 		rlqs.WithShadowMode(set.ShadowMode),

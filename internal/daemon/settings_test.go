@@ -265,9 +265,9 @@ var parseSettingsTests = []struct {
 	{
 		name: "rlqs settings",
 		env: map[string]string{"RLQS_ENABLED": "false", "RLQS_REPORTING_INTERVAL": "1s", "RLQS_FRACTION": "0.5",
-			"RLQS_MAX_BLOCK": "100", "RLQS_EXPIRY_MARGIN": "50ms"},
+			"RLQS_MAX_BLOCK": "100", "RLQS_EXPIRY_MARGIN": "50ms", "RLQS_MAX_BUCKETS": "5000"},
 		want: func(s *settings) {
-			s.RLQS = rlqsSettings{Interval: time.Second, Fraction: 0.5, MaxBlock: 100, Margin: 50 * time.Millisecond}
+			s.RLQS = rlqsSettings{Interval: time.Second, Fraction: 0.5, MaxBlock: 100, Margin: 50 * time.Millisecond, MaxBuckets: 5000}
 		},
 	},
 	{

@@ -38,10 +38,11 @@ func (s strategy) String() string {
 // assignment is what a bucket was last sent.
 type assignment struct {
 	strategy strategy
-	// A token bucket: a block of maxTokens that refills one token per
-	// fill seconds, fill outliving the block, so that it never refills a
-	// whole token; nanos tells two blocks apart (see tokenBucketOf).
+	// A token bucket: maxTokens that refill perFill tokens per fill
+	// seconds (see window, encodeRate); nanos tells two grants apart (see
+	// tokenBucketOf).
 	maxTokens uint32
+	perFill   uint32
 	fill      int64
 	nanos     int32
 	// expires is when Envoy's copy expires at the latest: sent + ttl +
@@ -78,16 +79,18 @@ func (a assignment) action(id *rlqsv3.BucketId, ttl int64) *rlqsv3.RateLimitQuot
 	}
 }
 
-// tokenBucketOf is the block as Envoy's TokenBucket. Envoy's filter keeps
+// tokenBucketOf is the grant as Envoy's TokenBucket. Envoy's filter keeps
 // the token bucket it has when a new one has the same max_tokens,
 // tokens_per_fill and fill_interval *nanos* (it compares no seconds), and
-// otherwise starts the new one full. A new block must start full, a TTL
-// refresh must not refill: so each block gets its own nanos, which the
-// filter's rate ignores (it truncates fill_interval to whole seconds).
+// otherwise replaces it, seeded from what the old one holds
+// (global_client_impl.cc). A new grant must replace the old one (its rate
+// may differ in seconds only), a TTL stretch must not: so each grant gets
+// its own nanos, which the filter's rate ignores (it truncates
+// fill_interval to whole seconds).
 func (a assignment) tokenBucketOf() *typev3.TokenBucket {
 	return &typev3.TokenBucket{
 		MaxTokens:     a.maxTokens,
-		TokensPerFill: wrapperspb.UInt32(1),
+		TokensPerFill: wrapperspb.UInt32(a.perFill),
 		FillInterval:  &durationpb.Duration{Seconds: a.fill, Nanos: a.nanos},
 	}
 }
@@ -102,9 +105,9 @@ func abandonAction(id *rlqsv3.BucketId) *rlqsv3.RateLimitQuotaResponse_BucketAct
 	}
 }
 
-// fillSeconds is a fill interval longer than any life a block of limits
-// with periods up to longest can have (it ends with their window): whole
-// seconds, at least 2.
+// fillSeconds is a fill interval longer than any life a grant of limits
+// whose windows last up to longest can have (it ends with their window):
+// whole seconds, at least 2.
 func fillSeconds(longest time.Duration) int64 {
 	s := int64(math.Ceil(longest.Seconds()))
 	return max(s, 1) + 1

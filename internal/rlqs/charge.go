@@ -2,32 +2,36 @@ package rlqs
 
 import (
 	"context"
-	"math"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// run makes ev's store call, if it has ops, then sends its actions.
+// run makes ev's store calls (one per chunk of maxCallOps ops), sending
+// each chunk's grants as it is settled, then ev's other actions.
 func (st *stream) run(ev *event) error {
-	if len(ev.reqs) > 0 {
-		if again := st.charge(ev); again != nil {
+	for _, c := range ev.chunks() {
+		if len(c.reqs) == 0 {
+			for _, p := range c.parts {
+				st.settle(c, p, nil, nil, ev.now, ev.now)
+			}
+		} else if again := st.charge(c); again != nil {
 			st.charge(again)
-			ev.actions = append(ev.actions, again.actions...)
+			c.actions = append(c.actions, again.actions...)
+		}
+		if err := st.send(c.actions); err != nil {
+			return err
 		}
 	}
 	return st.send(ev.actions)
 }
 
-// charge takes every block and records every usage of ev in one store
-// call (one round trip per Cluster slot group), then settles each part.
-// A failed call is never retried: after a timeout the blocks may have
+// charge takes every grant's hits and records every usage of ev in one
+// store call (one round trip per Cluster slot group), then settles each
+// part. A failed call is never retried: after a timeout the hits may have
 // been charged (under-admission), and the next report asks again.
 //
-// It returns the blocks to ask again, smaller: those that did not fit a
+// It returns the grants to ask again, smaller: those that did not fit a
 // counter that has fewer hits left than was known. That second call is
 // made only near the limit, and only once: otherwise their Envoys would
 // wait a reporting interval for hits that are there.
@@ -56,26 +60,14 @@ func (st *stream) charge(ev *event) (again *event) {
 	}
 	ev.now = got
 	for _, p := range ev.parts {
-		n := len(p.b.tgt.counters)
-		if p.usage > 0 {
-			p.b.win.recorded = satAdd(p.b.win.recorded, p.usage)
-			s.stats.recorded.Add(p.usage)
-			if p.block == 0 {
-				st.learn(p.b, results[p.first:p.first+n], sent, got)
-			}
-		}
-		if p.block == 0 {
-			continue
-		}
-		at := p.first
-		if p.usage > 0 {
-			at += n
-		}
-		if size := st.settle(ev, p, results[at:at+n], byKey, sent, got); size > 0 && !ev.retry {
+		res := results[p.first-ev.base : p.first-ev.base+p.ops]
+		if size := st.settle(ev, p, res, byKey, sent, got); size > 0 && !ev.retry {
 			if again == nil {
 				again = &event{now: got, retry: true}
 			}
-			again.add(p.b, 0, size)
+			v := p.v
+			v.extra = size
+			again.add(p.b, 0, v)
 		}
 	}
 	return again
@@ -96,65 +88,83 @@ func (st *stream) learn(b *bucket, res []store.Result, sent, got time.Time) (end
 	return end, late, sliding, spent
 }
 
-// settle turns p's Spare ops into a block for Envoy when every counter
-// had room for it. Otherwise the counters that had room give the block
-// back (a multi-limit rule near one of its limits), a spent fixed window
-// denies until it ends, and a counter with fewer hits left than asked
-// returns the smaller block to ask for instead (0: none).
+// settle records p's usage, then turns its Spare ops into a grant when
+// every counter had room for them. Otherwise the counters that had room
+// give the hits back (a multi-limit rule near one of its limits), a spent
+// fixed window denies until it ends (unless Envoy holds a grant), and a
+// counter with fewer hits left than asked returns the smaller number to
+// ask for instead (0: none).
 func (st *stream) settle(ev *event, p *part, res []store.Result, charges map[string]store.Charge, sent, got time.Time) uint64 {
 	b, s := p.b, st.srv
-	end, late, sliding, spent := st.learn(b, res, sent, got)
-	if !allAllowed(res) {
-		var fitting []store.Charge
-		lost := false
-		for i, c := range b.tgt.counters {
-			ch, ok := charges[c.key]
-			switch {
-			case res[i].Allowed && ok:
-				ch.Hits = p.block
-				fitting = append(fitting, ch)
-			case res[i].Allowed:
-				// Charged with usage in the same call: usage is never
-				// given back, nor is what shares its charge.
-				lost = true
-			}
+	n := len(b.tgt.counters)
+	if p.usage > 0 {
+		b.win.recorded = satAdd(b.win.recorded, p.usage)
+		s.stats.recorded.Add(p.usage)
+		if p.ops == n {
+			st.learn(b, res, sent, got)
 		}
-		if lost {
-			s.stats.lapsed.Add(p.block)
-		}
-		st.giveBack(fitting, p.block)
-		if spent {
-			b.win.end, b.win.late, b.win.sliding = end, late, sliding
-			st.deny(ev, b, func(string) (span, bool) { return span{}, false })
-			return 0
-		}
-		if rest, _ := b.rest(func(k string) (span, bool) { return s.spans.get(k, got) }); rest > 0 && len(fitting) == 0 && !lost {
-			if size := min(p.block-1, b.capacity(rest, s.set)); size > 0 {
-				return size
-			}
-		}
+		res = res[min(n, len(res)):]
+	}
+	if p.v.peek && len(res) == n {
+		end, late, sliding, _ := st.learn(b, res, sent, got)
+		w := &b.win
+		w.end, w.late, w.sliding = end, late, sliding
 		return 0
 	}
-	w := &b.win
-	w.end, w.late, w.sliding = end, late, sliding
-	w.granted = satAdd(w.granted, p.block)
-	w.block, w.used, w.full = p.block, 0, false
-	s.stats.granted.Add(p.block)
-	ttl := ttlSeconds(end.Sub(got) - s.set.margin)
-	if ttl < 1 {
-		// The window ends before a whole-second TTL would: the block
-		// lapses with it.
-		s.stats.lapsed.Add(p.block)
-		w.block = 0
+	if !p.v.grant {
 		return 0
 	}
-	a := assignment{
-		strategy:  tokenBucket,
-		maxTokens: uint32(min(p.block, math.MaxUint32)),
-		fill:      fillSeconds(b.longestPeriod()),
-		nanos:     s.nanos(b.sent.nanos),
+	if p.v.extra > 0 {
+		end, late, sliding, spent := st.learn(b, res, sent, got)
+		w := &b.win
+		if w.end.IsZero() || end.Before(w.end) {
+			w.end, w.late = end, late
+		}
+		w.sliding = sliding
+		if !allAllowed(res) {
+			return st.unfit(ev, p, res, charges, spent, got)
+		}
+		w.charged = satAdd(w.charged, p.v.extra)
+		s.stats.granted.Add(p.v.extra)
 	}
-	st.assign(ev, b, a, ttl)
+	st.issue(ev, b, p.v.fresh)
+	return 0
+}
+
+// unfit handles a grant's Spare ops not all of which fitted (see settle).
+func (st *stream) unfit(ev *event, p *part, res []store.Result, charges map[string]store.Charge, spent bool, got time.Time) uint64 {
+	b, s := p.b, st.srv
+	var fitting []store.Charge
+	lost := false
+	for i, c := range b.tgt.counters {
+		ch, ok := charges[c.key]
+		switch {
+		case res[i].Allowed && ok:
+			ch.Hits = p.v.extra
+			fitting = append(fitting, ch)
+		case res[i].Allowed:
+			// Charged with usage in the same call: usage is never given
+			// back, nor is what shares its charge.
+			lost = true
+		}
+	}
+	if lost {
+		s.stats.lapsed.Add(p.v.extra)
+	}
+	st.giveBack(fitting, p.v.extra)
+	if b.foreign {
+		// A grant to replace another stream's is worth it only as asked:
+		// Envoy keeps that one.
+		return 0
+	}
+	known := func(k string) (span, bool) { return s.spans.get(k, got) }
+	if spent {
+		st.deny(ev, b, known)
+		return 0
+	}
+	if rest, _ := b.rest(known); rest > 0 && len(fitting) == 0 && !lost && p.v.extra > 1 {
+		return min(p.v.extra-1, b.share(rest, s.set))
+	}
 	return 0
 }
 
@@ -168,10 +178,10 @@ func allAllowed(res []store.Result) bool {
 	return true
 }
 
-// giveBack returns a block that only some counters of a rule had room
-// for. It is the one case of a second store call for one report; a failed
+// giveBack returns hits that only some counters of a rule had room for.
+// It is the one case of a second store call for one report; a failed
 // return leaves the hits charged (under-admission).
-func (st *stream) giveBack(charges []store.Charge, block uint64) {
+func (st *stream) giveBack(charges []store.Charge, hits uint64) {
 	if len(charges) == 0 {
 		return
 	}
@@ -181,67 +191,9 @@ func (st *stream) giveBack(charges []store.Charge, block uint64) {
 	s.stats.calls.Add(1)
 	if err := s.lender.Return(ctx, charges); err != nil {
 		s.stats.storeErrors.Add(1)
-		s.stats.lapsed.Add(block)
+		s.stats.lapsed.Add(hits)
 		s.logStoreError(err)
 		return
 	}
-	s.stats.returned.Add(block)
-}
-
-// storeFailed is a part whose store call failed. A bucket whose Envoy
-// still holds an unused block keeps it; one that needs a block gets what
-// its rule's on_store_error says (the store's breaker fails calls at once
-// while it is open): allow or deny for two reporting intervals, or
-// nothing for unavailable (Envoy's expired_assignment_behavior decides).
-// Usage not recorded stays due: the next call records it.
-func (st *stream) storeFailed(ev *event, p *part) {
-	b := p.b
-	if p.block == 0 || (b.win.block > 0 && b.win.used < b.win.block) {
-		return
-	}
-	ttl := ceilSeconds(2 * st.srv.set.interval)
-	switch b.tgt.onError {
-	case config.StoreErrorAllow:
-		st.assign(ev, b, assignment{strategy: allowAll}, ttl)
-	case config.StoreErrorDeny:
-		st.assign(ev, b, assignment{strategy: denyAll}, ttl)
-	}
-}
-
-// logStoreError logs a store failure at most once a second.
-func (s *Server) logStoreError(err error) {
-	now := s.now()
-	s.mu.Lock()
-	due := now.Sub(s.lastErrLog) >= time.Second
-	if due {
-		s.lastErrLog = now
-	}
-	s.mu.Unlock()
-	if due {
-		s.set.log.Warn("rlqs: the store failed; buckets that need a block get their rules' on_store_error", zap.Error(err))
-	}
-}
-
-// warnUnserved logs, once per rule, a bucket whose rule cannot be handed
-// out in blocks.
-func (s *Server) warnUnserved(b *bucket) {
-	if b.tgt.kind != kindUnserved || b.tgt.rule == nil {
-		return
-	}
-	s.mu.Lock()
-	seen := s.warned[b.tgt.rule.Source]
-	if s.warned == nil {
-		s.warned = map[string]bool{}
-	}
-	s.warned[b.tgt.rule.Source] = true
-	s.mu.Unlock()
-	if seen {
-		return
-	}
-	var algs []string
-	for _, r := range b.tgt.rule.Limits() {
-		algs = append(algs, r.Limit.Algorithm.String())
-	}
-	s.set.log.Warn("rlqs: a bucket matches a rule that cannot be handed out in blocks (only fixed_window and sliding_window without lease: false can); Envoy keeps its no_assignment_behavior",
-		zap.String("rule", b.tgt.rule.StatKey), zap.String("source", b.tgt.rule.Source), zap.Strings("algorithms", algs))
+	s.stats.returned.Add(hits)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/rlqs"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs/rlqstest"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
 // rules is a configuration a test swaps (a reload).
@@ -46,7 +47,7 @@ type replica struct {
 
 func startReplica(t *testing.T, r rlqs.Rules, lender store.Lender, clock *rlqstest.Clock, opts ...rlqs.Option) *replica {
 	t.Helper()
-	srv := rlqs.New(r, lender, append([]rlqs.Option{rlqs.WithClock(clock), rlqs.WithReportingInterval(time.Second)}, opts...)...)
+	srv := rlqs.New(r, lender, append([]rlqs.Option{rlqs.WithClock(clock)}, opts...)...)
 	gs := grpc.NewServer(rlqs.ServerCodec())
 	srv.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -134,3 +135,27 @@ func waitQuick(t *testing.T, what string, cond func() bool) {
 		pause = min(2*pause, time.Millisecond)
 	}
 }
+
+// newMemFleet is n replicas sharing one embedded store and envoys
+// Envoys, each on its own replica first (the others after it), from a
+// window start.
+func newMemFleet(t *testing.T, yaml string, replicas, envoys int, set rlqstest.Settings) (*fleet, *rules) {
+	clock := rlqstest.NewClock(windowStart)
+	st := memstore.New(memstore.WithClock(clock.Now))
+	r := newRules(t, yaml)
+	f := newFleet(t, clock, fleetWindow)
+	for range replicas {
+		f.reps = append(f.reps, startReplica(t, r, st, clock))
+	}
+	for i := range envoys {
+		s := set
+		s.Addrs = nil
+		for j := range replicas {
+			s.Addrs = append(s.Addrs, f.reps[(i+j)%replicas].addr)
+		}
+		f.envoys = append(f.envoys, newEnvoy(t, clock, s))
+	}
+	return f, r
+}
+
+func keyPrefix(p string) config.KeyBuilder { return config.KeyBuilder{Prefix: p} }

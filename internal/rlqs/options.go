@@ -14,16 +14,16 @@ const (
 	// whatever the bucket's reporting_interval says.
 	DefaultReportingInterval = 5 * time.Second
 	// DefaultFraction is the share of what a counter has left that one
-	// Envoy's block may take.
+	// Envoy's grant may take.
 	DefaultFraction = 0.25
 	// DefaultMaxBlock bounds a block (Envoy's max_tokens is 32 bits).
 	DefaultMaxBlock = 10000
 	// DefaultExpiryMargin is how late an assignment may reach Envoy and
 	// still expire before its window ends.
-	DefaultExpiryMargin = 250 * time.Millisecond
-	// DefaultMaxBuckets bounds the buckets of one stream (and of one
-	// report).
-	DefaultMaxBuckets = 10000
+	DefaultExpiryMargin = 100 * time.Millisecond
+	// DefaultMaxBuckets bounds the buckets the server tracks, across all
+	// its streams (and the buckets of one report).
+	DefaultMaxBuckets = 20_000
 	// DefaultMaxEntries and DefaultMaxValueLen bound a bucket id as a
 	// request descriptor is bounded (MAX_DESCRIPTOR_ENTRIES,
 	// MAX_VALUE_LENGTH).
@@ -72,7 +72,7 @@ func defaults() settings {
 func (s settings) idle() time.Duration { return max(time.Minute, 12*s.interval) }
 
 // WithReportingInterval is how often Envoys report (RLQS_REPORTING_INTERVAL):
-// it sizes blocks and spaces Redis calls. Envoy's filter reports every 5 s.
+// it sizes grants and spaces Redis calls. Envoy's filter reports every 5 s.
 func WithReportingInterval(d time.Duration) Option {
 	return func(s *settings) {
 		if d > 0 {
@@ -81,7 +81,7 @@ func WithReportingInterval(d time.Duration) Option {
 	}
 }
 
-// WithFraction caps a block at this share (0 < f <= 1) of what its counter
+// WithFraction caps a grant at this share (0 < f <= 1) of what its counter
 // had left when last seen (RLQS_FRACTION).
 func WithFraction(f float64) Option {
 	return func(s *settings) {
@@ -111,8 +111,10 @@ func WithExpiryMargin(d time.Duration) Option {
 	}
 }
 
-// WithMaxBuckets bounds the buckets one stream tracks; reports of more are
-// refused (INVALID_ARGUMENT) before they are decoded.
+// WithMaxBuckets bounds the buckets the server tracks across all its
+// streams (RLQS_MAX_BUCKETS): a bucket past it gets no assignment, its
+// reported requests recorded. A report of more buckets is refused
+// (INVALID_ARGUMENT) before it is decoded.
 func WithMaxBuckets(n int) Option {
 	return func(s *settings) {
 		if n > 0 {

@@ -3,9 +3,10 @@
 // the requests of their buckets on one stream per domain and decide every
 // request locally from what ratelimitd assigns. A bucket id maps to a rule
 // of the configuration as a request descriptor does (config.MatchBucket);
-// a rule of window limits is served as token buckets that are blocks of
-// its counters, charged in the store before Envoy may use them, so that
-// the fleet never admits more than the limit (docs/rlqs.md).
+// a rule of window limits is served as token buckets whose every token
+// (burst and refill until the window ends) was charged in its counters
+// before Envoy could use it, so that with DENY_ALL fallbacks the fleet
+// never admits more than the limit (docs/rlqs.md).
 package rlqs
 
 import (
@@ -27,7 +28,7 @@ type Rules interface {
 	Current() *config.Config
 }
 
-// Server is the RLQS service. Each stream holds its Envoy's blocks: the
+// Server is the RLQS service. Each stream holds its Envoy's grants: the
 // replica serving the stream is their lease holder.
 type Server struct {
 	rules  Rules
@@ -39,19 +40,22 @@ type Server struct {
 
 	mu      sync.Mutex
 	cfg     *config.Config
+	gen     uint64        // counts changes of cfg
 	changed chan struct{} // closed when cfg changes, then replaced
+	open    map[*stream]struct{}
 	poll    Timer
 	done    chan struct{}
 	closed  bool
 	rnd     *rand.Rand
 	// lastErrLog and warned keep logs of store failures and of rules
 	// RLQS cannot serve from repeating.
-	lastErrLog time.Time
-	warned     map[string]bool
+	lastErrLog  time.Time
+	lastFullLog time.Time
+	warned      map[string]bool
 }
 
-// New serves the rules in force with blocks charged in lender (the store
-// under any decorator: a block is already a lease).
+// New serves the rules in force with grants charged in lender (the store
+// under any decorator: a grant is already a lease).
 func New(rules Rules, lender store.Lender, opts ...Option) *Server {
 	set := defaults()
 	for _, o := range opts {
@@ -64,6 +68,7 @@ func New(rules Rules, lender store.Lender, opts ...Option) *Server {
 		caps:    caps{buckets: set.maxBuckets, entries: set.maxEntries, valueLen: set.maxValueLen},
 		spans:   newWindows(),
 		changed: make(chan struct{}),
+		open:    map[*stream]struct{}{},
 		done:    make(chan struct{}),
 		rnd:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
@@ -89,7 +94,7 @@ func (s *Server) Register(srv grpc.ServiceRegistrar) {
 }
 
 // Shutdown ends every stream with UNAVAILABLE, so that a graceful stop
-// need not wait for them: their Envoys keep their blocks until the TTLs
+// need not wait for them: their Envoys keep their grants until the TTLs
 // run out and reconnect to another replica at their next report.
 func (s *Server) Shutdown() {
 	s.mu.Lock()
@@ -123,21 +128,36 @@ func (s *Server) armPoll() {
 func (s *Server) refresh() {
 	if cfg := s.rules.Current(); cfg != s.cfg {
 		s.cfg = cfg
+		s.gen++
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
 }
 
-// config is the configuration in force and the channel closed when it
-// changes.
-func (s *Server) config() (*config.Config, <-chan struct{}) {
+// config is the configuration in force, its generation and the channel
+// closed when it changes.
+func (s *Server) config() (*config.Config, uint64, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refresh()
-	return s.cfg, s.changed
+	return s.cfg, s.gen, s.changed
 }
 
-// nanos is a fill_interval nanos for a new block, other than prev: see
+// behind counts the open streams that have not taken the configuration in
+// force yet: Stats counts them as pending events.
+func (s *Server) behind() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for st := range s.open {
+		if st.gen.Load() < s.gen {
+			n++
+		}
+	}
+	return n
+}
+
+// nanos is a fill_interval nanos for a new grant, other than prev: see
 // assignment.tokenBucketOf.
 func (s *Server) nanos(prev int32) int32 {
 	s.mu.Lock()
@@ -151,7 +171,7 @@ func (s *Server) nanos(prev int32) int32 {
 
 // counters are the server's tallies (Stats, the metrics).
 type counters struct {
-	streams, buckets                             atomic.Int64
+	streams, buckets, untracked                  atomic.Int64
 	reports, rejected, responses, pending        atomic.Int64
 	assigned                                     [4]atomic.Int64 // by strategy
 	abandoned                                    atomic.Int64
@@ -163,16 +183,18 @@ type counters struct {
 
 // Stats is a snapshot of the server's counters.
 type Stats struct {
-	Streams, Buckets int64
+	// Streams open, Buckets they track (at most the server's cap), and
+	// Untracked: reports of buckets past it.
+	Streams, Buckets, Untracked int64
 	// Reports received and handled, Rejected with an error, Responses
 	// sent; Pending events (reports, timers, reloads) not handled yet.
 	Reports, Rejected, Responses, Pending int64
 	// Assignments sent, by strategy; Abandoned buckets.
 	TokenBuckets, AllowAll, DenyAll, Abandoned int64
-	// Hits: Granted in blocks, reported Allowed and Denied, Recorded as
-	// usage after the fact, Returned to the store, Lapsed (charged in a
-	// block that could not be sent); Outstanding: granted and not yet
-	// reported used, in the current windows.
+	// Hits: Granted (charged for grants), reported Allowed and Denied,
+	// Recorded as usage after the fact, Returned to the store, Lapsed
+	// (charged for a grant that could not be sent); Outstanding: charged
+	// and not yet reported used, in the current windows.
 	Granted, Allowed, Denied, Recorded, Returned, Lapsed uint64
 	Outstanding                                          int64
 	// Store calls and the errors among them.
@@ -183,8 +205,8 @@ type Stats struct {
 func (s *Server) Stats() Stats {
 	c := &s.stats
 	return Stats{
-		Streams: c.streams.Load(), Buckets: c.buckets.Load(),
-		Reports: c.reports.Load(), Rejected: c.rejected.Load(), Responses: c.responses.Load(), Pending: c.pending.Load(),
+		Streams: c.streams.Load(), Buckets: c.buckets.Load(), Untracked: c.untracked.Load(),
+		Reports: c.reports.Load(), Rejected: c.rejected.Load(), Responses: c.responses.Load(), Pending: c.pending.Load() + s.behind(),
 		TokenBuckets: c.assigned[tokenBucket].Load(), AllowAll: c.assigned[allowAll].Load(), DenyAll: c.assigned[denyAll].Load(),
 		Abandoned: c.abandoned.Load(),
 		Granted:   c.granted.Load(), Allowed: c.allowed.Load(), Denied: c.denied.Load(),

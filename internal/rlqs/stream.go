@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
@@ -23,13 +24,13 @@ type stream struct {
 	ss      grpc.ServerStream
 	domain  string
 	cfg     *config.Config
+	gen     atomic.Uint64 // the generation of cfg (Server.behind reads it)
 	buckets map[string]*bucket
 	held    int64 // this stream's part of stats.outstanding
 
 	wake    chan struct{}
 	timer   Timer
 	timerAt time.Time
-	full    bool // maxBuckets reached (logged once)
 }
 
 // received is one message of the receiving goroutine.
@@ -51,6 +52,10 @@ func (s *Server) serve(ss grpc.ServerStream) (err error) {
 	}()
 	s.stats.streams.Add(1)
 	st := &stream{srv: s, ss: ss, buckets: map[string]*bucket{}, wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	st.gen.Store(s.gen)
+	s.open[st] = struct{}{}
+	s.mu.Unlock()
 	defer st.close()
 	ctx, cancel := context.WithCancel(ss.Context())
 	defer cancel()
@@ -97,7 +102,14 @@ func (st *stream) recv(r *report) (err error) {
 func (st *stream) loop(ctx context.Context, in <-chan received) error {
 	srv := st.srv
 	for {
-		_, changed := srv.config()
+		// A reload (seen by the poll, or by whatever read the rules
+		// first) is handled before anything else.
+		cfg, gen, changed := srv.config()
+		if cfg != st.cfg || gen != st.gen.Load() {
+			if err := st.onReload(); err != nil {
+				return err
+			}
+		}
 		select {
 		case m := <-in:
 			if errors.Is(m.err, io.EOF) {
@@ -114,9 +126,7 @@ func (st *stream) loop(ctx context.Context, in <-chan received) error {
 				return err
 			}
 		case <-changed:
-			if err := st.onReload(); err != nil {
-				return err
-			}
+			continue
 		case <-srv.done:
 			return status.Error(codes.Unavailable, "rlqs: server shutting down; reconnect to another replica")
 		case <-ctx.Done():
@@ -137,7 +147,7 @@ func (st *stream) onMessage(m received) error {
 		st.srv.stats.rejected.Add(1)
 		return m.r.err
 	}
-	if err := st.onReport(&m.r.msg, m.at); err != nil {
+	if err := st.onReport(m.r, m.at); err != nil {
 		st.srv.stats.rejected.Add(1)
 		return err
 	}
@@ -145,9 +155,12 @@ func (st *stream) onMessage(m received) error {
 	return nil
 }
 
-// close gives up the stream's buckets. Their blocks stay charged: Envoy
+// close gives up the stream's buckets. Their grants stay charged: Envoy
 // may use them until their TTLs run out.
 func (st *stream) close() {
+	st.srv.mu.Lock()
+	delete(st.srv.open, st)
+	st.srv.mu.Unlock()
 	if st.timer != nil {
 		st.timer.Stop()
 		st.srv.stats.pending.Add(-int64(len(st.wake)))
@@ -157,29 +170,34 @@ func (st *stream) close() {
 	st.srv.stats.outstanding.Add(-st.held)
 }
 
-// track keeps stats.outstanding at the hits the stream's current blocks
-// hold unused, as reported.
+// track keeps stats.outstanding at the hits the stream's current windows
+// charged that Envoy has not reported used.
 func (st *stream) track() {
 	now := st.srv.now()
 	var held int64
 	for _, b := range st.buckets {
 		w := b.win
-		if w.block > w.used && (w.end.IsZero() || now.Before(w.end)) {
-			held += int64(w.block - w.used)
+		if w.charged > w.allowed && now.Before(w.end) {
+			held += int64(w.charged - w.allowed)
 		}
 	}
 	st.srv.stats.outstanding.Add(held - st.held)
 	st.held = held
 }
 
-// send sends the actions of one event in one response.
+// maxActions bounds the actions of one response: a response is built
+// whole in memory (the actions of a thousand buckets take about a MB).
+const maxActions = 1000
+
+// send sends actions in responses of at most maxActions.
 func (st *stream) send(actions []*rlqsv3.RateLimitQuotaResponse_BucketAction) error {
-	if len(actions) == 0 {
-		return nil
+	for len(actions) > 0 {
+		n := min(len(actions), maxActions)
+		if err := st.ss.SendMsg(&rlqsv3.RateLimitQuotaResponse{BucketAction: actions[:n]}); err != nil {
+			return fmt.Errorf("rlqs: send: %w", err)
+		}
+		st.srv.stats.responses.Add(1)
+		actions = actions[n:]
 	}
-	if err := st.ss.SendMsg(&rlqsv3.RateLimitQuotaResponse{BucketAction: actions}); err != nil {
-		return fmt.Errorf("rlqs: send: %w", err)
-	}
-	st.srv.stats.responses.Add(1)
 	return nil
 }

@@ -22,20 +22,21 @@ type sentAction struct {
 // TestStretchReachesEnvoyInTime: the token bucket sent again near its
 // window's end to stretch its TTL is sent early enough that, delivered
 // within the expiry margin, it reaches Envoy before the TTL it stretches
-// can have run out, however the block's first TTL fell. Envoy drops a
+// can have run out, however the grant's first TTL fell. Envoy drops a
 // token bucket whose TTL ran out, and starts the same one sent again
-// full: hits no block charged. Its own TTL still ends before the window.
+// full: tokens no ledger counted. Its own TTL still ends before the window.
 func TestStretchReachesEnvoyInTime(t *testing.T) {
 	margin := rlqs.DefaultExpiryMargin
 	window := 10 * time.Second
-	// When in its window the block is taken: its first TTL is the whole
+	// When in its window the grant is made: its first TTL is the whole
 	// seconds of what is left less the margin, so the offset sets how
-	// much of a second that TTL gives up (at 740 ms, none: nothing to
-	// stretch).
+	// much of a second that TTL gives up (at a second less the margin,
+	// none: nothing to stretch).
+	exact := time.Second - margin - 10*time.Millisecond
 	for _, tt := range []struct {
 		offset  time.Duration
 		stretch bool
-	}{{200 * time.Millisecond, true}, {500 * time.Millisecond, true}, {760 * time.Millisecond, true}, {990 * time.Millisecond, true}, {740 * time.Millisecond, false}} {
+	}{{200 * time.Millisecond, true}, {500 * time.Millisecond, true}, {exact + 20*time.Millisecond, true}, {990 * time.Millisecond, true}, {exact, false}} {
 		offset := tt.offset
 		t.Run(offset.String(), func(t *testing.T) {
 			clock := rlqstest.NewClock(windowStart.Add(offset))
@@ -86,15 +87,7 @@ func TestStretchReachesEnvoyInTime(t *testing.T) {
 // it to settle, so that is when the server sent it).
 func watchActions(t *testing.T, rep *replica, clock *rlqstest.Clock, report *rlqsv3.RateLimitQuotaUsageReports) func() []sentAction {
 	t.Helper()
-	conn, err := dial(rep.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	s, err := rlqsv3.NewRateLimitQuotaServiceClient(conn).StreamRateLimitQuotas(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStream(t, rep.addr).s
 	if err := s.Send(report); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,7 @@
 package rlqs
 
 import (
-	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
@@ -20,9 +19,9 @@ const (
 	// kindShadow: shadow_mode (or SHADOW_MODE): ALLOW_ALL, and the
 	// requests Envoy reports allowed are counted.
 	kindShadow
-	// kindBlocks: window limits: each Envoy gets a token bucket that is a
-	// block of the counters, charged in the store first.
-	kindBlocks
+	// kindGrants: window limits: each Envoy gets token buckets whose every
+	// token was charged in the counters first (a grant, see window).
+	kindGrants
 	// kindUnserved: limits whose hits cannot be handed out exactly (a
 	// bucket algorithm, sliding_log, lease: false): no assignment, Envoy
 	// keeps its no_assignment_behavior.
@@ -37,8 +36,8 @@ func (k kind) String() string {
 		return "deny"
 	case kindShadow:
 		return "shadow"
-	case kindBlocks:
-		return "blocks"
+	case kindGrants:
+		return "grants"
 	default:
 		return "unserved"
 	}
@@ -54,11 +53,14 @@ type counter struct {
 type target struct {
 	kind     kind
 	rule     *config.Rule
-	counters []counter // kindBlocks and kindShadow
+	counters []counter // kindGrants and kindShadow
 	onError  config.StoreErrorAction
-	// sig says what the target is (kind, keys, limits), so that a reload
-	// that leaves it alone keeps the bucket's blocks.
-	sig string
+}
+
+// same reports whether t and u are served alike (kind, counters, limits):
+// a reload that leaves a bucket's target the same keeps its ledger.
+func (t target) same(u target) bool {
+	return t.kind == u.kind && t.onError == u.onError && slices.Equal(t.counters, u.counters)
 }
 
 // resolve maps a bucket id to its target: the rule MatchBucket finds, its
@@ -67,22 +69,16 @@ func resolve(cfg *config.Config, domain string, id map[string]string, kb config.
 	if cfg == nil {
 		// No valid configuration yet (FORCE_START_WITHOUT_INITIAL_CONFIG):
 		// nothing to assign, as the rate limit service answers UNAVAILABLE.
-		return target{kind: kindUnserved, sig: "no config"}
+		return target{kind: kindUnserved}
 	}
 	rule, entries := cfg.MatchBucket(domain, id)
 	t := target{rule: rule, kind: classify(rule, shadow)}
-	if t.kind == kindBlocks || t.kind == kindShadow {
+	if t.kind == kindGrants || t.kind == kindShadow {
 		for _, r := range rule.Limits() {
 			t.counters = append(t.counters, counter{key: kb.Key(r, entries), limit: r.Limit})
 		}
 		t.onError = storeErrorAction(rule.Limits())
 	}
-	var sb strings.Builder
-	sb.WriteString(t.kind.String())
-	for _, c := range t.counters {
-		fmt.Fprintf(&sb, "|%s|%+v", c.key, c.limit)
-	}
-	t.sig = sb.String()
 	return t
 }
 
@@ -105,12 +101,12 @@ func classify(rule *config.Rule, shadow bool) kind {
 			return kindUnserved
 		}
 	}
-	return kindBlocks
+	return kindGrants
 }
 
 // storeErrorAction is the answer of limits together when the store cannot
 // decide, as the rate limit service combines them: all allow, allow; any
-// deny, deny; otherwise unavailable. A block is never decided locally, so
+// deny, deny; otherwise unavailable. A grant is never decided locally, so
 // local counts as unavailable: Envoy's own fallback decides.
 func storeErrorAction(limits []*config.Rule) config.StoreErrorAction {
 	all := config.StoreErrorAllow

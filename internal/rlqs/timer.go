@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// timerSlack keeps a stretched block's end and a turn's new block just
+// timerSlack keeps a stretched grant's end and a turn's new grant just
 // clear of the window's end.
 const timerSlack = 10 * time.Millisecond
 
@@ -16,13 +16,13 @@ const timerSlack = 10 * time.Millisecond
 // A stretch sent at at reaches Envoy by at+margin, which must come before
 // the TTL it stretches can have run out (b.sent.expires-margin, its
 // earliest end): Envoy drops a token bucket whose TTL ran out, and would
-// start the same one sent again full, with hits no block charged. So it
+// start the same one sent again full, with tokens no ledger counted. So it
 // is sent a second and the margin before the end, or, when the first TTL
 // ends sooner than that allows, a second earlier, with a TTL of two
 // seconds ending as close to the end.
 func (b *bucket) stretchAt(margin time.Duration) time.Time {
 	w := b.win
-	if b.sent.strategy != tokenBucket || b.sent.stretched || w.end.IsZero() || w.block == 0 {
+	if b.sent.strategy != tokenBucket || b.sent.stretched || w.end.IsZero() || w.maxTokens == 0 {
 		return time.Time{}
 	}
 	if !b.sent.expires.Before(w.end.Add(-2 * timerSlack)) {
@@ -36,17 +36,17 @@ func (b *bucket) stretchAt(margin time.Duration) time.Time {
 }
 
 // turnAt is when b's window has surely turned, so that a busy bucket gets
-// its next window's block without waiting for a report. Zero when b is
-// idle or not served in blocks.
+// its next window's grant without waiting for a report. Zero when b is
+// idle or not served in grants.
 func (b *bucket) turnAt() time.Time {
-	if b.tgt.kind != kindBlocks || b.win.late.IsZero() || b.rate == 0 || !b.quiet.IsZero() {
+	if b.tgt.kind != kindGrants || b.win.late.IsZero() || b.rate == 0 || !b.quiet.IsZero() {
 		return time.Time{}
 	}
 	return b.win.late.Add(timerSlack)
 }
 
-// onTimer stretches the TTLs of blocks near their window's end and takes
-// the next window's blocks of the buckets whose window turned.
+// onTimer stretches the TTLs of grants near their window's end and makes
+// the next window's grants of the buckets whose window turned.
 func (st *stream) onTimer() error {
 	s := st.srv
 	ev := &event{now: s.now()}
@@ -114,12 +114,13 @@ func (st *stream) fire() {
 
 // onReload re-maps every bucket under the configuration now in force. A
 // bucket whose rule (or its counters) changed gets its new assignment at
-// once: a new block under the new limits, a blanket rule, or an abandon
-// when no block can serve it any more (Envoy falls back to its
+// once: a fresh grant under the new limits, a blanket rule, or an abandon
+// when no grant can serve it any more (Envoy falls back to its
 // no_assignment_behavior and subscribes again at its next request).
 func (st *stream) onReload() error {
 	s := st.srv
-	cfg, _ := s.config()
+	cfg, gen, _ := s.config()
+	defer st.gen.Store(gen)
 	if cfg == st.cfg {
 		return nil
 	}
@@ -129,11 +130,14 @@ func (st *stream) onReload() error {
 	}
 	ev := &event{now: s.now()}
 	for key, b := range st.buckets {
-		t := resolve(cfg, st.domain, b.values, s.set.keys, s.set.shadow)
-		b.cfg = cfg
-		if t.sig == b.tgt.sig {
+		t := resolve(cfg, st.domain, b.values(), s.set.keys, s.set.shadow)
+		if t.same(b.tgt) {
+			b.tgt.rule = t.rule
 			continue
 		}
+		// Envoy may still hold the old rule's token bucket: a grant
+		// replacing it starts from what that one holds.
+		b.foreign = b.holds(ev.now, s.set.margin)
 		b.tgt, b.win = t, window{}
 		b.sent.expires = time.Time{}
 		if t.kind == kindUnserved {

@@ -10,7 +10,7 @@ import (
 // span is a counter's window as one decision told it: what it had left and
 // when the window ends, measured on the server's clock from around the
 // store call. Redis decided at some instant between the call's start and
-// its answer, so the end read from the start is early (blocks expire by
+// its answer, so the end read from the start is early (grants expire by
 // it) and the end read from the answer is late (the next window has begun
 // by it).
 type span struct {
@@ -36,15 +36,17 @@ func spanOf(lim algorithms.Limit, d algorithms.Decision, sent, got time.Time) sp
 }
 
 // windows is what this replica last learned of each counter, shared by its
-// streams, so that a block is sized from the latest answer whichever
-// Envoy's call got it.
+// streams, so that a grant is sized from the latest answer whichever
+// Envoy's call got it. It is a cache of at most maxSpans counters: a
+// counter it lost is sized from its limit, and its Spare op tells the rest.
 type windows struct {
 	mu sync.Mutex
 	m  map[string]span
 }
 
-// maxSpans bounds the map between prunes.
-const maxSpans = 1 << 16
+// maxSpans bounds the cache: the counters many Envoys share are few, and
+// one only a bucket of its own charges needs no sharing.
+const maxSpans = 1 << 14
 
 func newWindows() *windows { return &windows{m: map[string]span{}} }
 
@@ -62,14 +64,18 @@ func (w *windows) get(key string, now time.Time) (span, bool) {
 func (w *windows) put(key string, s span, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.m) >= maxSpans {
+	if _, ok := w.m[key]; !ok && len(w.m) >= maxSpans {
 		for k, old := range w.m {
 			if !now.Before(old.end) {
 				delete(w.m, k)
 			}
 		}
-		if len(w.m) >= maxSpans {
-			clear(w.m)
+		// Still full: an eighth goes, in the map's own order.
+		for k := range w.m {
+			if len(w.m) < maxSpans*7/8 {
+				break
+			}
+			delete(w.m, k)
 		}
 	}
 	w.m[key] = s

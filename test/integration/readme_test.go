@@ -57,9 +57,10 @@ var readmeExamples = []struct {
 		"healthcheck":  {"OK"},
 	}},
 	{"docs/rlqs.md", map[string][]string{
-		// A block of carol's counter (none in the hour's last second and
-		// expiry margin, too late for a whole-second TTL to end in it).
-		`"user_id":"carol"`:     {`"tokenBucket"`, `"tokensPerFill": 1`, `"assignmentTimeToLive"`},
+		// A grant charged in carol's counter (none in the hour's last
+		// second and expiry margin, too late for a whole-second TTL to end
+		// in it).
+		`"user_id":"carol"`:     {`"tokenBucket"`, `"maxTokens"`, `"tokensPerFill"`, `"assignmentTimeToLive"`},
 		`"numRequestsDenied":1`: {`"blanketRule": "DENY_ALL"`},
 	}},
 }
@@ -92,7 +93,7 @@ func runExamples(t *testing.T, doc string, expect map[string][]string) {
 		if strings.Contains(line, "RateLimitQuotaService/") {
 			// An RLQS assignment of an hourly window ends with the hour,
 			// less RLQS_EXPIRY_MARGIN and a whole-second TTL: in the hour's
-			// last 1.25 s there is none to give (docs/rlqs.md's "less a
+			// last 1.1 s there is none to give (docs/rlqs.md's "less a
 			// second").
 			roomInWindow(t, time.Hour, rlqsExampleRoom)
 		}

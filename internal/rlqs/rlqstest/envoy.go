@@ -2,7 +2,6 @@ package rlqstest
 
 import (
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -14,11 +13,16 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// Settings are one filter's: its domain and reporting interval, how it
-// behaves without an assignment, and the ratelimitd replicas of its
-// rlqs_server cluster.
+// ReportInterval is how often the filter reports: filter_persistence.cc
+// hard-codes it, whatever a bucket's reporting_interval says.
+const ReportInterval = 5 * time.Second
+
+// Settings are one filter's: its domain, how it behaves without an
+// assignment, and the ratelimitd replicas of its rlqs_server cluster.
 type Settings struct {
-	Domain   string
+	Domain string
+	// Interval is how often it reports; zero is Envoy's ReportInterval.
+	// (Only tests of the server's own settings set another.)
 	Interval time.Duration
 	// NoAssignment is no_assignment_behavior's blanket rule; nil is
 	// ALLOW_ALL, the filter's default.
@@ -31,20 +35,27 @@ type Settings struct {
 	Addrs      []string
 }
 
-// Envoy behaves as Envoy's rate_limit_quota filter does (its global
-// client, as of 2026): a bucket's first request is decided by the
-// no-assignment behavior and reported at once; every Interval all buckets
-// are reported (time_elapsed truncated to seconds) and the stream is
-// started again if it is down (the report is dropped if that fails); a
-// response's token bucket replaces the bucket's unless max_tokens,
-// tokens_per_fill and fill_interval's nanos are unchanged, and starts
-// full; a TTL is whole seconds; an expired assignment falls back to
-// Expired for ExpiredFor, then to NoAssignment; RequestsPerTimeUnit is
-// skipped; actions for unknown buckets are dropped; an abandoned bucket is
-// forgotten.
+// Envoy behaves as Envoy's rate_limit_quota filter does, as its source
+// reads (source/extensions/filters/http/rate_limit_quota/, late 2026; the
+// behaviours are named where they are modelled):
 //
-// Time is the clock's: Tick does what falls due at its time and applies
-// the responses received so far; Request decides one request at it.
+//   - a request whose bucket id cannot be built is allowed, never
+//     reported (filter.cc, matcher.cc);
+//   - a bucket's first request is decided by the no-assignment behavior
+//     (only a blanket DENY_ALL denies it) and reported at once, in a report
+//     of that bucket alone, dropped if the stream is down
+//     (global_client_impl.cc, createBucketImpl);
+//   - every Interval (5 s) all buckets are reported, their counts reset
+//     first; the stream is started again then if it is down, and the
+//     report dropped if that fails (onSendReportsTimer);
+//   - any new action replaces the bucket's, a token bucket seeded from the
+//     old one (tokenbucket.go), unless max_tokens, tokens_per_fill and the
+//     fill interval's nanos are unchanged (onQuotaResponseImpl);
+//   - TTLs count whole seconds; an expired assignment falls back to the
+//     expired behavior, then the no-assignment one (onActionExpirationTimer).
+//
+// Time is the clock's: Tick does what falls due by now and applies the
+// responses received so far; Request decides one request at now.
 type Envoy struct {
 	set   Settings
 	clock interface{ Now() time.Time }
@@ -61,6 +72,7 @@ type Envoy struct {
 	sent       map[string]int // reports sent, by server
 	received   map[string]int // responses received, by server
 	assigned   map[string]time.Time
+	dropped    int // reports built and dropped: no stream
 	closed     bool
 }
 
@@ -69,11 +81,12 @@ type inboxItem struct {
 	from string
 }
 
+// cachedBucket is the filter's CachedBucket.
 type cachedBucket struct {
 	id      *rlqsv3.BucketId
 	action  *typev3.RateLimitStrategy // nil: the no-assignment behavior
-	tb      *tokenBucket
-	expires time.Time // the action's TTL; zero: none
+	tb      *tokenBucket              // the token_bucket_limiter
+	expires time.Time                 // the action's TTL; zero: none
 	// fallback: the expired behavior is in force until fallbackEnd.
 	fallback    bool
 	fallbackEnd time.Time
@@ -84,6 +97,9 @@ type cachedBucket struct {
 
 // NewEnvoy is a filter reading clock, dialing its servers with dial.
 func NewEnvoy(set Settings, clock interface{ Now() time.Time }, dial func(string) (*grpc.ClientConn, error)) *Envoy {
+	if set.Interval <= 0 {
+		set.Interval = ReportInterval
+	}
 	return &Envoy{
 		set: set, clock: clock, dial: dial,
 		buckets:  map[string]*cachedBucket{},
@@ -100,18 +116,31 @@ type Verdict struct {
 	// Assigned: by an assignment ratelimitd sent, not by the
 	// no-assignment or expired-assignment behavior.
 	Assigned bool
+	// Unbucketed: the bucket id could not be built; allowed, unreported.
+	Unbucketed bool
 }
+
+// Missing, as a value of a bucket id passed to Request, is a custom value
+// whose input the request lacks (a header it does not carry).
+const Missing = "\x00missing"
 
 // Request decides one request of bucket id now, as the filter does.
 func (e *Envoy) Request(id map[string]string) Verdict {
 	now := e.clock.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for _, v := range id {
+		if v == Missing {
+			// filter.cc: generateBucketId failed: fail open, no report.
+			return Verdict{Allowed: true, Unbucketed: true}
+		}
+	}
 	key := idKey(id)
 	b := e.buckets[key]
 	if b == nil {
 		return Verdict{Allowed: e.createBucket(key, id, now)}
 	}
+	e.expire(b, now)
 	v := Verdict{Allowed: e.decide(b, now), Assigned: b.action != nil && !b.fallback}
 	if v.Allowed {
 		b.allowed++
@@ -122,7 +151,8 @@ func (e *Envoy) Request(id map[string]string) Verdict {
 }
 
 // createBucket is the bucket's first request: decided by the no-assignment
-// behavior (only a blanket DENY_ALL denies it) and reported at once. The
+// behavior (only a blanket DENY_ALL denies it) and reported at once; the
+// report is built (its counts reset) whether or not the stream is up. The
 // first bucket ever starts the report timer and the stream.
 func (e *Envoy) createBucket(key string, id map[string]string, now time.Time) bool {
 	allow := !isBlanket(e.set.NoAssignment, typev3.RateLimitStrategy_DENY_ALL)
@@ -138,9 +168,12 @@ func (e *Envoy) createBucket(key string, id map[string]string, now time.Time) bo
 		e.nextReport = now.Add(e.set.Interval)
 		e.startStream()
 	}
-	if e.stream != nil {
-		e.send(e.reportOf([]*cachedBucket{b}, now))
+	msg := e.reportOf([]*cachedBucket{b}, now)
+	if e.stream == nil {
+		e.dropped++ // sendUsageReportImpl: the stream is down
+		return allow
 	}
+	e.send(msg)
 	return allow
 }
 
@@ -157,6 +190,9 @@ func (e *Envoy) decide(b *cachedBucket, now time.Time) bool {
 	case *typev3.RateLimitStrategy_BlanketRule_:
 		return s.BlanketRule == typev3.RateLimitStrategy_ALLOW_ALL
 	case *typev3.RateLimitStrategy_TokenBucket:
+		if b.tb == nil {
+			return true
+		}
 		return b.tb.consume(now)
 	default:
 		return true // RequestsPerTimeUnit and an unset strategy fail open
@@ -182,29 +218,8 @@ func (e *Envoy) Tick() {
 	e.inbox = nil
 }
 
-// expire ends an action whose TTL ran out, then a fallback whose time did.
-func (e *Envoy) expire(b *cachedBucket, now time.Time) {
-	if b.action != nil && !b.fallback && !b.expires.IsZero() && !now.Before(b.expires) {
-		if e.set.Expired == nil {
-			b.action, b.tb = nil, nil
-			return
-		}
-		if tbOf(e.set.Expired) != nil {
-			if replaces(b.action, e.set.Expired) {
-				b.tb = newTokenBucket(tbOf(e.set.Expired), now)
-			}
-		} else {
-			b.tb = nil
-		}
-		b.action, b.fallback = e.set.Expired, true
-		b.fallbackEnd = now.Add(e.set.ExpiredFor.Truncate(time.Second))
-	}
-	if b.fallback && !now.Before(b.fallbackEnd) {
-		b.action, b.tb, b.fallback = nil, nil, false
-	}
-}
-
-// report sends every bucket's usage, starting the stream if it is down.
+// report sends every bucket's usage, starting the stream if it is down:
+// the counts are reset first, so a report that cannot go out is lost.
 func (e *Envoy) report(now time.Time) {
 	var all []*cachedBucket
 	for _, k := range slices.Sorted(maps.Keys(e.buckets)) {
@@ -212,12 +227,14 @@ func (e *Envoy) report(now time.Time) {
 	}
 	msg := e.reportOf(all, now)
 	if e.stream == nil && !e.startStream() {
-		return // dropped, as the filter drops it
+		e.dropped++
+		return
 	}
 	e.send(msg)
 }
 
-// reportOf takes the buckets' counts (resetting them).
+// reportOf takes the buckets' counts, resetting them; time_elapsed is
+// whole seconds since each bucket's last report (0 on its first).
 func (e *Envoy) reportOf(bs []*cachedBucket, now time.Time) *rlqsv3.RateLimitQuotaUsageReports {
 	msg := &rlqsv3.RateLimitQuotaUsageReports{Domain: e.set.Domain}
 	for _, b := range bs {
@@ -232,99 +249,6 @@ func (e *Envoy) reportOf(bs []*cachedBucket, now time.Time) *rlqsv3.RateLimitQuo
 	return msg
 }
 
-// apply is the filter's onQuotaResponse.
-func (e *Envoy) apply(it inboxItem, now time.Time) {
-	for _, a := range it.resp.GetBucketAction() {
-		if len(a.GetBucketId().GetBucket()) == 0 {
-			continue
-		}
-		key := idKey(a.GetBucketId().GetBucket())
-		b := e.buckets[key]
-		if b == nil {
-			continue // an unknown bucket: dropped
-		}
-		if _, ok := a.GetBucketAction().(*rlqsv3.RateLimitQuotaResponse_BucketAction_AbandonAction_); ok {
-			delete(e.buckets, key)
-			continue
-		}
-		qa := a.GetQuotaAssignmentAction()
-		st := qa.GetRateLimitStrategy()
-		switch st.GetStrategy().(type) {
-		case *typev3.RateLimitStrategy_BlanketRule_:
-			b.tb = nil
-		case *typev3.RateLimitStrategy_TokenBucket:
-			if replaces(b.action, st) {
-				b.tb = newTokenBucket(st.GetTokenBucket(), now)
-			}
-		default:
-			continue // RequestsPerTimeUnit, unset: skipped
-		}
-		b.action, b.fallback = st, false
-		b.expires = now.Add(time.Duration(qa.GetAssignmentTimeToLive().GetSeconds()) * time.Second)
-		e.assigned[it.from] = now
-	}
-}
-
-// replaces is the filter's shouldReplaceTokenBucket: a token bucket is
-// kept when max_tokens, tokens_per_fill and fill_interval's nanos match.
-func replaces(cur, next *typev3.RateLimitStrategy) bool {
-	a, b := tbOf(cur), tbOf(next)
-	if a == nil || b == nil {
-		return true
-	}
-	return a.GetMaxTokens() != b.GetMaxTokens() || a.GetTokensPerFill().GetValue() != b.GetTokensPerFill().GetValue() ||
-		a.GetFillInterval().GetNanos() != b.GetFillInterval().GetNanos()
-}
-
-func tbOf(s *typev3.RateLimitStrategy) *typev3.TokenBucket {
-	if s == nil {
-		return nil
-	}
-	return s.GetTokenBucket()
-}
-
-func isBlanket(s *typev3.RateLimitStrategy, r typev3.RateLimitStrategy_BlanketRule) bool {
-	br, ok := s.GetStrategy().(*typev3.RateLimitStrategy_BlanketRule_)
-	return ok && br.BlanketRule == r
-}
-
-// tokenBucket is Envoy's AtomicTokenBucketImpl: continuous refill at rate
-// up to max, created full; its rate is tokens_per_fill over fill_interval
-// truncated to whole seconds (+Inf below a second, where Envoy divides by
-// zero).
-type tokenBucket struct {
-	max, rate float64
-	virtual   float64 // seconds: the tokens are (now - virtual) * rate, at most max
-	epoch     time.Time
-}
-
-func newTokenBucket(p *typev3.TokenBucket, now time.Time) *tokenBucket {
-	secs := p.GetFillInterval().GetSeconds()
-	rate := math.Inf(1)
-	if secs > 0 {
-		rate = float64(p.GetTokensPerFill().GetValue()) / float64(secs)
-	}
-	tb := &tokenBucket{max: float64(p.GetMaxTokens()), rate: rate, epoch: now}
-	tb.virtual = -tb.max / rate
-	return tb
-}
-
-func (tb *tokenBucket) consume(now time.Time) bool {
-	if tb == nil {
-		return true
-	}
-	if math.IsInf(tb.rate, 1) {
-		return tb.max >= 1
-	}
-	t := now.Sub(tb.epoch).Seconds()
-	v := max(tb.virtual, t-tb.max/tb.rate)
-	if (t-v)*tb.rate < 1 {
-		return false
-	}
-	tb.virtual = v + 1/tb.rate
-	return true
-}
-
 func idKey(m map[string]string) string {
 	var sb strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -336,20 +260,10 @@ func idKey(m map[string]string) string {
 	return sb.String()
 }
 
-// Describe says how bucket id is decided now (for test logs).
-func (e *Envoy) Describe(id map[string]string) string {
+// Dropped is how many reports e built and could not send (the stream was
+// down): their counts are lost.
+func (e *Envoy) Dropped() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b := e.buckets[idKey(id)]
-	if b == nil {
-		return "no bucket"
-	}
-	if b.action == nil {
-		return "no assignment"
-	}
-	s := b.action.String()
-	if b.fallback {
-		s = "fallback " + s
-	}
-	return s + " until " + b.expires.Format("05.000")
+	return e.dropped
 }
