@@ -180,6 +180,43 @@ func testEnvoyproxyStats(t *testing.T, cached bool) {
 	// two) must not cross an hour.
 	roomInWindow(t, time.Hour, 30*time.Second)
 	hour := time.Now().Truncate(time.Hour)
+	m.drive(t, svc)
+	if cached {
+		m.mixedRequest(t, svc)
+	}
+	m.stats["ratelimit_server.ShouldRateLimit.total_requests"] = uint64(m.calls)
+	if time.Now().Truncate(time.Hour) != hour {
+		t.Fatalf("an hour began during the run, though it started %s before one: the windows restarted under the model", 30*time.Second)
+	}
+
+	// statsd: every line is one the model names, and the totals arrive.
+	testkit.WaitFor(t, 10*time.Second, "statsd totals equal to the model", func() bool {
+		c, timers := lines.snapshot()
+		return equalCounts(c, m.stats) && timers["ratelimit_server.ShouldRateLimit.response_time"] == m.calls
+	})
+	c, timers := lines.snapshot()
+	if len(timers) != 1 {
+		t.Errorf("statsd timers %v, want ShouldRateLimit's response_time alone", timers)
+	}
+	if diff := diffCounts(c, m.stats); diff != "" {
+		t.Errorf("statsd counters differ from the model:\n%s", diff)
+	}
+
+	// Prometheus: the built-in mapping of the model's names.
+	got := scrapeEnvoySeries(t, "http://"+svc.promAddr+"/metrics")
+	want := mapDefault(m.stats)
+	want[`ratelimit_service_response_time_seconds_count{grpc_method="ShouldRateLimit"}`] = float64(m.calls)
+	if diff := diffSeries(got, want); diff != "" {
+		t.Errorf("PROMETHEUS_ADDR's ratelimit_service_* series differ from the model:\n%s", diff)
+	}
+	m.cache.check(t, lines, "http://"+svc.promAddr+"/metrics")
+}
+
+// drive sends the random traffic over every kind of descriptor, then a
+// request of an unknown domain and one without a domain, each checked
+// against the model's answer and counted in it.
+func (m *envoyModel) drive(t *testing.T, svc *service) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(27, 1))
 	kinds := envoyKinds()
 	// The shadow_mode rule crosses its limit with several hits first (1 + 2
@@ -217,33 +254,4 @@ func testEnvoyproxyStats(t *testing.T, cached bool) {
 	}
 	m.stats["ratelimit.service.call.should_rate_limit.service_error"] = 1
 	m.calls += 2
-	if cached {
-		m.mixedRequest(t, svc)
-	}
-	m.stats["ratelimit_server.ShouldRateLimit.total_requests"] = uint64(m.calls)
-	if time.Now().Truncate(time.Hour) != hour {
-		t.Fatalf("an hour began during the run, though it started %s before one: the windows restarted under the model", 30*time.Second)
-	}
-
-	// statsd: every line is one the model names, and the totals arrive.
-	testkit.WaitFor(t, 10*time.Second, "statsd totals equal to the model", func() bool {
-		c, timers := lines.snapshot()
-		return equalCounts(c, m.stats) && timers["ratelimit_server.ShouldRateLimit.response_time"] == m.calls
-	})
-	c, timers := lines.snapshot()
-	if len(timers) != 1 {
-		t.Errorf("statsd timers %v, want ShouldRateLimit's response_time alone", timers)
-	}
-	if diff := diffCounts(c, m.stats); diff != "" {
-		t.Errorf("statsd counters differ from the model:\n%s", diff)
-	}
-
-	// Prometheus: the built-in mapping of the model's names.
-	got := scrapeEnvoySeries(t, "http://"+svc.promAddr+"/metrics")
-	want := mapDefault(m.stats)
-	want[`ratelimit_service_response_time_seconds_count{grpc_method="ShouldRateLimit"}`] = float64(m.calls)
-	if diff := diffSeries(got, want); diff != "" {
-		t.Errorf("PROMETHEUS_ADDR's ratelimit_service_* series differ from the model:\n%s", diff)
-	}
-	m.cache.check(t, lines, "http://"+svc.promAddr+"/metrics")
 }
