@@ -54,18 +54,10 @@ func (t *target) leaseSetting(name string, def time.Duration) time.Duration {
 }
 
 // warmup is the unmeasured load before a run of t. A leasing target gets
-// at least two LEASE_TARGETs of it: between its runs the other targets
-// run, its replicas' rate estimates (over the last LEASE_TARGET) fall to
-// zero and their leases end, so the first LEASE_TARGET of load rebuilds
-// the estimates (blocks grow from 2 hits) and the second sizes blocks from
-// a full one, as they are in steady traffic. It lasts three LEASE_IDLEs at
-// least, too: a counter too cold for the estimate leases once a replica
-// has seen it twice (lease.Store.blockSize), and a counter each replica
-// sees every 10 s or so, as most of the Zipf sample's are, has been seen
-// twice by all of them by then (at 18,000 decisions/s, all but 0.3%;
-// after one LEASE_IDLE, a quarter are not): the run measures steady
-// traffic, not the replicas' first sight of their counters, which a fleet
-// pays once.
+// two LEASE_TARGETs (its rate estimates fell to zero while the others ran)
+// and three LEASE_IDLEs (a counter leases once a replica saw it twice), so
+// the run measures steady traffic, not the replicas' first sight of their
+// counters, which a fleet pays once.
 func (t *target) warmup(o options) time.Duration {
 	if !t.leases() {
 		return o.warmup
