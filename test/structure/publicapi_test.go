@@ -25,9 +25,10 @@ var internalImports = map[string][]string{
 	"pkg/service": {"internal/config", "internal/metrics", "internal/ratelimit"},
 	// The Lua scripts and the connection settings the daemon shares.
 	"pkg/store/redisstore": {"pkg/redisconn", "internal/scripts"},
-	// The 64-way lock striping, shared by the stores.
+	// The 64-way lock striping, shared by the stores, and the one copy of
+	// the saturating sums.
 	"pkg/store/memstore": {"internal/shardlock"},
-	"pkg/store/lease":    {"internal/shardlock"},
+	"pkg/store/lease":    {"internal/shardlock", "internal/satmath"},
 	"pkg/store/fallback": {"internal/shardlock"},
 	// The routes file's YAML positions, shared with internal/config.
 	"pkg/middleware": {"internal/yamldoc"},

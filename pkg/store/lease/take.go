@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/internal/satmath"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -102,17 +103,6 @@ func eligible(op *store.Request) bool {
 	return op.Lease && (op.Mode == algorithms.Enforce || op.Mode == 0) && !op.Usage && op.Hits > 0
 }
 
-// namedBefore reports whether reqs[i]'s key appears earlier in reqs; a
-// request carries a few descriptors, so a scan beats a map.
-func namedBefore(reqs []store.Request, i int) bool {
-	for j := range i {
-		if reqs[j].Key == reqs[i].Key {
-			return true
-		}
-	}
-	return false
-}
-
 // hitsOn is the hits of reqs' eligible ops on reqs[i]'s key.
 func hitsOn(reqs []store.Request, i int) uint64 {
 	var h uint64
@@ -157,7 +147,7 @@ func (s *Store) answer(reqs []store.Request, b *batch) ([]store.Result, bool) {
 			ok = false
 			continue
 		}
-		if !namedBefore(reqs, i) && e.lease.room(now) < hitsOn(reqs, i) {
+		if !store.NamedBefore(reqs, i) && e.lease.room(now) < hitsOn(reqs, i) {
 			ok = false
 		}
 	}
@@ -190,7 +180,7 @@ func (s *Store) admit(sh uint8, e *entry, hits uint64, now int64, r *store.Resul
 		capacity = l.limit.Capacity()
 	}
 	r.Allowed = true
-	r.Remaining = min(satAdd(e.remaining, l.room(now)), capacity)
+	r.Remaining = min(satmath.Add(e.remaining, l.room(now)), capacity)
 	r.ResetAfter = time.Duration(max(e.resetAt-now, 0)) * time.Microsecond
 }
 
@@ -203,7 +193,7 @@ func (s *Store) plan(reqs []store.Request, b *batch) []store.Request {
 	ext := reqs
 	for i := range reqs {
 		op := &reqs[i]
-		if !eligible(op) || namedBefore(reqs, i) {
+		if !eligible(op) || store.NamedBefore(reqs, i) {
 			continue
 		}
 		e := s.shards[b.idx[i]].entries[op.Key]
@@ -280,7 +270,7 @@ func (s *Store) learn(reqs, ext []store.Request, b *batch, res []store.Result, c
 	admitted := len(ext) > len(reqs) && !store.VerdictOf(reqs, res[:len(reqs)]).Denied()
 	for i := range reqs {
 		op := &reqs[i]
-		if !op.Lease || namedBefore(reqs, i) {
+		if !op.Lease || store.NamedBefore(reqs, i) {
 			continue
 		}
 		last, spare := lastOn(ext, i, len(reqs))
