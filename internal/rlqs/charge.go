@@ -141,11 +141,12 @@ func (st *stream) unfit(ev *event, p *part, res []store.Result, charges map[stri
 		ch, ok := charges[c.key]
 		switch {
 		case res[i].Allowed && ok:
-			ch.Hits = p.v.extra
+			// The hits asked for, never more than the store applied there.
+			ch.Applied = min(ch.Applied, p.v.extra)
 			fitting = append(fitting, ch)
 		case res[i].Allowed:
-			// Charged with usage in the same call: usage is never given
-			// back, nor is what shares its charge.
+			// No charge to give back (usage in the same call absorbed
+			// it): the hits lapse.
 			lost = true
 		}
 	}

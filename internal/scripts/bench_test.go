@@ -37,8 +37,14 @@ func BenchmarkRunnerTake(b *testing.B) {
 	}
 	fcall, evalsha := scripts.NewRunner(), scripts.NewRunner(scripts.WithoutFunctions())
 	variants := []variant{
-		{"fcall", func(ops []algorithms.Op) error { _, err := fcall.Take(ctx, rdb, ops, time.Time{}); return err }, "fcall"},
-		{"evalsha", func(ops []algorithms.Op) error { _, err := evalsha.Take(ctx, rdb, ops, time.Time{}); return err }, "evalsha"},
+		{"fcall", func(ops []algorithms.Op) error {
+			_, err := takeDecisions(fcall.Take(ctx, rdb, ops, time.Time{}))
+			return err
+		}, "fcall"},
+		{"evalsha", func(ops []algorithms.Op) error {
+			_, err := takeDecisions(evalsha.Take(ctx, rdb, ops, time.Time{}))
+			return err
+		}, "evalsha"},
 	}
 	if path := os.Getenv("RATELIMITD_BASELINE_SCRIPT"); path != "" {
 		src, err := os.ReadFile(path)
@@ -115,7 +121,7 @@ func BenchmarkTakeUnderLoad(b *testing.B) {
 					for i, k := range keysOf(rng, "load:") {
 						ops[i] = algorithms.Op{Key: k, Limit: lim, Hits: 1}
 					}
-					if _, err := r.Take(ctx, rdb, ops, time.Time{}); err != nil {
+					if _, err := takeDecisions(r.Take(ctx, rdb, ops, time.Time{})); err != nil {
 						return err
 					}
 					return floorScript.Run(ctx, rdb, keysOf(rng, "floor:")).Err()

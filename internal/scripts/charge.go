@@ -14,58 +14,35 @@ import (
 type Charge = algorithms.KeyCharge
 
 // WithCharges makes the take whose ARGV Encode built reply its charges too
-// (DecodeCharges): a third argument. Without it the reply stays 4
-// values per op, so a take nobody will undo costs nothing more.
+// (Decode): a third argument. Without it the reply stays 5 values per op,
+// so a take nobody will undo costs nothing more.
 func WithCharges(args []any) []any {
 	return append(args, chargedMarker)
 }
 
 // WithDenials makes the take whose ARGV Encode built reply its charges and,
-// after its decisions, its denials: per op, the decision it reports had its
-// batch been denied (DecodeDenials). Only a Cluster request whose keys span
-// slots needs them (another slot group may deny it): a take without them
-// replies and computes nothing more.
+// after its decisions, its denials: per op, the decision it reports and
+// what it applies had its batch been denied (Decode). Only a Cluster
+// request whose keys span slots needs them (another slot group may deny
+// it): a take without them replies and computes nothing more.
 func WithDenials(args []any) []any {
-	return append(args, 2)
+	return append(args, deniedMarker)
 }
 
-// chargeFields is the fixed part of a charge in the take reply: the op
-// index (1-based), hits, a, b, c, e and the number of log entries added.
+// deniedMarker is ARGV[3] of a take that asks for its denials
+// (WithDenials): lua/take.lua's ARGV[3] == '2'.
+const deniedMarker = 2
+
+// chargeFields is the fixed part of a charge in the take reply: the index
+// (1-based) of an op on its key (whose key and limit it is), what the
+// batch applied there, a, b, c, e and the number of log entries added.
 const chargeFields = 7
 
-// DecodeCharges reads the charges that follow the 4 values per op in a take
-// reply: one per key an admitted batch wrote, none for a denied batch.
-func DecodeCharges(reply any, ops []algorithms.Op) ([]Charge, error) {
-	return decodeCharges(reply, ops, 4)
-}
-
-// DecodeDenials reads the denials and the charges of a take that
-// WithDenials asked for them: the 4 values per op after its decisions, then
-// the charges.
-func DecodeDenials(reply any, ops []algorithms.Op) ([]algorithms.Decision, []Charge, error) {
-	vals, _ := valuesOf(reply)
-	if vals.n < 8*len(ops) {
-		return nil, nil, fmt.Errorf("reply of %d values for %d ops with their denials", vals.n, len(ops))
-	}
-	denials, err := decodeAt(vals, 4*len(ops), len(ops))
-	if err != nil {
-		return nil, nil, fmt.Errorf("denials: %w", err)
-	}
-	charges, err := decodeCharges(reply, ops, 8)
-	if err != nil {
-		return nil, nil, err
-	}
-	return denials, charges, nil
-}
-
-// decodeCharges reads the charges after the first perOp values per op.
-func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) {
-	vals, _ := valuesOf(reply)
-	if vals.n < perOp*len(ops) {
-		return nil, fmt.Errorf("reply of %d values for %d ops", vals.n, len(ops))
-	}
+// decodeCharges reads the charges from vals[at:]: one per key an admitted
+// batch charged, none for a denied batch.
+func decodeCharges(vals values, ops []algorithms.Op, at int) ([]Charge, error) {
 	var out []Charge
-	for at := perOp * len(ops); at < vals.n; {
+	for at < vals.n {
 		var f [chargeFields]int64
 		if err := vals.ints(at, f[:]); err != nil {
 			return nil, err
@@ -79,7 +56,7 @@ func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) 
 			return nil, err
 		}
 		c := Charge{Key: ops[op-1].Key, Limit: ops[op-1].Limit}
-		c.Hits = uint64(f[1])
+		c.Applied = uint64(f[1])
 		fam := ops[op-1].Limit.Algorithm.Family()
 		c.After = algorithms.FromRegisters(f[2], f[3], f[4], f[5]).As(fam)
 		if fam == algorithms.Log {
@@ -95,7 +72,7 @@ func decodeCharges(reply any, ops []algorithms.Op, perOp int) ([]Charge, error) 
 }
 
 // undoCounterTag starts the short form of a Counter charge (fixed_window's)
-// in an undo's ARGV: the tag, hits, the window's start and its end, all
+// in an undo's ARGV: the tag, applied, the window's start and its end, all
 // that its undo reads (lua/counter.lua's counter_undo; the count comes from
 // the stored value), where the long form is 13 values. Leases return many
 // such charges at once (a drain, a sweep's idle leases); Redis parses and
@@ -128,15 +105,15 @@ func encodeUndo(charges []Charge, now time.Time, short bool) ([]string, []any, e
 		a, b, cc := st.Registers()
 		// A counter of calendar months goes in the long form: its tag needs
 		// its limit's months (lua/counter.lua).
-		if short && c.Limit.Algorithm.Family() == algorithms.Counter && !c.Limit.Calendar && c.Limit.Validate() == nil && c.Hits > 0 && len(st.Log) == 0 {
-			args = append(args, undoCounterTag, min(c.Hits, maxHits), a, st.ExpiresAt)
+		if short && c.Limit.Algorithm.Family() == algorithms.Counter && !c.Limit.Calendar && c.Limit.Validate() == nil && c.Applied > 0 && len(st.Log) == 0 {
+			args = append(args, undoCounterTag, min(c.Applied, maxHits), a, st.ExpiresAt)
 			continue
 		}
 		args = appendLimit(args, c.Limit)
 		if len(st.Log) > 0 {
 			a = st.Log[0].At
 		}
-		args = append(args, min(c.Hits, maxHits), a, b, cc, st.ExpiresAt, len(st.Log))
+		args = append(args, min(c.Applied, maxHits), a, b, cc, st.ExpiresAt, len(st.Log))
 		for _, e := range st.Log {
 			args = append(args, e.Seq, e.Hits)
 		}

@@ -61,7 +61,7 @@ func TestCorruptedStateHeals(t *testing.T) {
 			if err := c(key); err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.Take(ctx, rdb, []algorithms.Op{{Key: key, Limit: lim, Hits: 1}}, now)
+			got, err := takeDecisions(r.Take(ctx, rdb, []algorithms.Op{{Key: key, Limit: lim, Hits: 1}}, now))
 			if err != nil {
 				t.Fatalf("%s corruption %d: %v", alg, i, err)
 			}

@@ -396,10 +396,11 @@ func (r *diffRun) judge(step, i int, s *sequence, p diffPending) {
 	if !ok || len(parts) != 2 {
 		t.Fatalf("step %d seq %d: reply %v", step, i, reply)
 	}
-	got, err := scripts.Decode(parts[0], len(p.ops))
+	out, err := scripts.Decode(parts[0], p.ops, p.charges, p.denials)
 	if err != nil {
 		t.Fatalf("step %d seq %d: %v", step, i, err)
 	}
+	got := out.Decisions
 	pttl := map[string]int64{}
 	for j, v := range parts[1].([]any) {
 		pttl[p.ops[j].Key] = v.(int64)
@@ -410,10 +411,11 @@ func (r *diffRun) judge(step, i int, s *sequence, p diffPending) {
 		st.Log = slices.Clone(st.Log)
 		before[key] = st
 	}
-	want, writes := r.goState.take(p.ops, time.UnixMicro(s.now))
+	wb := r.goState.take(p.ops, time.UnixMicro(s.now))
+	want, writes := wb.Decisions, wb.Writes
 	var b strings.Builder
 	for j, op := range p.ops {
-		fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d mode=%d usage=%t joined=%t go=%s lua=%s", j, op.Key, op.Limit, op.Hits, op.Mode, op.Usage, op.Joined, fmtDecision(want[j]), fmtDecision(got[j]))
+		fmt.Fprintf(&b, "\n  op %d %s %+v hits=%d mode=%d usage=%t joined=%t go=%s/%d lua=%s/%d", j, op.Key, op.Limit, op.Hits, op.Mode, op.Usage, op.Joined, fmtDecision(want[j]), wb.Applied[j], fmtDecision(got[j]), out.Applied[j])
 	}
 	s.note("t=%d%s", s.now, b.String())
 	fail := func(format string, args ...any) {
@@ -421,8 +423,8 @@ func (r *diffRun) judge(step, i int, s *sequence, p diffPending) {
 		t.Fatalf("step %d seq %d: %s\nhistory (newest last):\n%s", step, i, fmt.Sprintf(format, args...), strings.Join(s.history, "\n"))
 	}
 	for j := range p.ops {
-		if got[j] != want[j] {
-			fail("op %d: lua %s, go %s", j, fmtDecision(got[j]), fmtDecision(want[j]))
+		if got[j] != want[j] || out.Applied[j] != wb.Applied[j] {
+			fail("op %d: lua %s applied %d, go %s applied %d", j, fmtDecision(got[j]), out.Applied[j], fmtDecision(want[j]), wb.Applied[j])
 		}
 		if want[j].Allowed {
 			r.allowed++
@@ -431,7 +433,7 @@ func (r *diffRun) judge(step, i int, s *sequence, p diffPending) {
 		}
 	}
 	if p.charges {
-		if err := judgeCharges(p, parts[0], want, writes, before, s.now); err != nil {
+		if err := judgeCharges(p, out, wb, before, s.now); err != nil {
 			fail("%v", err)
 		}
 	}
@@ -443,37 +445,25 @@ func (r *diffRun) judge(step, i int, s *sequence, p diffPending) {
 }
 
 // judgeCharges compares the charges (and denials) the take replied with
-// algorithms.Charges' (and TakeAll's for the batch denied).
-func judgeCharges(p diffPending, reply any, want []algorithms.Decision, writes map[string]algorithms.State, before map[string]algorithms.State, now int64) error {
-	var gotCh []scripts.Charge
-	var gotDen []algorithms.Decision
-	var err error
-	if p.denials {
-		gotDen, gotCh, err = scripts.DecodeDenials(reply, p.ops)
-	} else {
-		gotCh, err = scripts.DecodeCharges(reply, p.ops)
-	}
-	if err != nil {
-		return fmt.Errorf("charges: %w", err)
-	}
+// the Go batch's (and TakeAll's for the batch denied).
+func judgeCharges(p diffPending, out scripts.Outcome, want algorithms.Batch, before map[string]algorithms.State, now int64) error {
 	if p.denials {
 		// The ops' decisions in a denied batch: TakeAll's with one more
 		// op, on a key of its own, that denies it.
 		deny := algorithms.Op{Key: "diff:deny", Hits: 1} // an invalid limit
-		wantDen, _ := algorithms.TakeAll(append(slices.Clone(p.ops), deny), func(key string) algorithms.State {
+		den := algorithms.TakeAll(append(slices.Clone(p.ops), deny), func(key string) algorithms.State {
 			st := before[key]
 			st.Log = slices.Clone(st.Log)
 			return st
 		}, time.UnixMicro(now))
-		for j := range gotDen {
-			if gotDen[j] != wantDen[j] {
-				return fmt.Errorf("op %d denial: lua %s, go %s", j, fmtDecision(gotDen[j]), fmtDecision(wantDen[j]))
+		for j := range out.Denials {
+			if out.Denials[j] != den.Decisions[j] || out.DeniedApplied[j] != den.Applied[j] {
+				return fmt.Errorf("op %d denial: lua %s applied %d, go %s applied %d", j, fmtDecision(out.Denials[j]), out.DeniedApplied[j], fmtDecision(den.Decisions[j]), den.Applied[j])
 			}
 		}
 	}
-	wantCh := algorithms.Charges(p.ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(now))
-	if err := sameCharges(gotCh, wantCh); err != nil {
-		return fmt.Errorf("charges: %w\n  lua %+v\n  go  %+v", err, gotCh, wantCh)
+	if err := sameCharges(out.Charges, want.Charges); err != nil {
+		return fmt.Errorf("charges: %w\n  lua %+v\n  go  %+v", err, out.Charges, want.Charges)
 	}
 	return nil
 }
@@ -561,17 +551,17 @@ func ttlBound(ops []algorithms.Op, key string) int64 {
 	return 2*h.Microseconds() + 1000
 }
 
-// sameCharges compares the charges the take script reported with
-// algorithms.Charges', which memstore reports: leases give hits back
-// through either, so they must agree.
+// sameCharges compares the charges the take script reported with the Go
+// batch's, which memstore reports: undos and leases give hits back through
+// either, so they must agree.
 func sameCharges(lua []scripts.Charge, goCh []algorithms.KeyCharge) error {
 	if len(lua) != len(goCh) {
 		return fmt.Errorf("lua reports %d charges, go %d", len(lua), len(goCh))
 	}
 	for i, l := range lua {
 		g := goCh[i]
-		if l.Key != g.Key || l.Limit != g.Limit || l.Hits != g.Hits {
-			return fmt.Errorf("charge %d: lua %s %+v %d hits, go %s %+v %d hits", i, l.Key, l.Limit, l.Hits, g.Key, g.Limit, g.Hits)
+		if l.Key != g.Key || l.Limit != g.Limit || l.Applied != g.Applied {
+			return fmt.Errorf("charge %d: lua %s %+v applied %d, go %s %+v applied %d", i, l.Key, l.Limit, l.Applied, g.Key, g.Limit, g.Applied)
 		}
 		if !sameCharged(l.Charged, g.Charged) {
 			return fmt.Errorf("charge %d of %s: lua state %+v, go %+v", i, l.Key, l.After, g.After)

@@ -2,7 +2,7 @@ package scripts
 
 import "strings"
 
-// fastPathCall is where take_keys tries take_fixed before take_distinct.
+// fastPathCall is where take_keys tries take_fixed before take_general.
 const fastPathCall = "local out = take_fixed(now, keys, k0, ops, n, charges, not d, packed)"
 
 // SourceWithoutFastPath is the take script with take_fixed never tried: the
@@ -16,7 +16,7 @@ func SourceWithoutFastPath() (src string, ok bool) {
 }
 
 // fallbackCall is where take_keys goes on when take_fixed declined a take.
-const fallbackCall = "\n  if d then\n    return take_distinct("
+const fallbackCall = "\n  return take_general(now, keys, k0, ops, n, charges, denials, d)"
 
 // SourceCountingFallbacks is the take script counting in key counter (INCR)
 // every take that take_fixed declined: which batches the fast path decides.

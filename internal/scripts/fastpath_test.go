@@ -292,7 +292,7 @@ func (r *fastPathRig) compare(where string, ops []algorithms.Op, now int64, fcal
 	if !reflect.DeepEqual(fr.Val(), sr.Val()) {
 		t.Fatalf("%s: reply %v, without the fast path %v", where, fr.Val(), sr.Val())
 	}
-	r.count(fr.Val().([]any)[:4*len(ops)], ops, plain, isTopup)
+	r.count(fr.Val().([]any)[:5*len(ops)], ops, plain, isTopup)
 	for k := range fastKeys {
 		if gone := fg[k].Err() != sg[k].Err(); gone && max(ft[k].Val(), st[k].Val()) < time.Second {
 			// One side read a key of a TTL under a second before it
@@ -317,7 +317,7 @@ func (r *fastPathRig) compare(where string, ops []algorithms.Op, now int64, fcal
 
 // count adds a batch's decisions to what the run explored.
 func (r *fastPathRig) count(decisions []any, ops []algorithms.Op, plain bool, isTopup []bool) {
-	for i := 0; i < len(decisions); i += 4 {
+	for i := 0; i < len(decisions); i += 5 {
 		allowed := decisions[i].(int64)
 		if allowed == 1 {
 			r.allowed++
@@ -325,9 +325,9 @@ func (r *fastPathRig) count(decisions []any, ops []algorithms.Op, plain bool, is
 			r.denied++
 		}
 		switch {
-		case plain && isTopup[i/4]:
+		case plain && isTopup[i/5]:
 			r.topups[allowed]++
-		case plain && ops[i/4].Mode == algorithms.Spare:
+		case plain && ops[i/5].Mode == algorithms.Spare:
 			r.spares[allowed]++
 		}
 	}

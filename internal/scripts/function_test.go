@@ -36,7 +36,7 @@ func TestTakeAfterFunctionFlush(t *testing.T) {
 	op := []algorithms.Op{{Key: "fflush", Limit: lim, Hits: 1}}
 	// The first flush finds nothing: the server is fresh, which is the same.
 	takeAfterFlush(t, r, rdb, op, "FUNCTION FLUSH", func() error { return rdb.FunctionFlush(ctx).Err() }, 2, 1, 0)
-	d, err := r.Take(ctx, rdb, op, time.Time{})
+	d, err := takeDecisions(r.Take(ctx, rdb, op, time.Time{}))
 	if err != nil || d[0].Allowed {
 		t.Fatalf("fourth take: %v %v", d, err)
 	}
@@ -75,7 +75,7 @@ func TestFallsBackToEvalsha(t *testing.T) {
 	lim := algorithms.Limit{Algorithm: algorithms.SlidingWindow, Requests: 2, Period: time.Hour}
 	ops := []algorithms.Op{{Key: "{fb}a", Limit: lim, Hits: 2}}
 	for i := range 3 {
-		d, charges, err := r.TakeCharged(ctx, rdb, ops, time.Time{})
+		d, charges, err := takeCharges(r.TakeCharged(ctx, rdb, ops, time.Time{}))
 		if err != nil || !d[0].Allowed || len(charges) != 1 {
 			t.Fatalf("take %d: %v %+v %v", i, d, charges, err)
 		}

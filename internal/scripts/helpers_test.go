@@ -35,17 +35,17 @@ func newRedis(t testing.TB) *redis.Client {
 // model is the Go reference: algorithms.TakeAll over a map.
 type model map[string]algorithms.State
 
-func (m model) take(ops []algorithms.Op, now time.Time) ([]algorithms.Decision, map[string]algorithms.State) {
+func (m model) take(ops []algorithms.Op, now time.Time) algorithms.Batch {
 	load := func(key string) algorithms.State {
 		st := m[key]
 		st.Log = slices.Clone(st.Log)
 		return st
 	}
-	decisions, writes := algorithms.TakeAll(ops, load, now)
-	for k, st := range writes {
+	b := algorithms.TakeAll(ops, load, now)
+	for k, st := range b.Writes {
 		m[k] = st
 	}
-	return decisions, writes
+	return b
 }
 
 // stored is a key's state as read back from Redis.
@@ -277,4 +277,14 @@ func newRand(t testing.TB) *rand.Rand {
 	}
 	t.Logf("seed %d", seed)
 	return rand.New(rand.NewPCG(seed, seed>>1))
+}
+
+// takeDecisions is an Outcome's decisions, for tests that judge those.
+func takeDecisions(o scripts.Outcome, err error) ([]algorithms.Decision, error) {
+	return o.Decisions, err
+}
+
+// takeCharges is an Outcome's decisions and charges.
+func takeCharges(o scripts.Outcome, err error) ([]algorithms.Decision, []scripts.Charge, error) {
+	return o.Decisions, o.Charges, err
 }

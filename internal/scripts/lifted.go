@@ -18,12 +18,12 @@ func (r *Runner) liftedRefunds(reply any, ops []algorithms.Op) {
 		return
 	}
 	vals, ok := valuesOf(reply)
-	if !ok || vals.n < 4*len(ops) {
+	if !ok || vals.n < opFields*len(ops) {
 		return
 	}
 	var keys []string
 	for i, op := range ops {
-		if code, err := vals.int(4 * i); err == nil && code == codeLifted {
+		if code, err := vals.int(opFields * i); err == nil && code == codeLifted {
 			keys = append(keys, op.Key)
 		}
 	}

@@ -137,42 +137,31 @@ func randomMergedTake(rng *rand.Rand, keys []string, lims map[algorithms.Algorit
 }
 
 // checkMergedTake requires one take's reply in a merged call to be the Go
-// model's decisions for ops run at now after the takes before it, with
-// algorithms.Charges' charges when charged asked for them, and four values
+// model's decisions and amounts applied for ops run at now after the takes
+// before it, with its charges when charged asked for them, and five values
 // per op when not. It returns how many charges the reply held.
 func checkMergedTake(t *testing.T, m model, ops []algorithms.Op, reply any, charged bool, now int64, where string) int {
 	t.Helper()
-	got, err := scripts.Decode(reply, len(ops))
+	got, err := scripts.Decode(reply, ops, charged, false)
 	if err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
-	before := map[string]algorithms.State{}
-	for _, op := range ops {
-		st := m[op.Key]
-		st.Log = slices.Clone(st.Log)
-		before[op.Key] = st
-	}
-	want, writes := m.take(ops, time.UnixMicro(now))
+	want := m.take(ops, time.UnixMicro(now))
 	for j := range ops {
-		if got[j] != want[j] {
-			t.Fatalf("%s op %d %+v: merged %s, one after the other %s", where, j, ops[j], fmtDecision(got[j]), fmtDecision(want[j]))
+		if got.Decisions[j] != want.Decisions[j] || got.Applied[j] != want.Applied[j] {
+			t.Fatalf("%s op %d %+v: merged %s applied %d, one after the other %s applied %d", where, j, ops[j], fmtDecision(got.Decisions[j]), got.Applied[j], fmtDecision(want.Decisions[j]), want.Applied[j])
 		}
 	}
 	if !charged {
-		if vals, err := scripts.ReplyValues(reply); err != nil || len(vals) != 4*len(ops) {
+		if vals, err := scripts.ReplyValues(reply); err != nil || len(vals) != 5*len(ops) {
 			t.Fatalf("%s without charges: %d values for %d ops (%v)", where, len(vals), len(ops), err)
 		}
 		return 0
 	}
-	gotCh, err := scripts.DecodeCharges(reply, ops)
-	if err != nil {
-		t.Fatalf("%s: charges: %v", where, err)
+	if err := sameCharges(got.Charges, want.Charges); err != nil {
+		t.Fatalf("%s: charges: %v\n  lua %+v\n  go  %+v", where, err, got.Charges, want.Charges)
 	}
-	wantCh := algorithms.Charges(ops, want, func(key string) algorithms.State { return before[key] }, writes, time.UnixMicro(now))
-	if err := sameCharges(gotCh, wantCh); err != nil {
-		t.Fatalf("%s: charges: %v\n  lua %+v\n  go  %+v", where, err, gotCh, wantCh)
-	}
-	return len(gotCh)
+	return len(got.Charges)
 }
 
 // TestMergedRepliesAsAlone: a merged call of takes with and without
@@ -336,14 +325,11 @@ func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, ch
 
 // noteCharges counts a charged take's charges in cover.
 func (r *mergeRig) noteCharges(group, i int, ops []algorithms.Op, reply any) {
-	ch, err := scripts.DecodeCharges(reply, ops)
+	out, err := scripts.Decode(reply, ops, true, false)
 	if err != nil {
 		r.t.Fatalf("group %d take %d: %v", group, i, err)
 	}
-	ds, err := scripts.Decode(reply, len(ops))
-	if err != nil {
-		r.t.Fatalf("group %d take %d: %v", group, i, err)
-	}
+	ch, ds := out.Charges, out.Decisions
 	if len(ch) > 0 {
 		r.cover[ops[0].Limit.Algorithm].charged++
 	}
@@ -381,7 +367,7 @@ func TestMergedTakeFailsAlone(t *testing.T) {
 		t.Fatalf("errors %v, want the middle take's only", errs)
 	}
 	for i, wantRemaining := range map[int]uint64{0: 3, 2: 1} {
-		d, err := scripts.Decode(replies[i], 1)
+		d, err := takeDecisions(scripts.Decode(replies[i], []algorithms.Op{{Key: "f:a", Limit: lim, Hits: 2}}, false, false))
 		if err != nil || !d[0].Allowed || d[0].Remaining != wantRemaining {
 			t.Errorf("take %d: %v %v, want allowed with %d remaining", i, d, err, wantRemaining)
 		}
@@ -400,7 +386,7 @@ func TestMergedTakeFailsAlone(t *testing.T) {
 	if got := rdb.Get(ctx, "f:a").Val(); got == "" {
 		t.Fatal("f:a vanished")
 	}
-	if d, err := scripts.NewRunner().Take(ctx, rdb, []algorithms.Op{{Key: "f:a", Limit: lim}}, now); err != nil || d[0].Remaining != 1 {
+	if d, err := takeDecisions(scripts.NewRunner().Take(ctx, rdb, []algorithms.Op{{Key: "f:a", Limit: lim}}, now)); err != nil || d[0].Remaining != 1 {
 		t.Errorf("f:a after the failed call: %v %v, want 1 remaining as before it", d, err)
 	}
 }
@@ -480,7 +466,7 @@ func TestMergeTakesLayout(t *testing.T) {
 	cmd := redis.NewCmd(ctx, mixed...)
 	_ = rdb.Process(ctx, cmd)
 	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), 3)
-	for i, n := range []int{8, 8 + 7, 4} {
+	for i, n := range []int{10, 10 + 7, 5} {
 		if vals, err := scripts.ReplyValues(replies[i]); errs[i] != nil || err != nil || len(vals) != n {
 			t.Errorf("take %d: %v %v %v, want %d values", i, replies[i], errs[i], err, n)
 		}
@@ -498,7 +484,7 @@ func TestMergeTakesLayout(t *testing.T) {
 	if got := rdb.Get(ctx, "l:c").Val(); !isCounter(got) {
 		t.Fatalf("l:c holds %q after the first call", got)
 	}
-	d, err := scripts.NewRunner().Take(ctx, rdb, []algorithms.Op{{Key: "l:a", Limit: lim}, {Key: "l:c", Limit: lim}}, now)
+	d, err := takeDecisions(scripts.NewRunner().Take(ctx, rdb, []algorithms.Op{{Key: "l:a", Limit: lim}, {Key: "l:c", Limit: lim}}, now))
 	if err != nil || d[0].Remaining != 1 || d[1].Remaining != 4 {
 		t.Errorf("after the refused calls: %v %v, want l:a at 1 and l:c at 4 remaining as after the first", d, err)
 	}

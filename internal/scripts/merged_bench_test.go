@@ -108,8 +108,9 @@ func (mb mergedBench) key(rng *rand.Rand, d int) string {
 // merged sends mergedTakes takes of n descriptors as one FCALL.
 func (mb mergedBench) merged(rng *rand.Rand, n int) error {
 	calls := make([][]any, mergedTakes)
+	var ops []algorithms.Op
 	for i := range calls {
-		ops := make([]algorithms.Op, n)
+		ops = make([]algorithms.Op, n)
 		for d := range ops {
 			ops[d] = algorithms.Op{Key: mb.key(rng, d), Limit: mb.lim, Hits: 1}
 		}
@@ -130,7 +131,7 @@ func (mb mergedBench) merged(rng *rand.Rand, n int) error {
 		if errs[i] != nil {
 			return errs[i]
 		}
-		if _, err := scripts.Decode(replies[i], n); err != nil {
+		if _, err := scripts.Decode(replies[i], ops, false, false); err != nil {
 			return err
 		}
 	}

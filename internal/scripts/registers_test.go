@@ -75,7 +75,7 @@ func TestOtherTypeReadsFresh(t *testing.T) {
 			if err := write(key); err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.Take(ctx, rdb, []algorithms.Op{{Key: key, Limit: lim, Hits: 2}}, later)
+			got, err := takeDecisions(r.Take(ctx, rdb, []algorithms.Op{{Key: key, Limit: lim, Hits: 2}}, later))
 			if err != nil {
 				t.Fatalf("%s over a %s: %v", alg, name, err)
 			}

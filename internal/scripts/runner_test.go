@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestTakeUsesRedisTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := r.Take(ctx, rdb, []algorithms.Op{{Key: "clock", Limit: lim, Hits: 1}}, time.Time{})
+	d, err := takeDecisions(r.Take(ctx, rdb, []algorithms.Op{{Key: "clock", Limit: lim, Hits: 1}}, time.Time{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestTTLsPastTheirArgumentCache(t *testing.T) {
 		// One GCRA hit of one per period: the TTL is the period, at least
 		// 7 s, so no key expires before the check.
 		lim := algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1, Period: time.Duration(i+1)*7*time.Second + 3*time.Millisecond}
-		d, err := r.Take(ctx, rdb, []algorithms.Op{{Key: "ttl:" + strconv.Itoa(i), Limit: lim, Hits: 1}}, time.Time{})
+		d, err := takeDecisions(r.Take(ctx, rdb, []algorithms.Op{{Key: "ttl:" + strconv.Itoa(i), Limit: lim, Hits: 1}}, time.Time{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,10 +102,10 @@ func TestWrittenKeysHaveTTL(t *testing.T) {
 	for _, alg := range algorithms.All() {
 		lim := algorithms.Limit{Algorithm: alg, Requests: 5, Period: time.Hour}
 		written, checked := "ttl:"+alg.String(), "check:"+alg.String()
-		d, err := r.Take(ctx, rdb, []algorithms.Op{
+		d, err := takeDecisions(r.Take(ctx, rdb, []algorithms.Op{
 			{Key: written, Limit: lim, Hits: 2},
 			{Key: checked, Limit: lim, Hits: 0},
-		}, time.Time{})
+		}, time.Time{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,11 +145,11 @@ func TestTakeErrors(t *testing.T) {
 	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 2, Period: time.Hour}
 	op := []algorithms.Op{{Key: "k", Limit: lim, Hits: 1}}
 
-	if d, err := r.Take(ctx, nil, nil, time.Time{}); err != nil || len(d) != 0 {
+	if d, err := takeDecisions(r.Take(ctx, nil, nil, time.Time{})); err != nil || len(d) != 0 {
 		t.Fatalf("no ops: %v, %v", d, err)
 	}
 	for _, now := range []time.Time{time.Unix(-1, 0), time.UnixMicro(algorithms.MaxUnixMicro + 1)} {
-		if _, err := r.Take(ctx, nil, op, now); err == nil || !strings.Contains(err.Error(), "clock range") {
+		if _, err := takeDecisions(r.Take(ctx, nil, op, now)); err == nil || !strings.Contains(err.Error(), "clock range") {
 			t.Fatalf("now %v: err %v", now, err)
 		}
 	}
@@ -158,19 +159,19 @@ func TestTakeErrors(t *testing.T) {
 	defer rdb.Close()
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := r.Take(canceled, rdb, op, time.Time{}); !errors.Is(err, context.Canceled) {
+	if _, err := takeDecisions(r.Take(canceled, rdb, op, time.Time{})); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled context: %v", err)
 	}
 	if err := rdb.Set(ctx, "k", "a string", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// A key of another type is read as absent and replaced.
-	d, err := r.Take(ctx, rdb, op, time.Time{})
+	d, err := takeDecisions(r.Take(ctx, rdb, op, time.Time{}))
 	if err != nil || !d[0].Allowed || d[0].Remaining != 1 {
 		t.Fatalf("take over a string key: %v %v", d, err)
 	}
 	srv.Stop()
-	if _, err := r.Take(ctx, rdb, op, time.Time{}); err == nil || !strings.HasPrefix(err.Error(), "take script: ") {
+	if _, err := takeDecisions(r.Take(ctx, rdb, op, time.Time{})); err == nil || !strings.HasPrefix(err.Error(), "take script: ") {
 		t.Fatalf("stopped redis: %v", err)
 	}
 }
@@ -212,8 +213,9 @@ func TestEncode(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
-	good := []any{int64(1), int64(5), int64(1000), int64(0), int64(0), int64(0), int64(7), int64(-1)}
-	d, err := scripts.Decode(good, 2)
+	good := []any{int64(1), int64(5), int64(1000), int64(0), int64(3), int64(0), int64(0), int64(7), int64(-1), int64(0)}
+	two := make([]algorithms.Op, 2)
+	out, err := scripts.Decode(good, two, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,21 +223,22 @@ func TestDecode(t *testing.T) {
 		{Allowed: true, Remaining: 5, ResetAfter: time.Millisecond},
 		{ResetAfter: 7 * time.Microsecond, RetryAfter: algorithms.Never},
 	}
-	if d[0] != want[0] || d[1] != want[1] {
-		t.Fatalf("decoded %+v, want %+v", d, want)
+	if d := out.Decisions; d[0] != want[0] || d[1] != want[1] || !slices.Equal(out.Applied, []uint64{3, 0}) {
+		t.Fatalf("decoded %+v, want %+v applied 3, 0", out, want)
 	}
 	for name, bad := range map[string]any{
-		"not an array":   "OK",
-		"short":          good[:7],
-		"not an integer": []any{int64(1), "5", int64(0), int64(0)},
-		"negative":       []any{int64(1), int64(-5), int64(0), int64(0)},
-		"retry below -1": []any{int64(0), int64(0), int64(0), int64(-2)},
+		"not an array":     "OK",
+		"short":            good[:9],
+		"not an integer":   []any{int64(1), "5", int64(0), int64(0), int64(0)},
+		"negative":         []any{int64(1), int64(-5), int64(0), int64(0), int64(0)},
+		"retry below -1":   []any{int64(0), int64(0), int64(0), int64(-2), int64(0)},
+		"negative applied": []any{int64(0), int64(0), int64(0), int64(0), int64(-1)},
 	} {
-		n := 2
+		ops := two
 		if name != "short" {
-			n = 1
+			ops = two[:1]
 		}
-		if _, err := scripts.Decode(bad, n); err == nil {
+		if _, err := scripts.Decode(bad, ops, false, false); err == nil {
 			t.Errorf("%s: decoded without error", name)
 		}
 	}
@@ -250,7 +253,7 @@ func takeAfterFlush(t *testing.T, r *scripts.Runner, rdb *redis.Client, op []alg
 		if err := flush(); err != nil {
 			t.Fatal(err)
 		}
-		d, err := r.Take(context.Background(), rdb, op, time.Time{})
+		d, err := takeDecisions(r.Take(context.Background(), rdb, op, time.Time{}))
 		if err != nil {
 			t.Fatalf("take %d after %s: %v", i, what, err)
 		}

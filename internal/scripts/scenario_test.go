@@ -16,14 +16,14 @@ import (
 func agree(t *testing.T, rdb *redis.Client, m model, ops []algorithms.Op, now time.Time) []algorithms.Decision {
 	t.Helper()
 	ctx := context.Background()
-	got, err := scripts.NewRunner().Take(ctx, rdb, ops, now)
+	out, err := scripts.NewRunner().Take(ctx, rdb, ops, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := m.take(ops, now)
+	got, want := out.Decisions, m.take(ops, now)
 	for i := range ops {
-		if got[i] != want[i] {
-			t.Fatalf("op %d (%s, %d hits): lua %s, go %s", i, ops[i].Key, ops[i].Hits, fmtDecision(got[i]), fmtDecision(want[i]))
+		if got[i] != want.Decisions[i] || out.Applied[i] != want.Applied[i] {
+			t.Fatalf("op %d (%s, %d hits): lua %s applied %d, go %s applied %d", i, ops[i].Key, ops[i].Hits, fmtDecision(got[i]), out.Applied[i], fmtDecision(want.Decisions[i]), want.Applied[i])
 		}
 	}
 	pipe := rdb.Pipeline()
@@ -147,14 +147,14 @@ func TestSettledState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := scripts.Decode(reply.([]any)[0], len(ops))
+		out, err := scripts.Decode(reply.([]any)[0], ops, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := m.take(ops, time.UnixMicro(now))
+		got, want := out.Decisions, m.take(ops, time.UnixMicro(now))
 		for i := range ops {
-			if got[i] != want[i] {
-				t.Fatalf("t=%d op %d: lua %s, go %s", now, i, fmtDecision(got[i]), fmtDecision(want[i]))
+			if got[i] != want.Decisions[i] || out.Applied[i] != want.Applied[i] {
+				t.Fatalf("t=%d op %d: lua %s applied %d, go %s applied %d", now, i, fmtDecision(got[i]), out.Applied[i], fmtDecision(want.Decisions[i]), want.Applied[i])
 			}
 		}
 		pipe := rdb.Pipeline()

@@ -73,59 +73,45 @@ func Source() string { return source }
 
 // Take decides ops as ONE atomic, all-or-nothing FCALL (see call for the
 // library load and the EVALSHA fallback). A zero now means "use Redis TIME", the
-// production setting; tests pass an explicit now. The decisions are exactly
-// those of algorithms.TakeAll over the keys' stored states.
-func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, error) {
-	reply, err := r.run(ctx, rdb, ops, now, nil)
-	if err != nil || reply == nil {
-		return []algorithms.Decision{}, err
-	}
-	return Decode(reply, len(ops))
+// production setting; tests pass an explicit now. The decisions and the
+// amounts applied are exactly those of algorithms.TakeAll over the keys'
+// stored states.
+func (r *Runner) Take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) (Outcome, error) {
+	return r.take(ctx, rdb, ops, now, 0)
 }
 
 // TakeCharged is Take (the same single FCALL) that also returns what the
-// batch charged: one Charge per key it wrote, none when it was denied. A
-// caller that must deny the request after all (another Cluster slot group
-// denied it) passes them to Undo.
-func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) ([]algorithms.Decision, []Charge, error) {
-	reply, err := r.run(ctx, rdb, ops, now, WithCharges)
-	if err != nil || reply == nil {
-		return []algorithms.Decision{}, nil, err
-	}
-	ds, err := Decode(reply, len(ops))
-	if err != nil {
-		return nil, nil, err
-	}
-	charges, err := DecodeCharges(reply, ops)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ds, charges, nil
+// batch charged (Outcome.Charges): algorithms.Batch's Charges, none when
+// it was denied. A caller that must deny the request after all (another
+// Cluster slot group denied it) passes them to Undo.
+func (r *Runner) TakeCharged(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) (Outcome, error) {
+	return r.take(ctx, rdb, ops, now, chargedMarker)
 }
 
 // TakeDenials is TakeCharged (the same single FCALL) for one slot group of a
 // Cluster request whose keys span slots: it also returns, per op, the
-// decision it reports had the batch been denied (algorithms.TakeAll's
-// answer for a denied batch: a check for an allowed op, what usage
-// recorded for a usage op), which is the op's answer when another group
-// denies the request. For a batch the script denied they are its decisions.
-func (r *Runner) TakeDenials(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) (decisions, denials []algorithms.Decision, charges []Charge, err error) {
-	reply, err := r.run(ctx, rdb, ops, now, WithDenials)
-	if err != nil || reply == nil {
-		return []algorithms.Decision{}, []algorithms.Decision{}, nil, err
-	}
-	if decisions, err = Decode(reply, len(ops)); err != nil {
-		return nil, nil, nil, err
-	}
-	if denials, charges, err = DecodeDenials(reply, ops); err != nil {
-		return nil, nil, nil, err
-	}
-	return decisions, denials, charges, nil
+// decision it reports and what it applies had the batch been denied
+// (algorithms.TakeAll's for a denied batch: a check for an allowed op,
+// what usage recorded for a usage op), which is the op's answer when
+// another group denies the request. For a batch the script denied they
+// are its own.
+func (r *Runner) TakeDenials(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time) (Outcome, error) {
+	return r.take(ctx, rdb, ops, now, deniedMarker)
 }
 
-// run is one take; a nil reply means there were no ops. more, if not nil,
-// asks for more in the reply (WithCharges, WithDenials).
-func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time, more func([]any) []any) (any, error) {
+// take is one take, and its reply decoded; more asks for more in the
+// reply: chargedMarker (WithCharges) or deniedMarker (WithDenials), or 0.
+func (r *Runner) take(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time, more int) (Outcome, error) {
+	reply, err := r.run(ctx, rdb, ops, now, more)
+	if err != nil || reply == nil {
+		return Outcome{Decisions: []algorithms.Decision{}, Applied: []uint64{}}, err
+	}
+	return Decode(reply, ops, more != 0, more == deniedMarker)
+}
+
+// run is one take; a nil reply means there were no ops. more, if not 0,
+// is ARGV[3]: what more the reply holds (take's).
+func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now time.Time, more int) (any, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
@@ -133,8 +119,8 @@ func (r *Runner) run(ctx context.Context, rdb Scripter, ops []algorithms.Op, now
 	if err != nil {
 		return nil, err
 	}
-	if more != nil {
-		args = more(args)
+	if more != 0 {
+		args = append(args, more)
 	}
 	reply, err := r.call(ctx, rdb, takeFunction, r.script, keys, args)
 	if err != nil {

@@ -51,7 +51,7 @@ func BenchmarkUndoForms(b *testing.B) {
 				}
 				// One slot per batch is what redisstore sends; a single
 				// node takes any keys, and this one has no other load.
-				_, charges, err := r.TakeCharged(ctx, rdb, ops, time.Time{})
+				_, charges, err := takeCharges(r.TakeCharged(ctx, rdb, ops, time.Time{}))
 				if err != nil || len(charges) != batch {
 					b.Fatalf("take: %d charges, %v", len(charges), err)
 				}

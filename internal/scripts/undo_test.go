@@ -76,21 +76,22 @@ func (u *undoRun) trial(rng *rand.Rand, alg algorithms.Algorithm, trial int) (un
 	ops := undoBatch(rng, key, lim)
 	before := m[key]
 	before.Log = slices.Clone(before.Log)
-	ds, charges := u.take(m, ops, now)
-	if !ds[0].Allowed || (len(ops) >= 2 && !ds[1].Allowed && !ops[1].Usage) {
+	ds, charges := u.take(m, ops, now) // the charges are Go's (take)
+	if !ds[0].Allowed || (len(ops) >= 2 && !ds[1].Allowed && !ops[1].Usage) || len(charges) == 0 {
 		return false, false
 	}
-	ops, ok := u.withoutUsage(trial, key, ops, charges)
-	if !ok {
-		return false, false
+	if len(charges) != 1 || charges[0].Key != key || charges[0].Limit != lim {
+		u.t.Fatalf("trial %d: take reported charges %+v, want one of %s", trial, charges, key)
 	}
-	var hits uint64
-	for _, op := range ops {
-		hits += op.Hits
-	}
-	want := wantCharged(alg, hits, m[key], before)
-	if len(charges) != 1 || charges[0].Key != key || charges[0].Limit != lim || !sameCharged(charges[0].Charged, want) {
-		u.t.Fatalf("trial %d: take reported charges %+v, want %+v", trial, charges, want)
+	// What the key holds had the batch been denied: its usage alone.
+	deny := algorithms.Op{Key: key + ":deny", Hits: 1} // an invalid limit
+	den := algorithms.TakeAll(append(slices.Clone(ops), deny), func(string) algorithms.State {
+		st := before
+		st.Log = slices.Clone(st.Log)
+		return st
+	}, time.UnixMicro(now))
+	if st, ok := den.Writes[key]; ok {
+		before = st
 	}
 	return true, u.undoAndCheck(rng, trial, m, before, charges, now)
 }
@@ -98,7 +99,7 @@ func (u *undoRun) trial(rng *rand.Rand, alg algorithms.Algorithm, trial int) (un
 // undoBatch is the charge of a trial on key: one op, or two on the key,
 // and sometimes usage. Usage on another key (in shadow mode, so that it
 // never denies the batch) is recorded and never charged; on the key itself
-// it leaves the key without a charge (take.lua).
+// it is recorded whatever an undo takes back.
 func undoBatch(rng *rand.Rand, key string, lim algorithms.Limit) []algorithms.Op {
 	ops := []algorithms.Op{{Key: key, Limit: lim, Hits: 1 + rng.Uint64N(min(lim.Capacity(), 5)+1)}}
 	if rng.IntN(4) == 0 {
@@ -115,47 +116,11 @@ func undoBatch(rng *rand.Rand, key string, lim algorithms.Limit) []algorithms.Op
 	return ops
 }
 
-// withoutUsage checks that a batch's usage op was reported as no charge
-// and returns the ops charged; ok is false when the usage was on key
-// itself, which leaves it nothing to undo.
-func (u *undoRun) withoutUsage(trial int, key string, ops []algorithms.Op, charges []scripts.Charge) (_ []algorithms.Op, ok bool) {
-	last := ops[len(ops)-1]
-	if !last.Usage {
-		return ops, true
-	}
-	if last.Key == key && len(charges) != 0 {
-		u.t.Fatalf("trial %d: a key usage also charged reported charges %+v", trial, charges)
-	}
-	for _, c := range charges {
-		if c.Key != key {
-			u.t.Fatalf("trial %d: usage was reported as a charge %+v", trial, c)
-		}
-	}
-	if last.Key == key {
-		return nil, false
-	}
-	return ops[:len(ops)-1], true
-}
-
-// wantCharged is the charge of hits that left the key at after: for a log,
-// only the entries that were not in before.
-func wantCharged(alg algorithms.Algorithm, hits uint64, after, before algorithms.State) algorithms.Charged {
-	want := algorithms.Charged{Hits: hits, After: after}
-	if alg.Family() == algorithms.Log {
-		want.After = algorithms.State{ExpiresAt: after.ExpiresAt}
-		for _, e := range after.Log {
-			if !slices.Contains(before.Log, e) {
-				want.After.Log = append(want.After.Log, e)
-			}
-		}
-	}
-	return want
-}
-
 // undoAndCheck lets time pass, with other requests hitting the key or
 // (quiet) not, undoes charges[0] in Lua and in Go, requires the same state,
-// then checks the undone key against one never charged (before, hit by the
-// same admitted requests). It reports whether the trial was quiet.
+// then checks the undone key against one never charged (before: as the
+// batch denied left it, hit by the same admitted requests). It reports
+// whether the trial was quiet.
 func (u *undoRun) undoAndCheck(rng *rand.Rand, trial int, m model, before algorithms.State, charges []scripts.Charge, now int64) bool {
 	t, key, lim := u.t, charges[0].Key, charges[0].Limit
 	never := model{key: before}
@@ -183,7 +148,7 @@ func (u *undoRun) undoAndCheck(rng *rand.Rand, trial int, m model, before algori
 	check := []algorithms.Op{{Key: key, Limit: lim}}
 	for range 3 {
 		dl, _ := u.take(m, check, now)
-		dn, _ := never.take(check, time.UnixMicro(now))
+		dn := never.take(check, time.UnixMicro(now)).Decisions
 		if dl[0].Remaining > dn[0].Remaining || (dl[0].Allowed && !dn[0].Allowed) || (isQuiet && dl[0] != dn[0]) {
 			t.Fatalf("trial %d %+v quiet=%v at %d: undone key %s %+v, never-charged %s %+v; charge %+v", trial, lim, isQuiet, now, fmtDecision(dl[0]), m[key], fmtDecision(dn[0]), never[key], charges[0])
 		}
@@ -211,20 +176,19 @@ func (u *undoRun) take(m model, ops []algorithms.Op, now int64) ([]algorithms.De
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	out := reply.([]any)[0]
-	got, err := scripts.Decode(out, len(ops))
+	out, err := scripts.Decode(reply.([]any)[0], ops, true, false)
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	charges, err := scripts.DecodeCharges(out, ops)
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	want, _ := m.take(ops, time.UnixMicro(now))
+	got, charges := out.Decisions, out.Charges
+	want := m.take(ops, time.UnixMicro(now))
 	for i := range ops {
-		if got[i] != want[i] {
-			u.t.Fatalf("op %d %+v: lua %s, go %s", i, ops[i], fmtDecision(got[i]), fmtDecision(want[i]))
+		if got[i] != want.Decisions[i] || out.Applied[i] != want.Applied[i] {
+			u.t.Fatalf("op %d %+v: lua %s applied %d, go %s applied %d", i, ops[i], fmtDecision(got[i]), out.Applied[i], fmtDecision(want.Decisions[i]), want.Applied[i])
 		}
+	}
+	if err := sameCharges(charges, want.Charges); err != nil {
+		u.t.Fatalf("charges: %v", err)
 	}
 	if err := sameState(m[ops[0].Key], u.read(ops[0].Key), now); err != nil {
 		u.t.Fatalf("after take: %v", err)
@@ -240,7 +204,7 @@ func (u *undoRun) read(key string) stored {
 }
 
 func sameCharged(a, b algorithms.Charged) bool {
-	return a.Hits == b.Hits && sameRegisters(a.After, b.After) && slices.Equal(a.After.Log, b.After.Log)
+	return a.Applied == b.Applied && sameRegisters(a.After, b.After) && slices.Equal(a.After.Log, b.After.Log)
 }
 
 // forward is randomStep without the clock going back: a charge at an
@@ -260,22 +224,22 @@ func TestRunnerUndo(t *testing.T) {
 	fw := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 3, Period: time.Hour}
 	sl := algorithms.Limit{Algorithm: algorithms.SlidingLog, Requests: 3, Period: time.Hour}
 	ops := []algorithms.Op{{Key: "{u}fw", Limit: fw, Hits: 2}, {Key: "{u}sl", Limit: sl, Hits: 1}, {Key: "{u}fw", Limit: fw, Hits: 1}}
-	ds, charges, err := r.TakeCharged(ctx, rdb, ops, time.Time{})
+	ds, charges, err := takeCharges(r.TakeCharged(ctx, rdb, ops, time.Time{}))
 	if err != nil || !ds[0].Allowed || !ds[1].Allowed || !ds[2].Allowed {
 		t.Fatalf("take: %v %v", ds, err)
 	}
-	if len(charges) != 2 || charges[0].Key != "{u}fw" || charges[0].Hits != 3 || charges[1].Key != "{u}sl" || len(charges[1].After.Log) != 1 {
+	if len(charges) != 2 || charges[0].Key != "{u}fw" || charges[0].Applied != 3 || charges[1].Key != "{u}sl" || len(charges[1].After.Log) != 1 {
 		t.Fatalf("charges %+v", charges)
 	}
 	denied := []algorithms.Op{{Key: "{u}fw", Limit: fw, Hits: 1}}
-	if ds, ch, err := r.TakeCharged(ctx, rdb, denied, time.Time{}); err != nil || ds[0].Allowed || len(ch) != 0 {
+	if ds, ch, err := takeCharges(r.TakeCharged(ctx, rdb, denied, time.Time{})); err != nil || ds[0].Allowed || len(ch) != 0 {
 		t.Fatalf("denied batch: %v %+v %v", ds, ch, err)
 	}
 	if err := r.Undo(ctx, rdb, charges, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	check := []algorithms.Op{{Key: "{u}fw", Limit: fw}, {Key: "{u}sl", Limit: sl}}
-	ds, err = r.Take(ctx, rdb, check, time.Time{})
+	ds, err = takeDecisions(r.Take(ctx, rdb, check, time.Time{}))
 	if err != nil || ds[0].Remaining != 3 || ds[1].Remaining != 3 {
 		t.Fatalf("after undo: %+v %v", ds, err)
 	}
@@ -304,12 +268,12 @@ func TestUndoAtZeroLimit(t *testing.T) {
 	} {
 		key := fmt.Sprintf("{z}%d", i)
 		usage := []algorithms.Op{{Key: key, Limit: lim, Hits: 2, Usage: true}}
-		if _, err := r.Take(ctx, rdb, usage, time.Time{}); err != nil {
+		if _, err := takeDecisions(r.Take(ctx, rdb, usage, time.Time{})); err != nil {
 			t.Fatal(err)
 		}
 		shadow := []algorithms.Op{{Key: key, Limit: lim, Hits: 3, Mode: algorithms.Shadow}}
-		_, charges, err := r.TakeCharged(ctx, rdb, shadow, time.Time{})
-		if err != nil || len(charges) != 1 || charges[0].Hits != 3 {
+		_, charges, err := takeCharges(r.TakeCharged(ctx, rdb, shadow, time.Time{}))
+		if err != nil || len(charges) != 1 || charges[0].Applied != 3 {
 			t.Fatalf("%+v: charges %+v, %v; want one of 3 hits", lim, charges, err)
 		}
 		if err := r.Undo(ctx, rdb, charges, time.Time{}); err != nil {

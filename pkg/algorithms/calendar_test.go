@@ -83,11 +83,11 @@ func TestCalendarMonthResetsAtTheMonthEnd(t *testing.T) {
 				lim := Limit{Algorithm: alg, Requests: 3, Period: Month, Calendar: tt.calendar}
 				var st State
 				take := func(at time.Time, hits uint64) Decision {
-					d, writes := TakeAll([]Op{{Key: "k", Limit: lim, Hits: hits}}, func(string) State { return st }, at)
-					if w, ok := writes["k"]; ok {
+					b := TakeAll([]Op{{Key: "k", Limit: lim, Hits: hits}}, func(string) State { return st }, at)
+					if w, ok := b.Writes["k"]; ok {
 						st = w
 					}
-					return d[0]
+					return b.Decisions[0]
 				}
 				if d := take(feb28, 3); !d.Allowed || (alg.ResetLag() == 0 && d.ResetAfter != tt.reset.Sub(feb28)) {
 					t.Fatalf("%s: 3 hits on Feb 28: %s, want allowed with the window ending %s", alg, fmtD(d), tt.reset)

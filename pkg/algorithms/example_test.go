@@ -26,7 +26,8 @@ func ExampleTake() {
 }
 
 // TakeAll decides a request's descriptors as one all-or-nothing batch: the
-// per-minute rule is spent, so the per-second one is not charged either.
+// per-minute rule is spent, so the per-second one is not charged either,
+// and the batch says what each op applied.
 func ExampleTakeAll() {
 	perSecond := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Second}
 	perMinute := algorithms.Limit{Algorithm: algorithms.SlidingWindow, Requests: 1, Period: time.Minute}
@@ -38,15 +39,15 @@ func ExampleTakeAll() {
 			{Key: "second", Limit: perSecond, Hits: 1},
 			{Key: "minute", Limit: perMinute, Hits: 1},
 		}
-		ds, writes := algorithms.TakeAll(ops, load, now)
-		for k, st := range writes {
+		b := algorithms.TakeAll(ops, load, now)
+		for k, st := range b.Writes {
 			states[k] = st
 		}
-		fmt.Printf("request %d: denied=%v second.remaining=%d\n", i+1, algorithms.VerdictOf(ops, ds).Denied(), ds[0].Remaining)
+		fmt.Printf("request %d: denied=%v second.remaining=%d applied=%v\n", i+1, algorithms.VerdictOf(ops, b.Decisions).Denied(), b.Decisions[0].Remaining, b.Applied)
 	}
 	// Output:
-	// request 1: denied=false second.remaining=4
-	// request 2: denied=true second.remaining=4
+	// request 1: denied=false second.remaining=4 applied=[1 1]
+	// request 2: denied=true second.remaining=4 applied=[0 0]
 }
 
 // Parse maps a config name to an algorithm; unknown names are errors.
@@ -66,7 +67,7 @@ func ExampleUndo() {
 	lim := algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 10, Period: time.Second}
 	now := time.Unix(1_700_000_000, 0)
 	_, charged := algorithms.Take(lim, algorithms.State{}, 4, now)
-	ch := algorithms.Charged{Hits: 4, After: charged}
+	ch := algorithms.Charged{Applied: 4, After: charged}
 	for _, later := range []time.Duration{0, 300 * time.Millisecond} {
 		undone := algorithms.Undo(lim, charged, ch, now.Add(later))
 		d, _ := algorithms.Take(lim, undone, 0, now.Add(later))

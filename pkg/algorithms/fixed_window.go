@@ -48,14 +48,14 @@ func micros(us int64) time.Duration {
 
 // fixedWindowForce counts hits past the limit: the window's count may exceed
 // Requests (up to MaxCount) until the window ends.
-func fixedWindowForce(lim Limit, st State, hits uint64, now int64) State {
+func fixedWindowForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	start, end := windowAt(lim, now)
 	count := int64(0)
 	if w := st.Window(); w.Start == start && w.Count > 0 {
 		count = w.Count
 	}
-	count = min(count+int64(hits), MaxCount)
-	return Window{Start: start, Count: count}.State(end)
+	next := min(count+int64(hits), MaxCount)
+	return Window{Start: start, Count: next}.State(end), uint64(next - count)
 }
 
 func fixedWindowHorizon(l Limit) int64 { return longestWindow(l) }
@@ -67,7 +67,7 @@ func fixedWindowValid(_ Limit, st State, _, _ int64) bool {
 func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
 	w := st.Window()
 	if w.Start == ch.After.Window().Start {
-		w.Count = max(w.Count-int64(ch.Hits), 0)
+		w.Count = max(w.Count-int64(ch.Applied), 0)
 	}
 	return w.State(st.ExpiresAt)
 }
@@ -75,12 +75,22 @@ func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
 // fixedWindowRefund takes hits off the count of the current window, down
 // to 0 (envoyproxy's floored decrement). A count of an earlier window is
 // already gone: there is nothing to give back.
-func fixedWindowRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+func fixedWindowRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	start, _ := windowAt(lim, now)
 	w := st.Window()
 	if st.ExpiresAt == 0 || w.Start != start || w.Count <= 0 {
-		return st, false
+		return st, 0
 	}
-	w.Count = max(w.Count-int64(hits), 0)
-	return w.State(st.ExpiresAt), true
+	given := min(int64(hits), w.Count)
+	w.Count -= given
+	return w.State(st.ExpiresAt), uint64(given)
+}
+
+// fixedWindowCanonical is the current window's count, fresh at 0.
+func fixedWindowCanonical(lim Limit, st State, now int64) State {
+	start, end := windowAt(lim, now)
+	if w := st.Window(); w.Start == start && w.Count > 0 {
+		return Window{Start: start, Count: w.Count}.State(end)
+	}
+	return State{}
 }

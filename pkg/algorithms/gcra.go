@@ -13,10 +13,11 @@ package algorithms
 // Remaining: hits admissible now, Capacity() - ceil((TAT-now)/T).
 // ResetAfter: until the TAT. RetryAfter: until TAT - now <= (Capacity()-hits)*T.
 //
-// Usage recorded past the limit (Record) moves the TAT up to
-// 2*Capacity()*T ahead of the clock, so the longest wait it causes is two
-// bursts' worth of emission intervals. A lowered rate or burst clamps the
-// TAT to that bound.
+// Usage recorded past the limit (Record) moves the TAT by whole emission
+// intervals, as far as 2*Capacity()*T ahead of the clock, so the longest
+// wait it causes is two bursts' worth of them; what it applied is then a
+// whole number of hits, which an undo takes back exactly. A lowered rate
+// or burst clamps the TAT to that bound.
 func gcra(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)
@@ -83,25 +84,24 @@ func gcraAt(lim Limit, st State, now int64) (tat, frac int64) {
 	return tat, frac
 }
 
-// gcraForce moves the TAT by hits*T past the limit, up to 2*Capacity()*T
-// ahead of the clock.
-func gcraForce(lim Limit, st State, hits uint64, now int64) State {
+// gcraForce moves the TAT by hits*T past the limit, in whole emission
+// intervals as far as 2*Capacity()*T ahead of the clock: at most as many
+// as the slots then free, 2*Capacity() minus those taken (gcra's
+// Remaining before its clamp at 0).
+func gcraForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if lim.Requests == 0 {
-		return st
+		return st, 0
 	}
 	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
-	q2, rem2 := mad(2*capacity, p, 0, r)
 	tat, frac := gcraAt(lim, st, now)
-	add, frac := mad(int64(min(hits, 2*lim.Capacity())), p, frac, r)
+	k := min(int64(min(hits, MaxCount)), max(2*capacity-ceilDiv(tat-now, r, frac, p), 0))
+	add, frac := mad(k, p, frac, r)
 	tat += add
-	if tat > now+q2 || (tat == now+q2 && frac > rem2) {
-		tat, frac = now+q2, rem2
-	}
 	expires := tat
 	if frac > 0 {
 		expires++
 	}
-	return Arrival{TAT: tat, Frac: frac}.State(expires)
+	return Arrival{TAT: tat, Frac: frac}.State(expires), uint64(k)
 }
 
 // gcraHorizon is how far ahead the TAT may run, plus its fraction.
@@ -122,7 +122,7 @@ func gcraValid(_ Limit, st State, now, h int64) bool {
 // another request after that started from the clock, not from the charge.
 func gcraUndo(lim Limit, st State, ch Charged, now int64) State {
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
-	back, backFrac := mad(int64(ch.Hits), p, 0, r)
+	back, backFrac := mad(int64(ch.Applied), p, 0, r)
 	charged, cur := ch.After.Arrival(), st.Arrival()
 	ahead, aheadFrac := charged.TAT-now, clamp(charged.Frac, 0, r-1)
 	if ahead < 0 {
@@ -143,28 +143,45 @@ func gcraUndo(lim Limit, st State, ch Charged, now int64) State {
 
 // gcraRefund moves the TAT back by hits emission intervals, never before
 // now (a TAT at now is a fresh key).
-func gcraRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+func gcraRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if lim.Requests == 0 || st.ExpiresAt == 0 {
-		return st, false // no state at a zero rate; a fresh key is at now
+		return st, 0 // no state at a zero rate; a fresh key is at now
 	}
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	tat, frac := gcraAt(lim, st, now)
 	if tat == now && frac == 0 {
-		return st, false
+		return st, 0
 	}
-	// The TAT is at most 2*Capacity()*T ahead: more hits than that reach
-	// now anyway, and the clamp keeps the product exact.
-	back, backFrac := mad(int64(min(hits, 2*lim.Capacity()+1)), p, 0, r)
+	// The slots taken, as Remaining counts them: giving that many back (or
+	// more) reaches now; fewer leave the TAT ahead of it.
+	taken := ceilDiv(tat-now, r, frac, p)
+	if int64(hits) >= taken {
+		return Arrival{TAT: now}.State(now), uint64(taken) // as fresh
+	}
+	back, backFrac := mad(int64(hits), p, 0, r)
 	tat, frac = tat-back, frac-backFrac
 	if frac < 0 {
 		tat, frac = tat-1, frac+r
-	}
-	if tat < now || (tat == now && frac == 0) {
-		return Arrival{TAT: now}.State(now), true // as fresh
 	}
 	expires := tat
 	if frac > 0 {
 		expires++
 	}
-	return Arrival{TAT: tat, Frac: frac}.State(expires), true
+	return Arrival{TAT: tat, Frac: frac}.State(expires), hits
+}
+
+// gcraCanonical is the TAT at now, fresh at the clock.
+func gcraCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	tat, frac := gcraAt(lim, st, now)
+	if tat == now && frac == 0 {
+		return State{}
+	}
+	expires := tat
+	if frac > 0 {
+		expires++
+	}
+	return Arrival{TAT: tat, Frac: frac}.State(expires)
 }

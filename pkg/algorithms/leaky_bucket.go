@@ -76,14 +76,14 @@ func leakyBucketAt(lim Limit, st State, now int64) (level, frac, anchor int64) {
 }
 
 // leakyBucketForce adds hits past the limit, up to twice Capacity().
-func leakyBucketForce(lim Limit, st State, hits uint64, now int64) State {
+func leakyBucketForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if lim.Requests == 0 {
-		return st
+		return st, 0
 	}
 	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
 	level, frac, anchor := leakyBucketAt(lim, st, now)
-	level = min(level+int64(min(hits, MaxCount)), 2*capacity)
-	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, p, r))
+	next := min(level+int64(min(hits, MaxCount)), 2*capacity)
+	return Meter{Last: anchor, Level: next, Frac: frac}.State(anchor + refillTime(next, frac, p, r)), uint64(next - level)
 }
 
 // leakyBucketHorizon is the time to drain the fullest meter usage leaves.
@@ -102,7 +102,7 @@ func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	p := lim.Period.Microseconds()
 	level, frac, anchor := leakyBucketAt(lim, st, now)
 	projected, pfrac, _ := leakyBucketAt(lim, ch.After, now)
-	if h := int64(ch.Hits); h < projected {
+	if h := int64(ch.Applied); h < projected {
 		level -= h
 	} else {
 		// level - frac/p - (projected - pfrac/p)
@@ -118,18 +118,30 @@ func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 }
 
 // leakyBucketRefund drains hits from the meter's level, down to empty.
-func leakyBucketRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+func leakyBucketRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if lim.Requests == 0 || st.ExpiresAt == 0 {
-		return st, false // no state at a zero rate; a fresh meter is empty
+		return st, 0 // no state at a zero rate; a fresh meter is empty
 	}
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	level, frac, anchor := leakyBucketAt(lim, st, now)
 	if level <= 0 {
-		return st, false
+		return st, 0
+	}
+	if int64(hits) >= level {
+		return Meter{Last: anchor}.State(now), uint64(level) // empty: as fresh
 	}
 	level -= int64(hits)
-	if level <= 0 {
-		return Meter{Last: anchor}.State(now), true // empty: as fresh
+	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, p, r)), hits
+}
+
+// leakyBucketCanonical is the meter drained to now, fresh when empty.
+func leakyBucketCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
 	}
-	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, p, r)), true
+	level, frac, anchor := leakyBucketAt(lim, st, now)
+	if level <= 0 {
+		return State{}
+	}
+	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, lim.Period.Microseconds(), int64(lim.Requests)))
 }

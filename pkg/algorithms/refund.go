@@ -26,24 +26,24 @@ func Refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	return d, next
 }
 
-// refund is Refund, also saying whether it changed the state (so that a
-// store writes it).
-func refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State, bool) {
+// refund is Refund, also saying what it gave back (Batch.Applied; 0: it
+// changed nothing, so a store writes nothing).
+func refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State, uint64) {
 	alg, read, us, ok := read(lim, st, now)
 	if !ok {
-		return Decision{Allowed: true}, st, false
+		return Decision{Allowed: true}, st, 0
 	}
-	next, changed := read, false
+	next, given := read, uint64(0)
 	if hits > 0 && read.ExpiresAt != 0 {
-		next, changed = alg.refund(lim, read, min(hits, MaxCount), us)
+		next, given = alg.refund(lim, read, min(hits, MaxCount), us)
 		next = next.As(alg.family)
 	}
-	if !changed {
+	if given == 0 {
 		next = st
 	}
 	d, _ := Take(lim, next, 0, now)
 	d.Allowed, d.RetryAfter = true, 0
-	return d, next, changed
+	return d, next, given
 }
 
 // hasRefund reports whether any op of a batch is a refund (NegativeHits).
@@ -65,8 +65,8 @@ func hasRefund(ops []Op) bool {
 // Dropping the refunds from the batch keeps its Verdict: a refund never
 // denies, and ends a Quota alternative as any op of another mode does, so
 // the op after it is not Joined to the one before it.
-func takeRefunded(ops []Op, load func(key string) State, now time.Time) ([]Decision, map[string]State) {
-	decisions := make([]Decision, len(ops))
+func takeRefunded(ops []Op, load func(key string) State, now time.Time) Batch {
+	decisions, applied := make([]Decision, len(ops)), make([]uint64, len(ops))
 	refunded := make(map[string]State, len(ops))
 	changed := make(map[string]bool, len(ops))
 	rest := make([]Op, 0, len(ops))
@@ -85,19 +85,19 @@ func takeRefunded(ops []Op, load func(key string) State, now time.Time) ([]Decis
 		if !seen {
 			st = load(op.Key)
 		}
-		var ch bool
-		decisions[i], refunded[op.Key], ch = refund(op.Limit, st, op.Hits, now)
-		changed[op.Key] = changed[op.Key] || ch
+		decisions[i], refunded[op.Key], applied[i] = refund(op.Limit, st, op.Hits, now)
+		changed[op.Key] = changed[op.Key] || applied[i] > 0
 	}
-	ds, writes := TakeAll(rest, func(key string) State {
+	b := TakeAll(rest, func(key string) State {
 		if st, ok := refunded[key]; ok {
 			return st
 		}
 		return load(key)
 	}, now)
 	for j, i := range at {
-		decisions[i] = ds[j]
+		decisions[i], applied[i] = b.Decisions[j], b.Applied[j]
 	}
+	writes := b.Writes
 	for key, ch := range changed {
 		if _, charged := writes[key]; ch && !charged {
 			if writes == nil {
@@ -106,5 +106,5 @@ func takeRefunded(ops []Op, load func(key string) State, now time.Time) ([]Decis
 			writes[key] = settle(refunded[key], now)
 		}
 	}
-	return decisions, writes
+	return Batch{Decisions: decisions, Applied: applied, Writes: writes, Charges: b.Charges}
 }

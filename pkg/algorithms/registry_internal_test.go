@@ -13,7 +13,7 @@ func TestRegistryRowsAreComplete(t *testing.T) {
 	for _, a := range All() {
 		s, _ := a.lookup()
 		if s.name == "" || s.family == 0 || s.used == "" || s.take == nil || s.force == nil ||
-			s.undo == nil || s.refund == nil || s.horizon == nil || s.valid == nil {
+			s.undo == nil || s.refund == nil || s.horizon == nil || s.valid == nil || s.canonical == nil {
 			t.Errorf("row %d (%q) misses a field: %+v", a, s.name, s)
 		}
 		if names[s.name] || keys[a.KeyName()] {

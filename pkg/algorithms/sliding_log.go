@@ -1,6 +1,9 @@
 package algorithms
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // slidingLog is an exact sliding window: it logs every admitted request and
 // admits hits while the hits logged in (now-Period, now] plus the new ones
@@ -89,7 +92,7 @@ func logRoomAt(log []LogEntry, excess int64) int64 {
 // slidingLogForce logs hits past the limit as one entry at now, which
 // leaves the window a Period later like any other; the log's sum stays
 // within MaxCount. It is what slidingLog admits under a limit of MaxCount.
-func slidingLogForce(lim Limit, st State, hits uint64, now int64) State {
+func slidingLogForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	var sum int64
 	for _, e := range st.Log {
 		if e.At > now-lim.Period.Microseconds() {
@@ -98,11 +101,11 @@ func slidingLogForce(lim Limit, st State, hits uint64, now int64) State {
 	}
 	hits = min(hits, uint64(max(MaxCount-sum, 0)))
 	if hits == 0 {
-		return st
+		return st, 0
 	}
 	lim.Requests = MaxCount
 	_, next := slidingLog(lim, st, hits, now)
-	return next
+	return next, hits
 }
 
 func slidingLogHorizon(l Limit) int64 { return l.Period.Microseconds() }
@@ -128,16 +131,16 @@ func slidingLogUndo(lim Limit, st State, ch Charged, _ int64) State {
 // slidingLogRefund removes hits from the entries still in the period,
 // newest first (an entry that keeps some of its hits keeps its At and
 // Seq), and drops the entries that have left it, as a charge does.
-func slidingLogRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+func slidingLogRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if lim.Requests == 0 {
-		return st, false // no state at a zero rate
+		return st, 0 // no state at a zero rate
 	}
 	log := st.Log
 	for len(log) > 0 && log[0].At <= now-lim.Period.Microseconds() {
 		log = log[1:]
 	}
 	if len(log) == 0 {
-		return st, false
+		return st, 0
 	}
 	log = slices.Clone(log)
 	left := int64(hits)
@@ -145,13 +148,47 @@ func slidingLogRefund(lim Limit, st State, hits uint64, now int64) (State, bool)
 		last := &log[len(log)-1]
 		if last.Hits > left {
 			last.Hits -= left
+			left = 0
 			break
 		}
 		left -= last.Hits
 		log = log[:len(log)-1]
 	}
+	given := uint64(int64(hits) - left)
 	if len(log) == 0 {
-		return State{ExpiresAt: 1}, true // as slidingLog leaves an empty log
+		return State{ExpiresAt: 1}, given // as slidingLog leaves an empty log
 	}
-	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}, true
+	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}, given
+}
+
+// slidingLogCanonical is the entries still in the period at now, by time
+// and then hits, each time's numbered from 1: entries of one time leave
+// the window together, so neither their order nor their numbers decide
+// anything. An empty log is fresh.
+func slidingLogCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	var log []LogEntry
+	for _, e := range st.Log {
+		if e.At > now-lim.Period.Microseconds() {
+			log = append(log, e)
+		}
+	}
+	if len(log) == 0 {
+		return State{}
+	}
+	slices.SortFunc(log, func(a, b LogEntry) int {
+		if a.At != b.At {
+			return cmp.Compare(a.At, b.At)
+		}
+		return cmp.Compare(a.Hits, b.Hits)
+	})
+	for i := range log {
+		log[i].Seq = 1
+		if i > 0 && log[i-1].At == log[i].At {
+			log[i].Seq = log[i-1].Seq + 1
+		}
+	}
+	return State{Log: log, ExpiresAt: log[len(log)-1].At + lim.Period.Microseconds()}
 }

@@ -92,10 +92,10 @@ func slidingWindowAt(lim Limit, st State, now int64) (start, end, cur, prev int6
 
 // slidingWindowForce counts hits past the limit in the current window (up
 // to MaxCount): they weigh on the next window too, as admitted hits do.
-func slidingWindowForce(lim Limit, st State, hits uint64, now int64) State {
+func slidingWindowForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	start, end, cur, prev := slidingWindowAt(lim, st, now)
-	cur = min(cur+int64(hits), MaxCount)
-	return Window{Start: start, Count: cur, Prev: prev}.State(windowAfter(lim, end))
+	next := min(cur+int64(hits), MaxCount)
+	return Window{Start: start, Count: next, Prev: prev}.State(windowAfter(lim, end)), uint64(next - cur)
 }
 
 func slidingWindowHorizon(l Limit) int64 { return 2 * longestWindow(l) }
@@ -108,7 +108,7 @@ func slidingWindowValid(lim Limit, st State, now, _ int64) bool {
 
 func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
 	w, charged := st.Window(), ch.After.Window().Start
-	switch h := int64(ch.Hits); w.Start {
+	switch h := int64(ch.Applied); w.Start {
 	case charged:
 		w.Count = max(w.Count-h, 0)
 	case windowAfter(lim, charged):
@@ -119,13 +119,27 @@ func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
 
 // slidingWindowRefund takes hits off the current window's count first,
 // then off the previous window's, each down to 0.
-func slidingWindowRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+func slidingWindowRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	start, end, cur, prev := slidingWindowAt(lim, st, now)
 	if lim.Requests == 0 || (cur == 0 && prev == 0) {
-		return st, false
+		return st, 0
 	}
 	h := int64(hits)
 	fromCur := min(cur, h)
-	cur, prev = cur-fromCur, max(prev-(h-fromCur), 0)
-	return Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now)), true
+	fromPrev := min(prev, h-fromCur)
+	cur, prev = cur-fromCur, prev-fromPrev
+	return Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now)), uint64(fromCur + fromPrev)
+}
+
+// slidingWindowCanonical is the counts of the window current at now and
+// of the one before it, fresh when both are 0.
+func slidingWindowCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	start, end, cur, prev := slidingWindowAt(lim, st, now)
+	if cur == 0 && prev == 0 {
+		return State{}
+	}
+	return Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now))
 }

@@ -50,11 +50,11 @@ func runSteps(t *testing.T, lim Limit, steps []step) State {
 		if sp.lim != nil {
 			lim = *sp.lim
 		}
-		got, writes := TakeAll([]Op{{Key: "k", Limit: lim, Hits: sp.hits}}, load, t0.Add(sp.at))
-		if got[0] != sp.want {
+		b := TakeAll([]Op{{Key: "k", Limit: lim, Hits: sp.hits}}, load, t0.Add(sp.at))
+		if got := b.Decisions; got[0] != sp.want {
 			t.Fatalf("step %d (t0+%s, %d hits): got %s, want %s", i, sp.at, sp.hits, fmtD(got[0]), fmtD(sp.want))
 		}
-		if w, written := writes["k"]; written {
+		if w, written := b.Writes["k"]; written {
 			st = w
 		}
 	}

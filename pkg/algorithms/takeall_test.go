@@ -298,7 +298,8 @@ func TestTakeAll(t *testing.T) {
 func checkTakeAll(t *testing.T, tc takeAllCase) {
 	loads := 0
 	load := func(key string) State { loads++; return tc.stored[key] }
-	got, writes := TakeAll(tc.ops, load, t0)
+	b := TakeAll(tc.ops, load, t0)
+	got, writes := b.Decisions, b.Writes
 	for i := range tc.want {
 		if got[i] != tc.want[i] {
 			t.Errorf("op %d: got %s, want %s", i, fmtD(got[i]), fmtD(tc.want[i]))
@@ -363,10 +364,11 @@ func TestTakeDistinctMatchesGeneral(t *testing.T) {
 		if !distinctKeys(ops) {
 			t.Fatalf("step %d: distinct keys %v not recognised", step, ops)
 		}
-		gd, gw := distinctWrites(t, ops, load, now)
-		wd, ww := takeGeneral(ops, load, now)
-		if !slices.Equal(gd, wd) || len(gw) != len(ww) {
-			t.Fatalf("step %d %+v: distinct %v writes %v, general %v writes %v", step, ops, gd, gw, wd, ww)
+		gb, gw := distinctWrites(t, ops, load, now)
+		wb := takeGeneral(ops, load, now)
+		ww := wb.Writes
+		if !slices.Equal(gb.Decisions, wb.Decisions) || !slices.Equal(gb.Applied, wb.Applied) || len(gw) != len(ww) || !sameCharges(gb.Charges, wb.Charges) {
+			t.Fatalf("step %d %+v: distinct %+v writes %v, general %+v writes %v", step, ops, gb, gw, wb, ww)
 		}
 		for k, w := range ww {
 			g, found := gw[k]
@@ -390,10 +392,10 @@ func TestTakeDistinctMatchesGeneral(t *testing.T) {
 
 // distinctWrites is takeDistinct with the states it saves gathered as
 // TakeAll returns them; a key saved twice fails t.
-func distinctWrites(t *testing.T, ops []Op, load func(string) State, now time.Time) ([]Decision, map[string]State) {
+func distinctWrites(t *testing.T, ops []Op, load func(string) State, now time.Time) (Batch, map[string]State) {
 	t.Helper()
 	var writes map[string]State
-	decisions := takeDistinct(ops, load, func(key string, st State) {
+	b := takeDistinct(ops, load, func(key string, st State) {
 		if _, again := writes[key]; again {
 			t.Fatalf("takeDistinct saved %s twice", key)
 		}
@@ -401,8 +403,8 @@ func distinctWrites(t *testing.T, ops []Op, load func(string) State, now time.Ti
 			writes = map[string]State{}
 		}
 		writes[key] = st
-	}, now)
-	return decisions, writes
+	}, now, true)
+	return b, writes
 }
 
 // TestTakeAllIntoMatchesTakeAll: TakeAllInto decides as TakeAll and saves
@@ -421,13 +423,14 @@ func TestTakeAllIntoMatchesTakeAll(t *testing.T) {
 			lim := randLimit(rng, All()[rng.IntN(len(All()))], rng.IntN(2) == 0)
 			ops[i] = Op{Key: keys[rng.IntN(len(keys))], Limit: lim, Hits: randHits(rng, lim), Mode: Mode(rng.IntN(int(NegativeHits) + 1))}
 		}
-		wantD, wantW := TakeAll(ops, func(key string) State {
+		want := TakeAll(ops, func(key string) State {
 			st := stored[key]
 			st.Log = slices.Clone(st.Log)
 			return st
 		}, now)
 		got := map[string]State{}
-		gotD := TakeAllInto(ops, func(key string) State {
+		wantD, wantW := want.Decisions, want.Writes
+		gotD, gotA := TakeAllInto(ops, func(key string) State {
 			if len(got) > 0 {
 				t.Fatalf("step %d: load(%s) after a save", step, key)
 			}
@@ -440,8 +443,8 @@ func TestTakeAllIntoMatchesTakeAll(t *testing.T) {
 			}
 			got[key] = st
 		}, now)
-		if !slices.Equal(gotD, wantD) || len(got) != len(wantW) {
-			t.Fatalf("step %d %+v: TakeAllInto %v saved %v, TakeAll %v writes %v", step, ops, gotD, got, wantD, wantW)
+		if !slices.Equal(gotD, wantD) || !slices.Equal(gotA, want.Applied) || len(got) != len(wantW) {
+			t.Fatalf("step %d %+v: TakeAllInto %v %v saved %v, TakeAll %v %v writes %v", step, ops, gotD, gotA, got, wantD, want.Applied, wantW)
 		}
 		for k, w := range wantW {
 			if g, found := got[k]; !found || !sameState(g, w) || g.Family() != w.Family() {

@@ -95,16 +95,16 @@ func tokenBucketAt(lim Limit, st State, now int64) (tokens, frac, anchor int64) 
 
 // tokenBucketForce takes hits past the limit, down to the floor of
 // -(Capacity()+MaxDebt).
-func tokenBucketForce(lim Limit, st State, hits uint64, now int64) State {
+func tokenBucketForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if lim.Requests == 0 {
-		return st
+		return st, 0
 	}
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	capacity, debt := int64(lim.Capacity()), int64(lim.MaxDebt)
 	step := max(lim.RefillInterval.Microseconds(), 1)
 	tokens, frac, anchor := tokenBucketAt(lim, st, now)
-	tokens = max(tokens-int64(min(hits, MaxCount)), -(capacity + debt))
-	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step))
+	next := max(tokens-int64(min(hits, MaxCount)), -(capacity + debt))
+	return Bucket{Last: anchor, Tokens: next, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-next, frac, p, r), step)), uint64(tokens - next)
 }
 
 // tokenBucketHorizon is the time to refill from the floor usage may reach.
@@ -130,7 +130,7 @@ func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	if pfrac > 0 {
 		lack, lackFrac = lack-1, p-pfrac
 	}
-	if h := int64(ch.Hits); h < lack || (h == lack && lackFrac > 0) {
+	if h := int64(ch.Applied); h < lack || (h == lack && lackFrac > 0) {
 		lack, lackFrac = h, 0
 	}
 	tokens, frac = tokens+lack, frac+lackFrac
@@ -145,20 +145,34 @@ func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 
 // tokenBucketRefund puts hits back in the bucket, up to its capacity (a
 // bucket in debt repays it first).
-func tokenBucketRefund(lim Limit, st State, hits uint64, now int64) (State, bool) {
+func tokenBucketRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if lim.Requests == 0 || st.ExpiresAt == 0 {
-		return st, false // no state at a zero rate; a fresh bucket is full
+		return st, 0 // no state at a zero rate; a fresh bucket is full
 	}
 	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
 	step := max(lim.RefillInterval.Microseconds(), 1)
 	tokens, frac, anchor := tokenBucketAt(lim, st, now)
 	if tokens >= capacity {
-		return st, false
+		return st, 0
 	}
 	// tokens >= -(capacity+debt) and hits <= MaxCount: no overflow.
-	tokens += int64(hits)
-	if tokens >= capacity {
-		return Bucket{Last: anchor, Tokens: capacity}.State(now), true // full: as fresh
+	if tokens+int64(hits) >= capacity {
+		return Bucket{Last: anchor, Tokens: capacity}.State(now), uint64(capacity - tokens) // full: as fresh
 	}
-	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step)), true
+	tokens += int64(hits)
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step)), hits
+}
+
+// tokenBucketCanonical is the bucket refilled to now, fresh when full.
+func tokenBucketCanonical(lim Limit, st State, now int64) State {
+	if lim.Requests == 0 {
+		return State{}
+	}
+	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
+	tokens, frac, anchor := tokenBucketAt(lim, st, now)
+	if tokens >= capacity {
+		return State{}
+	}
+	step := max(lim.RefillInterval.Microseconds(), 1)
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step))
 }

@@ -2,20 +2,22 @@ package algorithms
 
 import "time"
 
-// Charged is what one all-or-nothing batch charged one key: the hits its
-// allowed ops took there in total, and the state it wrote (for sliding_log,
-// After.Log holds only the entries the batch added).
+// Charged is what one all-or-nothing batch charged one key (Batch.Charges):
+// what its ops applied there, in the algorithm's unit (Batch.Applied), and
+// the state it wrote (for sliding_log, After.Log holds only the entries the
+// batch added).
 type Charged struct {
-	Hits  uint64
-	After State
+	Applied uint64
+	After   State
 }
 
 // Undo takes back a charge from st, the key's state at now, for a batch
 // that was charged and must now be denied (Redis Cluster decides a request's
-// slot groups separately). It never leaves more room than the key would have
-// had if the charge had never happened, whatever was admitted and however
-// much time passed in between, and exactly that room while nothing else
-// touched the key:
+// slot groups separately), or part of one (a lease's unused hits). It never
+// leaves more room than the key would have had if the charge had never
+// happened, whatever was admitted and however much time passed in between,
+// and exactly that room while nothing else touched the key (in
+// Limit.Canonical form: an undone state may be written otherwise):
 //
 //   - fixed_window: the hits leave the count only while the window that
 //     counted them is current;
@@ -24,7 +26,8 @@ type Charged struct {
 //   - token_bucket, leaky_bucket, gcra: only the part of the charge that
 //     refill (drain, the clock) has not already paid back is returned: a
 //     bucket that filled up since forgets the charge; what is returned is
-//     clamped to the bucket's bounds;
+//     clamped to the bucket's bounds (gcra's charge is whole emission
+//     intervals: its records past the limit move the TAT by whole ones);
 //   - sliding_log: the entries the batch added are removed (a later entry
 //     at the same µs still gets a fresh Seq: slidingLog numbers after the
 //     highest one there).
@@ -38,7 +41,7 @@ type Charged struct {
 func Undo(lim Limit, st State, ch Charged, now time.Time) State {
 	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
 	alg, ok := lim.Algorithm.lookup()
-	if !ok || lim.Validate() != nil || ch.Hits == 0 || !lim.recordsAtZero() ||
+	if !ok || lim.Validate() != nil || ch.Applied == 0 || !lim.recordsAtZero() ||
 		st.ExpiresAt == 0 || us >= st.ExpiresAt || !st.readableAs(alg.family) {
 		return st
 	}

@@ -18,7 +18,7 @@ func apply(lim Limit, st State, hits uint64, now time.Time) State {
 
 // chargedBy is the Charged record of a take of hits from before to after.
 func chargedBy(hits uint64, before, after State) Charged {
-	ch := Charged{Hits: hits, After: after}
+	ch := Charged{Applied: hits, After: after}
 	if len(after.Log) > 0 {
 		ch.After.Log = nil
 		for _, e := range after.Log {
@@ -110,8 +110,8 @@ func sameState(a, b State) bool {
 }
 
 // A limit of 0 whose algorithm counts at it (fixed_window, ZeroCounts)
-// records a shadow op's hits in an admitted batch, and Charges reports that
-// charge: Undo takes it back as at any limit (a Cluster request denied in
+// records a shadow op's hits in an admitted batch, and Batch.Charges
+// reports that charge: Undo takes it back as at any limit (a Cluster request denied in
 // another slot group charges nothing but usage), with epoch windows and
 // calendar months alike.
 func TestUndoAtZeroLimit(t *testing.T) {
@@ -122,12 +122,11 @@ func TestUndoAtZeroLimit(t *testing.T) {
 		now := t0
 		_, st := Record(lim, State{}, 2, now)
 		ops := []Op{{Key: "k", Limit: lim, Hits: 3, Mode: Shadow}}
-		ds, writes := TakeAll(ops, func(string) State { return st }, now)
-		charges := Charges(ops, ds, func(string) State { return st }, writes, now)
-		if len(charges) != 1 || charges[0].Hits != 3 {
-			t.Fatalf("%+v: charges %+v, want one of 3 hits", lim, charges)
+		b := TakeAll(ops, func(string) State { return st }, now)
+		if len(b.Charges) != 1 || b.Charges[0].Applied != 3 {
+			t.Fatalf("%+v: charges %+v, want one of 3 hits", lim, b.Charges)
 		}
-		undone := Undo(lim, writes["k"], charges[0].Charged, now)
+		undone := Undo(lim, b.Writes["k"], b.Charges[0].Charged, now)
 		if got := undone.Window().Count; got != 2 {
 			t.Errorf("%+v: count %d after the undo, want the 2 before the charge", lim, got)
 		}

@@ -47,6 +47,12 @@ func Ops(reqs []Request) []algorithms.Op {
 // Result is the decision for the Request at the same index.
 type Result struct {
 	algorithms.Decision
+	// Applied is what the request did to its counter (algorithms.Batch's
+	// Applied): the hits it charged, what a record past the limit really
+	// charged, what a refund gave back; 0 for a request its batch's denial
+	// left uncharged. A lease's local admission reports its hits, charged
+	// with the block.
+	Applied uint64
 	// FromCache says a local over-limit cache answered without the
 	// backend (see pkg/store/localcache).
 	FromCache bool
@@ -71,10 +77,10 @@ type Store interface {
 	Close() error
 }
 
-// Charge is what an admitted batch charged one key: the hits and the
-// state written, which is what taking part of it back exactly needs
+// Charge is what an admitted batch charged one key: what its ops applied
+// there and the state written, which is what taking it back exactly needs
 // (algorithms.Undo). It is algorithms.KeyCharge, the type the Go reference
-// (algorithms.Charges) and the script's reply both produce.
+// (algorithms.Batch's Charges) and the script's reply both produce.
 type Charge = algorithms.KeyCharge
 
 // Lender is a Store that also tells what an admitted batch charged and
@@ -82,12 +88,15 @@ type Charge = algorithms.KeyCharge
 type Lender interface {
 	Store
 	// TakeCharged is Take, also returning, when the batch was admitted, one
-	// Charge per key it charged (none for a key its usage ops charged: usage
-	// is never given back). A denied batch returns no charges.
+	// Charge per key its ops but usage and refunds changed
+	// (algorithms.Batch's Charges: usage is never given back). A denied
+	// batch returns no charges.
 	TakeCharged(ctx context.Context, reqs []Request) ([]Result, []Charge, error)
-	// Return takes back each charge's Hits as algorithms.Undo does: never
-	// more room than if the hits had not been charged. An error may leave
-	// some of them charged (under-admission, never over-admission).
+	// Return takes back each charge's Applied (or less: a lease gives back
+	// its unused hits) as algorithms.Undo does: exactly, while nothing else
+	// touched the key, and never more room than if it had not been
+	// charged. An error may leave some of them charged (under-admission,
+	// never over-admission).
 	Return(ctx context.Context, charges []Charge) error
 }
 

@@ -29,6 +29,7 @@ var internalImports = map[string][]string{
 	// the saturating sums.
 	"pkg/store/memstore": {"internal/shardlock"},
 	"pkg/store/lease":    {"internal/shardlock", "internal/satmath"},
+	"pkg/algorithms":     {"internal/satmath"},
 	"pkg/store/fallback": {"internal/shardlock"},
 	// The routes file's YAML positions, shared with internal/config.
 	"pkg/middleware": {"internal/yamldoc"},

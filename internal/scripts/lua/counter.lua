@@ -94,25 +94,6 @@ local function counter_put(key, a, b, e, now, kept, months)
   end
 end
 
--- The table view, one of take.lua's storage kinds. The second result of
--- counter_load, that contract's typeok, is what counter_write needs to
--- keep the TTL: the stored value and its window's end, or false.
-
-local function counter_load(key, now, lim)
-  local a, b, c, e, n = counter_get(key, lim.period, lim.refill, now)
-  local kept = false
-  if n ~= nil then kept = { n = n, e = e } end
-  return { a = a, b = b, c = c, e = e, m = lim.refill }, kept
-end
-
--- counter_write writes st, whose m is its limit's calendar months (take.lua's
--- decide sets it).
-local function counter_write(key, st, kept, now)
-  local n = nil
-  if kept and kept.e == st.e then n = kept.n end
-  counter_put(key, st.a, st.b, st.e, now, n, st.m or 0)
-end
-
 -- undo only {
 -- counter_undo takes hits back from key, charged in the window [a, e):
 -- the count drops by at most what it holds (floored at 0) while that

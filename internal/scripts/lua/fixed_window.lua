@@ -27,26 +27,28 @@ local function fixed_window(r, p, cap, refill, debt, a, b, c, e, h, now)
 end
 
 -- fixed_window_force mirrors algorithms.fixedWindowForce: count hits past
--- the limit, up to MAX_COUNT, until the window ends.
+-- the limit, up to MAX_COUNT, until the window ends; then what it counted.
 local function fixed_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   local start, stop = window_at(p, refill, now)
   local count = 0
   if a == start and b > 0 then
     count = b
   end
-  return start, math.min(count + h, MAX_COUNT), 0, stop
+  local n = math.min(count + h, MAX_COUNT)
+  return start, n, 0, stop, n - count
 end
 
 -- fixed_window_refund mirrors algorithms.fixedWindowRefund: the count of
 -- the current window down by h, floored at 0 (the driver writes it as a
--- decrement that keeps the key's TTL, counter_put). It returns whether it
--- changed anything, and the state.
+-- decrement that keeps the key's TTL, counter_put). It returns what it
+-- gave (0: nothing changed), and the state.
 local function fixed_window_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
   local start = window_at(p, refill, now)
   if e == 0 or a ~= start or b <= 0 then
-    return false, a, b, c, e
+    return 0, a, b, c, e
   end
-  return true, a, math.max(b - h, 0), c, e
+  local given = math.min(h, b)
+  return given, a, b - given, c, e
 end
 
 -- undo only {
@@ -54,7 +56,7 @@ end
 -- as every undo of a family other than registers does (undo.lua):
 -- counter_undo, which the short form of a charge calls directly.
 local function fixed_window_undo(lim, key, ch, now)
-  return counter_undo(key, ch.hits, ch.a, ch.e, now, lim.refill)
+  return counter_undo(key, ch.applied, ch.a, ch.e, now, lim.refill)
 end
 -- } undo only
 

@@ -50,52 +50,51 @@ local function gcra(r, p, cap, refill, debt, a, b, c, e, h, now)
 end
 
 -- gcra_force mirrors algorithms.gcraForce: move the TAT by h*T past the
--- limit, up to 2*cap*T ahead of the clock.
+-- limit in whole emission intervals, as far as 2*cap*T ahead of the
+-- clock; then how many it moved.
 local function gcra_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   if r == 0 then
-    return a, b, c, e
+    return a, b, c, e, 0
   end
-  local q2, rem2 = mad(2 * cap, p, 0, r)
   local tat, frac = gcra_at(r, p, cap, a, b, e, now)
+  local k = math.min(h, MAX_COUNT, math.max(2 * cap - ceil_div(tat - now, r, frac, p), 0))
   local add
-  add, frac = mad(math.min(h, 2 * cap), p, frac, r)
+  add, frac = mad(k, p, frac, r)
   tat = tat + add
-  if tat > now + q2 or (tat == now + q2 and frac > rem2) then
-    tat, frac = now + q2, rem2
-  end
   local expires = tat
   if frac > 0 then expires = expires + 1 end
-  return tat, frac, 0, expires
+  return tat, frac, 0, expires, k
 end
 
 -- gcra_refund mirrors algorithms.gcraRefund: the TAT back by h emission
--- intervals, never before now. It returns whether it changed anything, and
--- the state.
+-- intervals, never before now. It returns what it gave (0: nothing
+-- changed), and the state.
 local function gcra_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
   if r == 0 or e == 0 then
-    return false, a, b, c, e
+    return 0, a, b, c, e
   end
   local tat, frac = gcra_at(r, p, cap, a, b, e, now)
   if tat == now and frac == 0 then
-    return false, a, b, c, e
+    return 0, a, b, c, e
   end
-  local back, back_frac = mad(math.min(h, 2 * cap + 1), p, 0, r)
+  local taken = ceil_div(tat - now, r, frac, p)
+  if h >= taken then
+    return taken, now, 0, 0, now
+  end
+  local back, back_frac = mad(h, p, 0, r)
   tat, frac = tat - back, frac - back_frac
   if frac < 0 then tat, frac = tat - 1, frac + r end
-  if tat < now or (tat == now and frac == 0) then
-    return true, now, 0, 0, now
-  end
   local expires = tat
   if frac > 0 then expires = expires + 1 end
-  return true, tat, frac, 0, expires
+  return h, tat, frac, 0, expires
 end
 
 -- undo only {
 -- gcra_undo mirrors algorithms.gcraUndo: move the TAT back by
--- min(hits*T, how far the charged TAT was still ahead of now).
+-- min(applied*T, how far the charged TAT was still ahead of now).
 local function gcra_undo(lim, st, ch, now)
   local p, r = lim.period, lim.req
-  local back, back_frac = mad(ch.hits, p, 0, r)
+  local back, back_frac = mad(ch.applied, p, 0, r)
   local ahead, ahead_frac = ch.a - now, clamp(ch.b, 0, r - 1)
   if ahead < 0 then ahead, ahead_frac = 0, 0 end
   if ahead < back or (ahead == back and ahead_frac < back_frac) then

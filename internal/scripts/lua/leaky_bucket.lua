@@ -52,42 +52,43 @@ local function leaky_bucket(r, p, cap, refill, debt, a, b, c, e, h, now)
 end
 
 -- leaky_bucket_force mirrors algorithms.leakyBucketForce: add hits past
--- the limit, up to twice the capacity.
+-- the limit, up to twice the capacity; then what it added.
 local function leaky_bucket_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   if r == 0 then
-    return a, b, c, e
+    return a, b, c, e, 0
   end
   local level, frac, anchor = leaky_bucket_at(r, p, cap, a, b, c, e, now)
-  level = math.min(level + math.min(h, MAX_COUNT), 2 * cap)
-  return anchor, level, frac, leaky_bucket_when(0, level, frac, anchor, p, r)
+  local nl = math.min(level + math.min(h, MAX_COUNT), 2 * cap)
+  return anchor, nl, frac, leaky_bucket_when(0, nl, frac, anchor, p, r), nl - level
 end
 
 -- leaky_bucket_refund mirrors algorithms.leakyBucketRefund: the level
--- down, to empty. It returns whether it changed anything, and the state.
+-- down, to empty. It returns what it gave (0: nothing changed), and the
+-- state.
 local function leaky_bucket_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
   if r == 0 or e == 0 then
-    return false, a, b, c, e
+    return 0, a, b, c, e
   end
   local level, frac, anchor = leaky_bucket_at(r, p, cap, a, b, c, e, now)
   if level <= 0 then
-    return false, a, b, c, e
+    return 0, a, b, c, e
+  end
+  if h >= level then
+    return level, anchor, 0, 0, now
   end
   level = level - h
-  if level <= 0 then
-    return true, anchor, 0, 0, now
-  end
-  return true, anchor, level, frac, leaky_bucket_when(0, level, frac, anchor, p, r)
+  return h, anchor, level, frac, leaky_bucket_when(0, level, frac, anchor, p, r)
 end
 
 -- undo only {
 -- leaky_bucket_undo mirrors algorithms.leakyBucketUndo: drain
--- min(hits, the charged meter's level now had nothing else happened).
+-- min(applied, the charged meter's level now had nothing else happened).
 local function leaky_bucket_undo(lim, st, ch, now)
   local r, p, capacity = lim.req, lim.period, lim.capacity
   local level, frac, anchor = leaky_bucket_at(r, p, capacity, st.a, st.b, st.c, st.e, now)
   local projected, pfrac = leaky_bucket_at(r, p, capacity, ch.a, ch.b, ch.c, ch.e, now)
-  if ch.hits < projected then
-    level = level - ch.hits
+  if ch.applied < projected then
+    level = level - ch.applied
   else
     level, frac = level - projected, frac - pfrac
     if frac < 0 then level, frac = level + 1, frac + p end

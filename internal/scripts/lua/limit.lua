@@ -2,8 +2,8 @@
 -- requests, period µs, burst, refill interval µs, max debt (scripts/encode.go
 -- writes them).
 
--- limit_new is the limit table of the tables' paths: a log's take, and
--- take_general and the undo script for every algorithm.
+-- limit_new is the limit table of a log's take and refund, and of the
+-- undo script for every algorithm.
 local function limit_new(alg, req, period, burst, refill, debt)
   local capacity = burst
   if capacity == 0 then capacity = req end
@@ -33,13 +33,6 @@ local function mode_of(mode)
   local usage = mode >= USAGE
   if usage then mode = mode - USAGE end
   return mode, usage, joined
-end
-
--- op_of decodes op i of a take's packed ops: its limit, hits and mode. The
--- caller checked the length of ops.
-local function op_of(ops, i)
-  local alg, req, period, burst, refill, debt, h, mode = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
-  return limit_new(alg, req, period, burst, refill, debt), h, mode
 end
 
 -- stored_regs is key's register or counter state as algorithms.Take reads

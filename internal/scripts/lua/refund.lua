@@ -28,16 +28,17 @@ end
 -- algorithms.Refund: the state read as Take reads it (expired or out of
 -- range: fresh, nothing to give back), the algorithm's refund, the write
 -- (a counter's as a decrement that keeps its TTL; deleted once it no
--- longer matters). It returns whether it changed the key, the remaining a
--- check gave before it, and the remaining and reset a check gives after.
+-- longer matters). It returns what it gave back (0: the key is as it was),
+-- the remaining a check gave before it, and the remaining and reset a
+-- check gives after.
 local function refund_regs(alg, r, p, cap, refill, debt, key, h, now)
   local a, b, c, e, kept = stored_regs(alg, r, p, cap, refill, debt, key, now)
   local _, before = alg.take(r, p, cap, refill, debt, a, b, c, e, 0, now)
-  local changed = false
+  local given = 0
   if h > 0 and e ~= 0 then
-    changed, a, b, c, e = alg.refund(r, p, cap, refill, debt, a, b, c, e, h, now)
+    given, a, b, c, e = alg.refund(r, p, cap, refill, debt, a, b, c, e, h, now)
   end
-  if changed then
+  if given > 0 then
     if alg.kind == REGS then
       if e <= now then redis.call('DEL', key) else regs_set(key, a, b, c, e, now) end
     else
@@ -46,7 +47,7 @@ local function refund_regs(alg, r, p, cap, refill, debt, key, h, now)
     if e <= now then a, b, c, e = 0, 0, 0, 0 end
   end
   local _, rem, reset = alg.take(r, p, cap, refill, debt, a, b, c, e, 0, now)
-  return changed, before, rem, reset
+  return given, before, rem, reset
 end
 
 -- refund_log is refund_regs for a log (sliding_log_refund works on the
@@ -59,30 +60,32 @@ local function refund_log(alg, lim, key, h, now)
     return rem, reset
   end
   local before = check()
-  local changed = h > 0 and alg.refund(lim, key, h, now)
+  local given = 0
+  if h > 0 then given = alg.refund(lim, key, h, now) end
   local rem, reset = check()
-  return changed, before, rem, reset
+  return given, before, rem, reset
 end
 
 -- refund_pass applies the refunds among a take's n ops, in order, and
--- returns their decisions by op index: { remaining, reset, lifted }
--- (allowed, retry 0; lifted: room given back to a counter with none). An invalid limit gives nothing back and answers 0, 0.
+-- returns their decisions by op index: { remaining, reset, given, lifted }
+-- (allowed, retry 0; given: what it gave back; lifted: room given back to a
+-- counter with none). An invalid limit gives nothing back and answers 0, 0.
 local function refund_pass(now, keys, k0, ops, n)
   local done = {}
   for i = 1, n do
     local an, r, p, burst, refill, debt, h, packed = struct.unpack(OP_FORMAT, ops, OP_BYTES * (i - 1) + 1)
     if mode_of(packed) == REFUND then
       local alg, key = ALGS[an], keys[k0 + i]
-      local changed, before, rem, reset = false, 1, 0, 0
+      local given, before, rem, reset = 0, 1, 0, 0
       h = math.min(h, MAX_COUNT)
       if alg ~= nil and alg.kind == LOG then
-        changed, before, rem, reset = refund_log(alg, limit_new(an, r, p, burst, refill, debt), key, h, now)
+        given, before, rem, reset = refund_log(alg, limit_new(an, r, p, burst, refill, debt), key, h, now)
       elseif alg ~= nil then
         local cap = burst
         if cap == 0 then cap = r end
-        changed, before, rem, reset = refund_regs(alg, r, p, cap, refill, debt, key, h, now)
+        given, before, rem, reset = refund_regs(alg, r, p, cap, refill, debt, key, h, now)
       end
-      done[i] = { rem, reset, changed and before == 0 }
+      done[i] = { rem, reset, given, given > 0 and before == 0 }
     end
   end
   return done

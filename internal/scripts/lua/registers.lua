@@ -9,10 +9,9 @@
 -- stored, not derived, because a rule's limit may change between calls and
 -- only the writer knew when its state stopped mattering.
 --
--- The hot path (take.lua's take_distinct) carries a state as the four
--- numbers a, b, c, e: a table per state costs an allocation, its garbage
--- and a hash lookup per field. regs_load and regs_write give the table
--- view that take_general and the undo script keep per key.
+-- The take (take.lua) carries a state as the four numbers a, b, c, e: a
+-- table per state costs an allocation, its garbage and a hash lookup per
+-- field. regs_load gives the table view the undo script keeps per key.
 
 local REGS_FORMAT, REGS_BYTES = '<dddd', 32
 
@@ -62,35 +61,13 @@ local function regs_set(key, a, b, c, e, now)
   regs_put(key, struct.pack(REGS_FORMAT, a, b, c, e), regs_ttl(e, now))
 end
 
--- The table view, one of take.lua's storage kinds. The second result of
--- regs_load is that contract's typeok: regs_set replaces any type.
-
-local function regs_fresh()
-  return { a = 0, b = 0, c = 0, e = 0 }
-end
+-- The table view of the undo script (undo.lua's undo_regs).
 
 local function regs_load(key)
   local a, b, c, e = regs_get(key)
-  return { a = a, b = b, c = c, e = e }, true
-end
-
-local function regs_copy(st)
-  return { a = st.a, b = st.b, c = st.c, e = st.e }
-end
-
--- regs_expire applies the generic rule of algorithms.Take: a state at or past
--- its ExpiresAt is a fresh one.
-local function regs_expire(st, now)
-  if st.e ~= 0 and now >= st.e then
-    return regs_fresh()
-  end
-  return st
+  return { a = a, b = b, c = c, e = e }
 end
 
 local function regs_pack(st)
   return struct.pack(REGS_FORMAT, st.a, st.b, st.c, st.e)
-end
-
-local function regs_write(key, st, typeok, now)
-  regs_set(key, st.a, st.b, st.c, st.e, now)
 end

@@ -156,15 +156,15 @@ end
 
 -- sliding_log_force mirrors algorithms.slidingLogForce: log h past the
 -- limit as one entry at now (the log's sum stays within MAX_COUNT), as
--- sliding_log admits it under a limit of MAX_COUNT.
+-- sliding_log admits it under a limit of MAX_COUNT; then what it logged.
 local function sliding_log_force(lim, view, h, now)
   local cut = now - lim.period
   if view.cut ~= nil and view.cut > cut then cut = view.cut end
   h = math.min(h, MAX_COUNT - log_sum_above(view, cut) - view.psum)
-  if h <= 0 then return view end
+  if h <= 0 then return view, 0 end
   local big = { alg = lim.alg, req = MAX_COUNT, period = lim.period }
   local _, _, _, _, nv = sliding_log(big, view, h, now)
-  return nv
+  return nv, h
 end
 
 local function log_write(key, view, typeok, now)
@@ -240,12 +240,12 @@ end
 -- score, then seq); the entries that left the period go, as a charge
 -- prunes them; the meta sum and ExpiresAt follow, and an emptied log is
 -- deleted. A key that is not a live, valid log of some requests is left
--- alone. It reports whether it changed the key.
+-- alone. It returns the hits it gave back (0: it changed nothing).
 local function sliding_log_refund(lim, key, h, now)
-  if lim.req == 0 then return false end
+  if lim.req == 0 then return 0 end
   local view, typeok = log_load(key, now)
   if not typeok or view.fresh or now >= view.exp or not sliding_log_valid(lim, view, now) then
-    return false
+    return 0
   end
   local p, cut = lim.period, now - lim.period
   local v = redis.call('ZRANGEBYSCORE', key, '(' .. int(cut), '+inf')
@@ -260,7 +260,7 @@ local function sliding_log_refund(lim, key, h, now)
   if #entries == 0 or entries[#entries].at > now + p then
     -- Nothing in the period; or out of range (algorithms.slidingLogValid):
     -- read as absent.
-    return false
+    return 0
   end
   local left, n = h, #entries
   while left > 0 and n >= 1 do
@@ -278,12 +278,12 @@ local function sliding_log_refund(lim, key, h, now)
   for i = 1, n do sum = sum + entries[i].hits end
   if sum == 0 then
     redis.call('DEL', key)
-    return true
+    return h - left
   end
   redis.call('ZREMRANGEBYSCORE', key, '-inf', int(cut))
   redis.call('ZREM', key, view.meta)
   local exp = entries[n].at + p
   redis.call('ZADD', key, int(exp), '~' .. int(sum))
   expire_at(key, exp, now)
-  return true
+  return h - left
 end

@@ -59,34 +59,37 @@ local function sliding_window(r, p, cap, refill, debt, a, b, c, e, h, now)
   return true, room - h, expires - now, 0, start, cur, prev, expires
 end
 
--- sliding_window_force mirrors algorithms.slidingWindowForce.
+-- sliding_window_force mirrors algorithms.slidingWindowForce; then what
+-- it counted.
 local function sliding_window_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   local months = refill
   local start, stop, cur, prev = sliding_window_at(p, months, a, b, c, e, now)
-  return start, math.min(cur + h, MAX_COUNT), prev, window_after(p, months, stop)
+  local n = math.min(cur + h, MAX_COUNT)
+  return start, n, prev, window_after(p, months, stop), n - cur
 end
 
 -- sliding_window_refund mirrors algorithms.slidingWindowRefund: the
 -- current window's count first, then the previous one's, each down to 0.
--- It returns whether it changed anything, and the state.
+-- It returns what it gave (0: nothing changed), and the state.
 local function sliding_window_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
   local months = refill
   local start, stop, cur, prev = sliding_window_at(p, months, a, b, c, e, now)
   if r == 0 or (cur == 0 and prev == 0) then
-    return false, a, b, c, e
+    return 0, a, b, c, e
   end
   local from_cur = math.min(cur, h)
-  cur, prev = cur - from_cur, math.max(prev - (h - from_cur), 0)
-  return true, start, cur, prev, sliding_window_expiry(p, months, stop, cur, prev, now)
+  local from_prev = math.min(prev, h - from_cur)
+  cur, prev = cur - from_cur, prev - from_prev
+  return from_cur + from_prev, start, cur, prev, sliding_window_expiry(p, months, stop, cur, prev, now)
 end
 
 -- undo only {
 -- sliding_window_undo mirrors algorithms.slidingWindowUndo.
 local function sliding_window_undo(lim, st, ch, now)
   if st.a == ch.a then
-    st.b = math.max(st.b - ch.hits, 0)
+    st.b = math.max(st.b - ch.applied, 0)
   elseif st.a == window_after(lim.period, lim.refill, ch.a) then
-    st.c = math.max(st.c - ch.hits, 0)
+    st.c = math.max(st.c - ch.applied, 0)
   end
   return st
 end

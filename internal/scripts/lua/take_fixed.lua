@@ -1,8 +1,9 @@
 -- take_fixed.lua: take.lua's fast path, for its commonest batch: every op a
 -- plain fixed_window enforce op, mode 0 or ENFORCE (joined or not; no
 -- usage, shadow or quota), no burst, refill or debt. Same decisions,
--- writes and charges as take_distinct (TestFixedWindowFastPath compares
--- them bit for bit), for less of what a busy service pays most for, Redis
+-- amounts applied, writes and charges as take_general
+-- (TestFixedWindowFastPath compares them bit for bit), for less of what a
+-- busy service pays most for, Redis
 -- CPU per decision: one MGET reads every key of a batch (a key of another
 -- type reads as absent, as counter_get's GET does); fixed_window's take is
 -- inlined on the stored count (counter.lua's layout); the decoded ops, the
@@ -22,9 +23,9 @@
 -- key's stored state like a plain op, but never denies the batch. repeats
 -- says keys repeat: then only as top-ups, or take_general decides the batch.
 --
--- take_fixed returns nil when any op is anything else (take_distinct, or
--- take_general when keys repeat, decides the batch), having read no key
--- unless only a top-up's place or key was wrong.
+-- take_fixed returns nil when any op is anything else (take_general then
+-- decides the batch), having read no key unless only a top-up's place or
+-- key was wrong.
 
 -- REPLY holds a packed reply's values; PACK_FORMATS[m] is the format of m.
 -- Past PACK_MAX ops a take replies a table: unpack's stack has a bound.
@@ -161,11 +162,11 @@ local function out_for(n, packed)
   if packed then
     return REPLY
   elseif n == 1 then
-    return { 0, 0, 0, 0 }
+    return { 0, 0, 0, 0, 0 }
   elseif n == 2 then
-    return { 0, 0, 0, 0, 0, 0, 0, 0 }
+    return { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
   elseif n == 3 then
-    return { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+    return { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
   end
   return {}
 end
@@ -176,7 +177,7 @@ end
 -- op on the key of the op before it that is no top-up (take_fixed then
 -- declines the batch), or a key repeats otherwise (seen: the keys so far).
 local function fixed_decide(t, i, keys, k0, v, now, out, seen)
-  local fw, j, q = FW, FW_STRIDE * (i - 1), 4 * (i - 1)
+  local fw, j, q, o = FW, FW_STRIDE * (i - 1), 4 * (i - 1), 5 * (i - 1)
   local r, p, h, topup, spare = t[q + 1], t[q + 2], t[q + 3], false, t[q + 4]
   if spare and i > 1 and keys[k0 + i] == keys[k0 + i - 1] then
     -- A top-up, or not take_fixed's: right after a plain op on its key
@@ -209,11 +210,11 @@ local function fixed_decide(t, i, keys, k0, v, now, out, seen)
     local retry = reset
     if h > r then retry = NEVER end
     if room < 0 then room = 0 end
-    out[q + 1], out[q + 2], out[q + 3], out[q + 4] = 0, room, reset, retry
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 0, room, reset, retry, 0
     fw[j + 1] = false
   else
     count = count + h
-    out[q + 1], out[q + 2], out[q + 3], out[q + 4] = 1, r - count, reset, 0
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, r - count, reset, 0, h
     fw[j + 1] = h > 0
   end
   fw[j + 2], fw[j + 3], fw[j + 5], fw[j + 6] = kept, count, topup, w
@@ -236,12 +237,12 @@ local function fixed_write(t, i, keys, k0, now, out, m, charges)
     counter_set(keys[k0 + i], value_of(w, count), TTL)
   end
   if charges then
-    -- charge_of of a counter; an admitted batch allowed the op before a
-    -- top-up: it charged its hits, if any.
-    local q = 4 * (i - 1)
+    -- charge_of of a counter, named by its key's first op; an admitted
+    -- batch allowed the op before a top-up: it applied its hits, if any.
+    local q, first = 4 * (i - 1), i
     local hits = t[q + 3]
-    if fw[j + 5] then hits = hits + t[q - 1] end
-    out[m + 1], out[m + 2], out[m + 3], out[m + 4] = i, hits, w.start, count
+    if fw[j + 5] then hits, first = hits + t[q - 1], i - 1 end
+    out[m + 1], out[m + 2], out[m + 3], out[m + 4] = first, hits, w.start, count
     out[m + 5], out[m + 6], out[m + 7] = 0, e, 0
     m = m + 7
   end
@@ -270,15 +271,15 @@ local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
     if denies then admitted = false end
   end
   if not admitted then
-    -- Nothing is written; an allowed op reports what a check would on its
-    -- stored state, a denied one its own denial.
+    -- Nothing is written or applied; an allowed op reports what a check
+    -- would on its stored state, a denied one its own denial.
     for i = 1, n do
-      local q = 4 * (i - 1)
-      if out[q + 1] == 1 then out[q + 2] = FW[FW_STRIDE * (i - 1) + 4] end
+      local o = 5 * (i - 1)
+      if out[o + 1] == 1 then out[o + 2], out[o + 5] = FW[FW_STRIDE * (i - 1) + 4], 0 end
     end
-    return reply_of(out, 4 * n, packed)
+    return reply_of(out, 5 * n, packed)
   end
-  local m, fw = 4 * n, FW
+  local m, fw = 5 * n, FW
   for i = 1, n do
     local j = FW_STRIDE * (i - 1)
     -- A key is written once: by its top-up if that charged it (on the

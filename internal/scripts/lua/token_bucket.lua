@@ -56,46 +56,47 @@ local function token_bucket(r, p, cap, refill, debt, a, b, c, e, h, now)
 end
 
 -- token_bucket_force mirrors algorithms.tokenBucketForce: take hits past
--- the limit, down to -(cap + debt).
+-- the limit, down to -(cap + debt); then what it took.
 local function token_bucket_force(r, p, cap, refill, debt, a, b, c, e, h, now)
   if r == 0 then
-    return a, b, c, e
+    return a, b, c, e, 0
   end
   local step = math.max(refill, 1)
   local tokens, frac, anchor = token_bucket_at(r, p, cap, refill, debt, a, b, c, e, now)
-  tokens = math.max(tokens - math.min(h, MAX_COUNT), -(cap + debt))
-  return anchor, tokens, frac, token_bucket_when(cap, tokens, frac, anchor, p, r, step)
+  local nt = math.max(tokens - math.min(h, MAX_COUNT), -(cap + debt))
+  return anchor, nt, frac, token_bucket_when(cap, nt, frac, anchor, p, r, step), tokens - nt
 end
 
 -- token_bucket_refund mirrors algorithms.tokenBucketRefund: tokens back,
--- up to the capacity. It returns whether it changed anything, and the state.
+-- up to the capacity. It returns what it gave (0: nothing changed), and
+-- the state.
 local function token_bucket_refund(r, p, cap, refill, debt, a, b, c, e, h, now)
   if r == 0 or e == 0 then
-    return false, a, b, c, e
+    return 0, a, b, c, e
   end
   local step = math.max(refill, 1)
   local tokens, frac, anchor = token_bucket_at(r, p, cap, refill, debt, a, b, c, e, now)
   if tokens >= cap then
-    return false, a, b, c, e
+    return 0, a, b, c, e
+  end
+  if tokens + h >= cap then
+    return cap - tokens, anchor, cap, 0, now
   end
   tokens = tokens + h
-  if tokens >= cap then
-    return true, anchor, cap, 0, now
-  end
-  return true, anchor, tokens, frac, token_bucket_when(cap, tokens, frac, anchor, p, r, step)
+  return h, anchor, tokens, frac, token_bucket_when(cap, tokens, frac, anchor, p, r, step)
 end
 
 -- undo only {
 -- token_bucket_undo mirrors algorithms.tokenBucketUndo: give back
--- min(hits, what the charged bucket would still lack now).
+-- min(applied, what the charged bucket would still lack now).
 local function token_bucket_undo(lim, st, ch, now)
   local r, p, capacity, refill, debt = lim.req, lim.period, lim.capacity, lim.refill, lim.debt
   local tokens, frac, anchor = token_bucket_at(r, p, capacity, refill, debt, st.a, st.b, st.c, st.e, now)
   local projected, pfrac = token_bucket_at(r, p, capacity, refill, debt, ch.a, ch.b, ch.c, ch.e, now)
   local lack, lack_frac = capacity - projected, 0
   if pfrac > 0 then lack, lack_frac = lack - 1, p - pfrac end
-  if ch.hits < lack or (ch.hits == lack and lack_frac > 0) then
-    lack, lack_frac = ch.hits, 0
+  if ch.applied < lack or (ch.applied == lack and lack_frac > 0) then
+    lack, lack_frac = ch.applied, 0
   end
   tokens, frac = tokens + lack, frac + lack_frac
   if frac >= p then tokens, frac = tokens + 1, frac - p end

@@ -4,10 +4,10 @@
 --
 -- KEYS: one per charge (a key the take wrote).
 -- ARGV[1]: now in µs, or 0 to use the server's TIME.
--- ARGV[2..]: per charge, the limit (6 integers, limit.lua), hits, a, b, c,
---   e, n, then n pairs (seq, hits): the charge take.lua replied; or, for a
---   charge of the Counter family (a valid limit of epoch windows, hits >
---   0), UNDO_COUNTER, hits, a and e (scripts.EncodeUndo).
+-- ARGV[2..]: per charge, the limit (6 integers, limit.lua), applied, a, b,
+--   c, e, n, then n pairs (seq, hits): the charge take.lua replied; or, for
+--   a charge of the Counter family (a valid limit of epoch windows, applied
+--   > 0), UNDO_COUNTER, applied, a and e (scripts.EncodeUndo).
 -- Reply: the number of charges that found state to undo.
 --
 -- An undo never sets a TTL: it only ever shortens how long a state matters.
@@ -31,7 +31,7 @@ end
 local function undo_long(key, j, now)
   local lim = limit_of(j)
   local ch = {
-    hits = tonumber(ARGV[j + 6]), a = tonumber(ARGV[j + 7]), b = tonumber(ARGV[j + 8]),
+    applied = tonumber(ARGV[j + 6]), a = tonumber(ARGV[j + 7]), b = tonumber(ARGV[j + 8]),
     c = tonumber(ARGV[j + 9]), e = tonumber(ARGV[j + 10]), entries = {},
   }
   local n = tonumber(ARGV[j + 11])
@@ -42,7 +42,7 @@ local function undo_long(key, j, now)
   local alg = ALGS[lim.alg]
   -- A zero rate keeps no state but where ALGS' zero says it counts
   -- (fixed_window, algorithms.Undo).
-  if alg == nil or ch.hits <= 0 or (lim.req <= 0 and not alg.zero) then
+  if alg == nil or ch.applied <= 0 or (lim.req <= 0 and not alg.zero) then
     return j, false
   end
   if alg.kind == REGS then

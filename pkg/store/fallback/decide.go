@@ -197,6 +197,7 @@ func answers(reqs []store.Request, res []store.Result) []store.Result {
 		out[i] = store.Result{Decision: res[i].Decision, Local: true}
 		switch {
 		case r.Fallback == store.FallbackLocal:
+			out[i].Applied = res[i].Applied // what the local counter took
 		case r.Fallback == store.FallbackDeny && r.Mode != algorithms.NegativeHits:
 			out[i].Decision = algorithms.Decision{}
 		default:

@@ -28,7 +28,7 @@ func (s *Store) Forget(keys ...string) {
 			// A window's unused hits would otherwise be given back:
 			// they lapse instead (endInto already lapsed anything else).
 			if ch, ok := s.endInto(sh, e, now); ok {
-				shd.counters.lapsed += ch.Hits
+				shd.counters.lapsed += ch.Applied
 			}
 			shd.lru.Remove(e.el)
 			delete(shd.entries, key)
@@ -50,7 +50,7 @@ func (s *Store) dropPending(keys []string) {
 	var lapsed uint64
 	s.pending = slices.DeleteFunc(s.pending, func(ch store.Charge) bool {
 		if slices.Contains(keys, ch.Key) {
-			lapsed += ch.Hits
+			lapsed += ch.Applied
 			return true
 		}
 		return false

@@ -117,7 +117,7 @@ func (s *Store) refillWanted(e *entry, now int64) uint64 {
 // of its counter would be taken now (its rate, or a return within
 // LEASE_IDLE, and what the counter has left): the lease starts a new age
 // holding at most what a lease refilled ahead holds, one and a half such
-// blocks, and the charge of any rest beyond that is returned (ch.Hits > 0:
+// blocks, and the charge of any rest beyond that is returned (ch.Applied > 0:
 // the rate fell, or the counter neared its limit). Renewing costs the
 // backend nothing where ending and taking a new block cost a return and a
 // take; the hits kept were charged when they were taken, so nothing is

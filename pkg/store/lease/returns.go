@@ -48,7 +48,7 @@ func (s *Store) endInto(sh uint8, e *entry, now int64) (store.Charge, bool) {
 // back, which they leave Outstanding for.
 func (s *Store) giveBackCharge(sh uint8, key string, l *lease, hits uint64) store.Charge {
 	s.shards[sh].counters.outstanding -= int64(hits)
-	return store.Charge{Key: key, Limit: l.limit, Charged: algorithms.Charged{Hits: hits, After: l.after}}
+	return store.Charge{Key: key, Limit: l.limit, Charged: algorithms.Charged{Applied: hits, After: l.after}}
 }
 
 // ReturnAll ends every lease now and gives the unused hits of window
@@ -89,7 +89,7 @@ func (s *Store) giveBack(ctx context.Context, charges []store.Charge) error {
 	}
 	var hits uint64
 	for i := range charges {
-		hits += charges[i].Hits
+		hits += charges[i].Applied
 	}
 	if err := s.next.Return(ctx, charges); err != nil {
 		s.returnLapsed.Add(hits)

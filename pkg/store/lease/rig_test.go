@@ -87,7 +87,7 @@ func (r *recorder) returned() (calls int, hits uint64) {
 	defer r.mu.Unlock()
 	for _, chs := range r.returns {
 		for _, ch := range chs {
-			hits += ch.Hits
+			hits += ch.Applied
 		}
 	}
 	return len(r.returns), hits

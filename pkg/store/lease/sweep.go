@@ -130,7 +130,7 @@ func (w *sweepWork) visit(sh uint8, e *entry) {
 	renewed := false
 	if !s.spent(&e.lease, us) && s.agingOut(&e.lease, us, w.gap) {
 		var ch store.Charge
-		if ch, renewed = s.renew(sh, e, us); ch.Hits > 0 {
+		if ch, renewed = s.renew(sh, e, us); ch.Applied > 0 {
 			w.charges = append(w.charges, ch)
 		}
 	}

@@ -179,7 +179,7 @@ func (s *Store) admit(sh uint8, e *entry, hits uint64, now int64, r *store.Resul
 	if l.kind == bucket {
 		capacity = l.limit.Capacity()
 	}
-	r.Allowed = true
+	r.Allowed, r.Applied = true, hits
 	r.Remaining = min(satmath.Add(e.remaining, l.room(now)), capacity)
 	r.ResetAfter = time.Duration(max(e.resetAt-now, 0)) * time.Microsecond
 }
@@ -201,8 +201,9 @@ func (s *Store) plan(reqs []store.Request, b *batch) []store.Request {
 			continue
 		}
 		if usageOn(reqs, op.Key) {
-			// The backend gives no charge for a key usage charged (usage is
-			// never given back), and a window block must be returnable.
+			// A block beside usage on its key would share its charge with
+			// what the usage applies (never given back): a window block
+			// must be returnable alone.
 			continue
 		}
 		hits := hitsOn(reqs, i)

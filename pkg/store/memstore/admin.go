@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -108,4 +109,18 @@ func parseCursor(c string) (int, string, error) {
 		return 0, "", fmt.Errorf("memstore: %w", store.ErrBadCursor)
 	}
 	return shard, after, nil
+}
+
+// State is the state key holds (the fresh State when absent or expired),
+// for tools and tests: storetest's exact case compares it with the
+// reference's. lim is unused: memstore keeps states as the algorithms
+// write them.
+func (s *Store) State(ctx context.Context, key string, _ algorithms.Limit) (algorithms.State, error) {
+	if err := ctx.Err(); err != nil {
+		return algorithms.State{}, fmt.Errorf("memstore: %w", err)
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.load(key, s.now().UnixMicro()), nil
 }

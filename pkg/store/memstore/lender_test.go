@@ -95,11 +95,11 @@ func checkLender(t *testing.T, tt lenderCase) {
 	}
 	var give []store.Charge
 	for _, c := range charges {
-		if c.Hits != tt.wantCharges[c.Key] {
-			t.Errorf("charge of %s: %d hits, want %d", c.Key, c.Hits, tt.wantCharges[c.Key])
+		if c.Applied != tt.wantCharges[c.Key] {
+			t.Errorf("charge of %s: %d hits, want %d", c.Key, c.Applied, tt.wantCharges[c.Key])
 		}
 		if c.Key == "a" && tt.give > 0 {
-			c.Hits = tt.give
+			c.Applied = tt.give
 			give = append(give, c)
 		}
 	}

@@ -92,7 +92,7 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 }
 
 // TakeCharged is Take, also returning what an admitted batch charged each
-// key (algorithms.Charges: what take.lua reports on Redis), for
+// key (algorithms.Batch's Charges: what take.lua reports on Redis), for
 // pkg/store/lease to give unused hits back with Return.
 func (s *Store) TakeCharged(ctx context.Context, reqs []store.Request) ([]store.Result, []store.Charge, error) {
 	return s.take(ctx, reqs, true)
@@ -104,33 +104,33 @@ func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool
 		touched |= s.shardBit(r.Key)
 	}
 	s.takes.Add(1)
-	decisions, charges, added, now, err := s.decide(ctx, store.Ops(reqs), touched, withCharges)
+	b, added, now, err := s.decide(ctx, store.Ops(reqs), touched, withCharges)
 	if err != nil {
 		return nil, nil, err
 	}
 	if added > 0 && s.keys.Add(added) > int64(s.maxKeys) && s.maxKeys > 0 {
 		s.shed(now.UnixMicro())
 	}
-	results := make([]store.Result, len(decisions))
-	for i, d := range decisions {
-		results[i] = store.Result{Decision: d}
+	results := make([]store.Result, len(b.Decisions))
+	for i, d := range b.Decisions {
+		results[i] = store.Result{Decision: d, Applied: b.Applied[i]}
 	}
-	return results, charges, nil
+	return results, b.Charges, nil
 }
 
 // decide runs TakeAll with the shards of ops locked and saves what it
 // writes; it returns how many keys are new, and with withCharges what an
 // admitted batch charged.
-func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64, withCharges bool) ([]algorithms.Decision, []store.Charge, int64, time.Time, error) {
+func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64, withCharges bool) (algorithms.Batch, int64, time.Time, error) {
 	s.lockShards(touched)
 	defer s.unlockShards(touched)
 	if s.closed.Load() {
-		return nil, nil, 0, time.Time{}, ErrClosed
+		return algorithms.Batch{}, 0, time.Time{}, ErrClosed
 	}
 	// Checked under the locks, right before deciding: a caller that gave up
 	// while waiting for a lock must not be charged.
 	if err := ctx.Err(); err != nil {
-		return nil, nil, 0, time.Time{}, fmt.Errorf("memstore: %w", err)
+		return algorithms.Batch{}, 0, time.Time{}, fmt.Errorf("memstore: %w", err)
 	}
 	now := s.now()
 	nowMicro := now.UnixMicro()
@@ -140,25 +140,17 @@ func (s *Store) decide(ctx context.Context, ops []algorithms.Op, touched uint64,
 			added++
 		}
 	}
+	load := func(key string) algorithms.State { return s.shardOf(key).load(key, nowMicro) }
 	if !withCharges {
-		decisions := algorithms.TakeAllInto(ops, func(key string) algorithms.State {
-			return s.shardOf(key).load(key, nowMicro)
-		}, save, now)
-		return decisions, nil, added, now, nil
+		var b algorithms.Batch
+		b.Decisions, b.Applied = algorithms.TakeAllInto(ops, load, save, now)
+		return b, added, now, nil
 	}
-	// The charges of a sliding_log key are the entries the batch added,
-	// which takes the log as it was before the batch: kept only when asked.
-	before := make(map[string]algorithms.State, len(ops))
-	decisions, writes := algorithms.TakeAll(ops, func(key string) algorithms.State {
-		st := s.shardOf(key).load(key, nowMicro)
-		before[key] = cloneLog(st)
-		return st
-	}, now)
-	for key, st := range writes {
+	b := algorithms.TakeAll(ops, load, now)
+	for key, st := range b.Writes {
 		save(key, st)
 	}
-	charges := algorithms.Charges(ops, decisions, func(key string) algorithms.State { return before[key] }, writes, now)
-	return decisions, charges, added, now, nil
+	return b, added, now, nil
 }
 
 // Return takes back each charge as algorithms.Undo does, with the shards

@@ -11,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -165,4 +167,28 @@ func globEscape(s string) string {
 		sb.WriteByte(s[i])
 	}
 	return sb.String()
+}
+
+// State is the state key holds for a counter under lim, as the take
+// script reads it (scripts.ReadState) at the store's clock (WithClock) or
+// Redis's TIME, for tools and tests: storetest's exact case compares it
+// with the reference's.
+func (s *Store) State(ctx context.Context, key string, lim algorithms.Limit) (algorithms.State, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var now time.Time
+	if s.now != nil {
+		now = s.now()
+	} else {
+		t, err := s.client.Time(ctx).Result()
+		if err != nil {
+			return algorithms.State{}, fmt.Errorf("redisstore: time: %w", err)
+		}
+		now = t
+	}
+	st, err := scripts.ReadState(ctx, s.client, key, lim, now)
+	if err != nil {
+		return algorithms.State{}, fmt.Errorf("redisstore: %w", err)
+	}
+	return st, nil
 }

@@ -40,6 +40,7 @@ func TestLenderConformanceCluster(t *testing.T) {
 	storetest.RunLender(t, factory)
 	storetest.RunSpread(t, factory)
 	storetest.RunModes(t, factory)
+	storetest.RunExact(t, factory)
 	t.Run("refunds_published", func(t *testing.T) {
 		testRefundsPublished(t, newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), fixedClock()))
 	})
@@ -128,7 +129,7 @@ func TestReturnFailure(t *testing.T) {
 			s := newStore(t, redisstore.WithClient(c), redisstore.WithTimeout(2*time.Second), fixedClock())
 			reqs := []store.Request{{Key: "k", Limit: lim, Hits: 1}, {Key: "k", Limit: lim, Hits: 4, Mode: algorithms.Spare}}
 			res, charges, err := s.TakeCharged(t.Context(), reqs)
-			if err != nil || !res[0].Allowed || !res[1].Allowed || len(charges) != 1 || charges[0].Hits != 5 {
+			if err != nil || !res[0].Allowed || !res[1].Allowed || len(charges) != 1 || charges[0].Applied != 5 {
 				t.Fatalf("TakeCharged: %+v, %+v, %v; want both allowed, one charge of 5 hits", res, charges, err)
 			}
 			if err := s.Return(t.Context(), charges); (err != nil) != tt.wantErr {

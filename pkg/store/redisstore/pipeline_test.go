@@ -467,7 +467,7 @@ func checkChargedReplies(t *testing.T, replies []chargedReply, charged func(call
 		}
 		ch := r.charges[0]
 		_, count, _ := ch.After.Registers()
-		if ch.Key != "shared" || ch.Limit != window(lim) || ch.Hits != 1+spare || uint64(count) != lim-last.Remaining {
+		if ch.Key != "shared" || ch.Limit != window(lim) || ch.Applied != 1+spare || uint64(count) != lim-last.Remaining {
 			t.Fatalf("caller %d call %d: charge %+v (count %d) for %+v, want %d hits leaving %d", c, i, ch, count, r.res, 1+spare, lim-last.Remaining)
 		}
 	}

@@ -30,27 +30,26 @@ func (s *Store) slotGroups(reqs []store.Request) [][]int {
 	return groupBySlot(len(reqs), func(j int) string { return reqs[j].Key })
 }
 
-// groupRun is one slot group's take.
+// groupRun is one slot group's take: its ops and what its script
+// answered, with the denials (what the ops report and apply if the request
+// is denied: scripts.Runner.TakeDenials) and the charges.
 type groupRun struct {
-	ops       []algorithms.Op
-	decisions []algorithms.Decision
-	// denials are what the ops report if the request is denied
-	// (scripts.Runner.TakeDenials).
-	denials []algorithms.Decision
-	charges []scripts.Charge
-	err     error
+	ops []algorithms.Op
+	out scripts.Outcome
+	err error
 }
 
 // takeSpread decides a request whose counters span Cluster slots: one take
 // script per slot group, concurrently, then the all-or-nothing verdict over
-// every group; when it denies, the groups that charged are undone so a denied
-// request leaves every counter as it found it (see "Redis Cluster" in
-// docs/redis.md for what an undo that fails costs). An admitted request
-// returns every group's charges (TakeCharged); a denied one none, and
-// answers for each op what algorithms.TakeAll answers for it in a denied
-// batch (its group's denials: a group that admitted its own ops otherwise
+// every group; when it denies, each group that charged is undone of exactly
+// what its script applied, so a denied request leaves every counter as a
+// single node's denial would (see "Redis Cluster" in docs/redis.md for
+// what an undo that fails costs). An admitted request returns every
+// group's charges (TakeCharged); a denied one none, and answers for each
+// op what algorithms.TakeAll answers and applies for it in a denied batch
+// (its group's denials: a group that admitted its own ops otherwise
 // reports them as charged), so it reads as on a single node.
-func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time, withCharges bool) ([]algorithms.Decision, []scripts.Charge, error) {
+func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][]int, now time.Time, withCharges bool) (scripts.Outcome, error) {
 	// A group's script applies the all-or-nothing rule to its own ops only.
 	// Quota ops spread over several groups are decided together here, so
 	// each script must charge its allowed ops whatever its own quota ops
@@ -80,51 +79,49 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 			defer wg.Done()
 			run.err = s.do(ctx, func(ctx context.Context) error {
 				var err error
-				run.decisions, run.denials, run.charges, err = s.runner.TakeDenials(ctx, s.client, run.ops, now)
+				run.out, err = s.runner.TakeDenials(ctx, s.client, run.ops, now)
 				return err
 			})
 		}()
 	}
 	wg.Wait()
 
-	decisions := make([]algorithms.Decision, len(reqs))
+	out := scripts.Outcome{Decisions: make([]algorithms.Decision, len(reqs)), Applied: make([]uint64, len(reqs))}
 	var errs []error
 	for gi, g := range groups {
-		run := runs[gi]
-		if run.err == nil && (len(run.decisions) != len(g) || len(run.denials) != len(g)) {
-			run.err = fmt.Errorf("script returned %d decisions and %d denials for %d keys", len(run.decisions), len(run.denials), len(g))
+		run := &runs[gi]
+		if o := run.out; run.err == nil && (len(o.Decisions) != len(g) || len(o.Denials) != len(g) || len(o.Applied) != len(g) || len(o.DeniedApplied) != len(g)) {
+			run.err = fmt.Errorf("script returned %d decisions and %d denials for %d keys", len(o.Decisions), len(o.Denials), len(g))
 		}
 		if run.err != nil {
 			errs = append(errs, run.err)
 			continue
 		}
 		for k, j := range g {
-			decisions[j] = run.decisions[k]
+			out.Decisions[j], out.Applied[j] = run.out.Decisions[k], run.out.Applied[k]
 		}
 	}
 	if len(errs) > 0 {
 		// The request gets no answer from Redis, so nothing it charged
 		// elsewhere may stay charged.
 		s.undo(ctx, runs, now)
-		return nil, nil, errors.Join(errs...)
+		return scripts.Outcome{}, errors.Join(errs...)
 	}
-	if store.VerdictOf(reqs, decisions).Denied() {
+	if store.VerdictOf(reqs, out.Decisions).Denied() {
 		s.undo(ctx, runs, now)
 		for gi, g := range groups {
 			for k, j := range g {
-				decisions[j] = runs[gi].denials[k]
+				out.Decisions[j], out.Applied[j] = runs[gi].out.Denials[k], runs[gi].out.DeniedApplied[k]
 			}
 		}
-		return decisions, nil, nil
+		return out, nil
 	}
-	if !withCharges {
-		return decisions, nil, nil
+	if withCharges {
+		for _, run := range runs {
+			out.Charges = append(out.Charges, run.out.Charges...)
+		}
 	}
-	var charges []scripts.Charge
-	for _, run := range runs {
-		charges = append(charges, run.charges...)
-	}
-	return decisions, charges, nil
+	return out, nil
 }
 
 // undo takes back every group's charges, concurrently, within ctx. A
@@ -135,8 +132,8 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 func (s *Store) undo(ctx context.Context, runs []groupRun, now time.Time) {
 	groups := make([][]scripts.Charge, 0, len(runs))
 	for _, run := range runs {
-		if run.err == nil && len(run.charges) > 0 {
-			groups = append(groups, run.charges)
+		if run.err == nil && len(run.out.Charges) > 0 {
+			groups = append(groups, run.out.Charges)
 		}
 	}
 	errs := s.undoGroups(ctx, groups, now)

@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
-	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -124,18 +123,17 @@ func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool
 		now = s.now()
 	}
 	start := time.Now()
-	var decisions []algorithms.Decision
-	var charges []scripts.Charge
+	var out scripts.Outcome
 	var err error
 	if groups := s.slotGroups(reqs); groups != nil {
-		decisions, charges, err = s.takeSpread(ctx, reqs, groups, now, withCharges)
+		out, err = s.takeSpread(ctx, reqs, groups, now, withCharges)
 	} else {
 		err = s.do(ctx, func(ctx context.Context) error {
 			var err error
 			if withCharges {
-				decisions, charges, err = s.runner.TakeCharged(ctx, s.client, store.Ops(reqs), now)
+				out, err = s.runner.TakeCharged(ctx, s.client, store.Ops(reqs), now)
 			} else {
-				decisions, err = s.runner.Take(ctx, s.client, store.Ops(reqs), now)
+				out, err = s.runner.Take(ctx, s.client, store.Ops(reqs), now)
 			}
 			return err
 		})
@@ -146,17 +144,17 @@ func (s *Store) take(ctx context.Context, reqs []store.Request, withCharges bool
 	if err != nil {
 		return nil, nil, fmt.Errorf("redisstore: %w", err)
 	}
-	if len(decisions) != len(reqs) {
-		return nil, nil, fmt.Errorf("redisstore: script returned %d decisions for %d keys", len(decisions), len(reqs))
+	if len(out.Decisions) != len(reqs) || len(out.Applied) != len(reqs) {
+		return nil, nil, fmt.Errorf("redisstore: script returned %d decisions for %d keys", len(out.Decisions), len(reqs))
 	}
-	results := make([]store.Result, len(decisions))
-	for i, d := range decisions {
-		results[i] = store.Result{Decision: d}
+	results := make([]store.Result, len(reqs))
+	for i, d := range out.Decisions {
+		results[i] = store.Result{Decision: d, Applied: out.Applied[i]}
 	}
 	if !withCharges {
 		return results, nil, nil
 	}
-	return results, charges, nil
+	return results, out.Charges, nil
 }
 
 // Ping reports whether Redis answers.

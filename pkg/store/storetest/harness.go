@@ -42,18 +42,23 @@ func newHarness(t *testing.T, newStore Factory) *harness {
 func (h *harness) at(d time.Duration) { h.clock.Set(Epoch().Add(d)) }
 
 // take runs one batch, fails the test on a store error, and reports any
-// decision that differs from the model.
+// decision, or amount applied, that differs from the model's.
 func (h *harness) take(reqs ...store.Request) []algorithms.Decision {
 	h.t.Helper()
-	got := h.takeRaw(reqs)
-	want := h.model.take(reqs, h.clock.Now())
+	res := h.takeResults(reqs)
+	h.compare(reqs, res, h.model.take(reqs, h.clock.Now()))
+	return decisionsOf(res)
+}
+
+// compare reports every result of reqs that differs from the reference's.
+func (h *harness) compare(reqs []store.Request, res []store.Result, want algorithms.Batch) {
+	h.t.Helper()
 	for i := range reqs {
-		if got[i] != want[i] {
-			h.t.Errorf("%s: op %d (key %q, %d hits): store %s, reference (algorithms.TakeAll) %s",
-				h.clock.Now().Sub(Epoch()), i, reqs[i].Key, reqs[i].Hits, fmtDecision(got[i]), fmtDecision(want[i]))
+		if res[i].Decision != want.Decisions[i] || res[i].Applied != want.Applied[i] {
+			h.t.Errorf("%s: op %d (key %q, %d hits): store %s applied %d, reference (algorithms.TakeAll) %s applied %d",
+				h.clock.Now().Sub(Epoch()), i, reqs[i].Key, reqs[i].Hits, fmtDecision(res[i].Decision), res[i].Applied, fmtDecision(want.Decisions[i]), want.Applied[i])
 		}
 	}
-	return got
 }
 
 // expect is take plus hand-written expectations; when a decision is off it
@@ -62,7 +67,7 @@ func (h *harness) take(reqs ...store.Request) []algorithms.Decision {
 func (h *harness) expect(label string, reqs []store.Request, want []algorithms.Decision) {
 	h.t.Helper()
 	got := h.takeRaw(reqs)
-	ref := h.model.take(reqs, h.clock.Now())
+	ref := h.model.take(reqs, h.clock.Now()).Decisions
 	for i := range reqs {
 		if got[i] == want[i] && ref[i] == want[i] {
 			continue
@@ -83,6 +88,11 @@ func (h *harness) expect(label string, reqs []store.Request, want []algorithms.D
 
 func (h *harness) takeRaw(reqs []store.Request) []algorithms.Decision {
 	h.t.Helper()
+	return decisionsOf(h.takeResults(reqs))
+}
+
+func (h *harness) takeResults(reqs []store.Request) []store.Result {
+	h.t.Helper()
 	res, err := h.s.Take(h.t.Context(), reqs)
 	if err != nil {
 		h.t.Fatalf("%s: Take(%d requests): %v", h.clock.Now().Sub(Epoch()), len(reqs), err)
@@ -90,6 +100,10 @@ func (h *harness) takeRaw(reqs []store.Request) []algorithms.Decision {
 	if len(res) != len(reqs) {
 		h.t.Fatalf("%s: Take(%d requests) returned %d results", h.clock.Now().Sub(Epoch()), len(reqs), len(res))
 	}
+	return res
+}
+
+func decisionsOf(res []store.Result) []algorithms.Decision {
 	out := make([]algorithms.Decision, len(res))
 	for i, r := range res {
 		out[i] = r.Decision

@@ -16,8 +16,8 @@ func RunLender(t *testing.T, newStore Factory) {
 }
 
 // takeCharged is take for a store.Lender, also comparing the charges with
-// the reference's (algorithms.Charges over the model): the same keys,
-// limits, hits and written state, so that a lease gives back the same
+// the reference's (algorithms.Batch's over the model): the same keys,
+// limits, amounts and written state, so that a lease gives back the same
 // thing on either store.
 func (h *harness) takeCharged(l store.Lender, reqs ...store.Request) ([]algorithms.Decision, []store.Charge) {
 	h.t.Helper()
@@ -29,38 +29,18 @@ func (h *harness) takeCharged(l store.Lender, reqs ...store.Request) ([]algorith
 	if len(res) != len(reqs) {
 		h.t.Fatalf("%s: TakeCharged(%d requests) returned %d results", now.Sub(Epoch()), len(reqs), len(res))
 	}
-	before := make(map[string]algorithms.State, len(reqs))
-	for _, r := range reqs {
-		st := h.model.states[r.Key]
-		st.Log = slices.Clone(st.Log)
-		before[r.Key] = st
-	}
 	want := h.model.take(reqs, now)
-	got := make([]algorithms.Decision, len(res))
-	for i, r := range res {
-		got[i] = r.Decision
-		if got[i] != want[i] {
-			h.t.Errorf("%s: op %d (key %q, %d hits): store %s, reference %s",
-				now.Sub(Epoch()), i, reqs[i].Key, reqs[i].Hits, fmtDecision(got[i]), fmtDecision(want[i]))
-		}
-	}
-	writes := make(map[string]algorithms.State)
-	for k := range before {
-		if st, ok := h.model.states[k]; ok {
-			writes[k] = st
-		}
-	}
-	wantCh := algorithms.Charges(store.Ops(reqs), want, func(k string) algorithms.State { return before[k] }, writes, now)
-	if len(charges) != len(wantCh) {
-		h.t.Fatalf("%s: charges %+v, reference %+v", now.Sub(Epoch()), charges, wantCh)
+	h.compare(reqs, res, want)
+	if len(charges) != len(want.Charges) {
+		h.t.Fatalf("%s: charges %+v, reference %+v", now.Sub(Epoch()), charges, want.Charges)
 	}
 	for i, c := range charges {
-		w := wantCh[i]
-		if c.Key != w.Key || c.Limit != w.Limit || c.Hits != w.Hits || !sameState(c.After, w.After) {
+		w := want.Charges[i]
+		if c.Key != w.Key || c.Limit != w.Limit || c.Applied != w.Applied || !sameState(c.After, w.After) {
 			h.t.Errorf("%s: charge %d = %+v, reference %+v", now.Sub(Epoch()), i, c, w)
 		}
 	}
-	return got, charges
+	return decisionsOf(res), charges
 }
 
 // giveBack runs Return on the store and algorithms.Undo on the model.
@@ -86,10 +66,10 @@ func sameState(a, b algorithms.State) bool {
 // charge c: those hits for registers; for sliding_log, whose undo removes whole
 // entries, the entries of the block (the Spare op's, the newest).
 func part(c store.Charge, hits uint64) store.Charge {
-	c.Hits = hits
+	c.Applied = hits
 	if len(c.After.Log) > 0 {
 		c.After.Log = c.After.Log[len(c.After.Log)-1:]
-		c.Hits = uint64(c.After.Log[0].Hits)
+		c.Applied = uint64(c.After.Log[0].Hits)
 	}
 	return c
 }
@@ -134,8 +114,8 @@ func testLender(t *testing.T, newStore Factory) {
 		if len(charges) != 2 || charges[0].Key != key || charges[1].Key != other {
 			t.Fatalf("charges %+v, want one for %s then one for %s", charges, key, other)
 		}
-		if a.Family() != algorithms.Log && charges[0].Hits != 1+block {
-			t.Errorf("%s charged %d hits, want %d", key, charges[0].Hits, 1+block)
+		if charges[0].Applied != 1+block {
+			t.Errorf("%s charged %d hits, want %d", key, charges[0].Applied, 1+block)
 		}
 
 		h.clock.Advance(100 * time.Millisecond)
@@ -149,10 +129,10 @@ func testLender(t *testing.T, newStore Factory) {
 		if a.Bucket() {
 			if after < before || after > roomWithout() {
 				t.Errorf("bucket after returning %d hits: remaining %d -> %d, want within [%d, %d] (never beyond the room without the charge)",
-					back.Hits, before, after, before, roomWithout())
+					back.Applied, before, after, before, roomWithout())
 			}
-		} else if after != before+back.Hits {
-			t.Errorf("window after returning %d hits: remaining %d -> %d, want %d", back.Hits, before, after, before+back.Hits)
+		} else if after != before+back.Applied {
+			t.Errorf("window after returning %d hits: remaining %d -> %d, want %d", back.Applied, before, after, before+back.Applied)
 		}
 
 		// Much later: a window has rolled over (nothing left to return), a

@@ -20,20 +20,23 @@ func newModel() *model {
 	return &model{states: make(map[string]algorithms.State)}
 }
 
-func (m *model) take(reqs []store.Request, now time.Time) []algorithms.Decision {
-	ops := store.Ops(reqs)
+func (m *model) take(reqs []store.Request, now time.Time) algorithms.Batch {
+	b := m.peek(reqs, now)
+	for k, st := range b.Writes {
+		m.states[k] = st
+	}
+	return b
+}
+
+// peek is what take decides and does, without keeping its writes.
+func (m *model) peek(reqs []store.Request, now time.Time) algorithms.Batch {
 	// Cloning the log keeps an algorithm that edits it in place from
 	// changing the model's stored state behind TakeAll's back.
-	load := func(key string) algorithms.State {
+	return algorithms.TakeAll(store.Ops(reqs), func(key string) algorithms.State {
 		st := m.states[key]
 		st.Log = slices.Clone(st.Log)
 		return st
-	}
-	decisions, writes := algorithms.TakeAll(ops, load, now)
-	for k, st := range writes {
-		m.states[k] = st
-	}
-	return decisions
+	}, now)
 }
 
 func fmtDur(d time.Duration) string {

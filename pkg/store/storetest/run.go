@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore Factory) {
 	t.Run("canceled_context", func(t *testing.T) { testCanceledContext(t, newStore) })
 	t.Run("empty_batch", func(t *testing.T) { testEmptyBatch(t, newStore) })
 	RunSpread(t, newStore)
+	RunExact(t, newStore)
 	// Skipped for a store that is not a store.Lender.
 	RunLender(t, newStore)
 }
