@@ -17,8 +17,8 @@ func All() []Algorithm {
 	return out
 }
 
-// Names lists every algorithm's config name in declaration order.
-func Names() []string {
+// names lists every algorithm's config name in declaration order.
+func names() []string {
 	out := make([]string, len(registry))
 	for i, s := range registry {
 		out[i] = s.name
@@ -26,8 +26,8 @@ func Names() []string {
 	return out
 }
 
-// Valid reports whether a is a known algorithm (zero is not).
-func (a Algorithm) Valid() bool {
+// valid reports whether a is a known algorithm (zero is not).
+func (a Algorithm) valid() bool {
 	_, ok := a.lookup()
 	return ok
 }
@@ -112,16 +112,16 @@ func (a Algorithm) ZeroRate() ZeroRate {
 	return s.zero
 }
 
-// UsedMeans says what the counters API's used (Limit.Used) is of a's
+// usedMeans says what the counters API's used (Limit.Used) is of a's
 // counters, for its documentation.
-func (a Algorithm) UsedMeans() string {
+func (a Algorithm) usedMeans() string {
 	s, _ := a.lookup()
 	return s.used
 }
 
 // Used is what the counters API reports as used of a counter that answers
 // a check with d: Capacity − Remaining, never above the capacity even when
-// usage took the counter past its limit (d then denies); UsedMeans says
+// usage took the counter past its limit (d then denies); usedMeans says
 // what that is for each algorithm.
 func (l Limit) Used(d Decision) uint64 {
 	c := l.Capacity()
@@ -152,7 +152,7 @@ func Parse(name string) (Algorithm, error) {
 			return Algorithm(i + 1), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", name, strings.Join(Names(), ", "))
+	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", name, strings.Join(names(), ", "))
 }
 
 // Leasable reports whether replicas may lease blocks of a counter under l

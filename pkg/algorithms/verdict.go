@@ -18,19 +18,11 @@ type Verdict struct {
 	inQuota, altDenied bool
 }
 
-// Decided is a Decision or a result that embeds one (store.Result), so
-// that VerdictOf reads a store's results in place instead of a copy of
-// their decisions. Only types carrying a Decision implement it.
-type Decided interface{ AsDecision() Decision }
-
-// AsDecision is d, so that a Decision is Decided.
-func (d Decision) AsDecision() Decision { return d }
-
 // VerdictOf is the verdict of ops decided as ds (same length and order).
-func VerdictOf[D Decided](ops []Op, ds []D) Verdict {
+func VerdictOf(ops []Op, ds []Decision) Verdict {
 	var v Verdict
 	for i, op := range ops {
-		v.Add(op.Mode, op.Joined, ds[i].AsDecision().Allowed)
+		v.Add(op.Mode, op.Joined, ds[i].Allowed)
 	}
 	return v
 }

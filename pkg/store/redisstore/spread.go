@@ -107,7 +107,7 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 		s.undo(ctx, runs, now)
 		return scripts.Outcome{}, errors.Join(errs...)
 	}
-	if store.VerdictOf(reqs, out.Decisions).Denied() {
+	if algorithms.VerdictOf(store.Ops(reqs), out.Decisions).Denied() {
 		s.undo(ctx, runs, now)
 		for gi, g := range groups {
 			for k, j := range g {
