@@ -105,11 +105,12 @@ func (a Algorithm) ResetLag() int64 {
 	return s.lag
 }
 
-// ZeroRate is what a limit of zero requests of a does; ZeroRefuses for an
-// unknown algorithm.
-func (a Algorithm) ZeroRate() ZeroRate {
+// CountsAtZero reports whether a limit of zero requests of a keeps its
+// count as at any limit (fixed_window, as envoyproxy does) rather than
+// refusing every hit and keeping no state.
+func (a Algorithm) CountsAtZero() bool {
 	s, _ := a.lookup()
-	return s.zero
+	return s.zero == zeroCounts
 }
 
 // usedMeans says what the counters API's used (Limit.Used) is of a's
@@ -173,7 +174,7 @@ func (l Limit) Leasable() bool {
 }
 
 // recordsAtZero reports whether l records hits past a limit of zero
-// requests (ZeroCounts); every algorithm records past a limit above zero.
+// requests (CountsAtZero); every algorithm records past a limit above zero.
 func (l Limit) recordsAtZero() bool {
-	return l.Requests > 0 || l.Algorithm.ZeroRate() == ZeroCounts
+	return l.Requests > 0 || l.Algorithm.CountsAtZero()
 }
