@@ -86,16 +86,17 @@ var scenarios = []scenario{
 	{
 		name: "stall",
 		about: "20,000 callers with 30 s deadlines on 100 connections while Redis sleeps 8 s (DEBUG SLEEP): the service's peak RSS, " +
-			"and whether it answers at once when Redis wakes, without and with MAX_CONCURRENT_REQUESTS",
+			"and whether it answers at once when Redis wakes, without MAX_CONCURRENT_REQUESTS, with its default and with a tight one",
 		key: "zipf", descriptors: []int{1},
-		targets:  []string{"redis", "redis+MAX_CONCURRENT_REQUESTS=" + strconv.Itoa(stallCap)},
+		targets:  []string{"redis+MAX_CONCURRENT_REQUESTS=0", "redis", "redis+MAX_CONCURRENT_REQUESTS=" + strconv.Itoa(stallCap)},
 		replicas: 1, rounds: 2,
 		run:         runStall,
 		concurrency: 20_000, timeout: 30 * time.Second, stall: 8 * time.Second, connections: 100,
 	},
 }
 
-// stallCap is the stall scenario's MAX_CONCURRENT_REQUESTS.
+// stallCap is the stall scenario's tight MAX_CONCURRENT_REQUESTS (the
+// default is 10000).
 const stallCap = 1000
 
 func scenarioNamed(name string) (scenario, bool) {

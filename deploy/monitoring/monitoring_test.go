@@ -166,7 +166,8 @@ func TestQueriesParse(t *testing.T) {
 
 // TestQueriesFindSeries: after a traffic run that makes every event happen
 // once (denials, local-cache denials, usage past a limit, leases, a bad
-// config, a request without a domain, Redis down), the binary's scrape
+// config, a request without a domain, Redis down, rules decided locally
+// meanwhile), the binary's scrape
 // holds every metric the queries name.
 func TestQueriesFindSeries(t *testing.T) {
 	names := map[string][]string{}

@@ -37,6 +37,10 @@ descriptors:
   - key: hot
     lease: true
     rate_limit: {unit: hour, requests_per_unit: 1000000}
+  - key: kept
+    rate_limit: {unit: hour, requests_per_unit: 100, on_store_error: local}
+  - key: brief
+    rate_limit: {unit: second, requests_per_unit: 100, on_store_error: local}
 `
 
 // daemon is the binary under test and its addresses.
@@ -90,7 +94,18 @@ func trafficRun(t *testing.T) map[string]bool {
 		_, _ = d.client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "mon", Descriptors: []*rlcommon.RateLimitDescriptor{desc("user", "v")}})
 		return d.scrape(t, d.debug)["ratelimitd_redis_breaker_refused_total"]
 	})
+	// on_store_error: local: decided in memory while Redis is down; once it
+	// is back, the hour's hits are charged to it and the second's, whose
+	// window ended meanwhile, dropped.
+	d.call(t, desc("kept", "k"))
+	d.call(t, desc("brief", "b"))
+	decided := time.Now()
+	waitFor(t, "the local second's window to end", func() bool { return time.Now().Truncate(time.Second).After(decided) })
 	rds.Restart(t)
+	waitFor(t, "locally admitted hits charged back and dropped", func() bool {
+		have := d.scrape(t, d.debug)
+		return have["ratelimitd_local_reconciled_hits_total"] && have["ratelimitd_local_dropped_hits_total"]
+	})
 
 	have := d.scrape(t, d.debug)
 	for n := range d.scrape(t, d.prom) {

@@ -30,6 +30,18 @@ func TestDropInSettings(t *testing.T) {
 			want: func(s *settings) { s.Headers.AllLimits = true },
 		},
 		{
+			name: "overload bounds by default: a cap on decisions in progress, no timeout",
+			env:  map[string]string{},
+			want: func(s *settings) {
+				s.Overload = overloadSettings{MaxConcurrentRequests: 10_000}
+			},
+		},
+		{
+			name: "no cap, as in envoyproxy",
+			env:  map[string]string{"MAX_CONCURRENT_REQUESTS": "0"},
+			want: func(s *settings) { s.Overload.MaxConcurrentRequests = 0 },
+		},
+		{
 			name: "overload bounds",
 			env:  map[string]string{"MAX_CONCURRENT_REQUESTS": "5000", "REQUEST_TIMEOUT": "250ms"},
 			want: func(s *settings) {
@@ -71,6 +83,10 @@ func TestDropInSettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDropInSettingsRefused: a malformed envoyproxy setting is an error.
+func TestDropInSettingsRefused(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"MAX_CONCURRENT_REQUESTS": "-1"}, {"REQUEST_TIMEOUT": "-1s"}, {"REQUEST_TIMEOUT": "soon"},
 		{"LIMIT_REQUEST_HEADERS_ENABLED": "yes please"}, {"QUOTA_GROUP_BY_BACKEND": "2"},

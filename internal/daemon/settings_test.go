@@ -59,6 +59,7 @@ func defaultSettings() settings {
 		Stats:                     statsSettings{Statsd: true, Host: "localhost", Port: 8125, Protocol: "tcp", FlushInterval: 10 * time.Second},
 		RLQS:                      defaultRLQSSettings(),
 		Fallback:                  defaultFallbackSettings(),
+		Overload:                  overloadSettings{MaxConcurrentRequests: defaultMaxConcurrentRequests},
 		Headers: service.Headers{
 			Limit: service.DefaultLimitHeader, Remaining: service.DefaultRemainingHeader, Reset: service.DefaultResetHeader,
 			RequestLimit: service.DefaultLimitHeader, RequestRemaining: service.DefaultRemainingHeader, RequestReset: service.DefaultResetHeader,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,25 +30,34 @@ func peakRSSKiB(t *testing.T, pid int) int {
 	return procStatusKiB(t, pid, "VmHWM:")
 }
 
-// measureValid sends valid calls one after another until stop closes and
-// returns their latencies, sorted; any error fails the test.
+// validDeadline is a valid call's deadline during the flood: generous, so
+// that a loaded box's delay is not counted as a failure (the latencies are
+// logged, not asserted: a timed bound belongs to a benchmark).
+const validDeadline = 30 * time.Second
+
+// bombsPerSender is how many bombs each of the 16 senders sends.
+const bombsPerSender = 2
+
+// measureValid sends valid calls one after another, the first at once, until
+// stop closes and returns their latencies, sorted; any error fails the test.
 func measureValid(t *testing.T, svc *service, stop <-chan struct{}) []time.Duration {
 	var lat []time.Duration
 	req := request("it", desc("generic_key", "unlimited"))
 	for {
-		select {
-		case <-stop:
-			slices.Sort(lat)
-			return lat
-		default:
-		}
 		start := time.Now()
-		resp, err := svc.call(req)
+		ctx, cancel := context.WithTimeout(context.Background(), validDeadline)
+		resp, err := svc.client.ShouldRateLimit(ctx, req)
+		cancel()
 		lat = append(lat, time.Since(start))
 		if err != nil || resp.GetOverallCode() != ok {
 			t.Errorf("valid call during the flood: %v %v", resp, err)
 		}
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case <-stop:
+			slices.Sort(lat)
+			return lat
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 }
 
@@ -59,11 +69,13 @@ func pct(l []time.Duration, p float64) time.Duration {
 }
 
 // TestAdversarialMessagesStayBounded: 16 senders on their own connections
-// send 4 MiB messages of two million empty descriptors (0x12 0x00) for
-// three seconds. Each is refused with INVALID_ARGUMENT from its wire bytes,
-// the process's peak RSS stays bounded and valid calls stay fast. The
-// figures are logged; the asserted bounds are generous (the machine is
-// shared) and far below what decoding did (+2 GiB, 400 ms).
+// send bombsPerSender 4 MiB messages of two million empty descriptors (0x12
+// 0x00) each. Every one is refused with INVALID_ARGUMENT from its wire
+// bytes, the process's peak RSS stays bounded (far below decoding's +2 GiB)
+// and every valid call made meanwhile is answered. The test counts: the
+// flood is a number of bombs, not a span (a loaded box once sent none in
+// 3 s), and the valid calls' latencies are logged, not bounded (decoding
+// cost 400 ms each; under load 8-28 a bound of 1 s failed with no bomb).
 func TestAdversarialMessagesStayBounded(t *testing.T) {
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
 	svc := startService(t, root)
@@ -86,12 +98,11 @@ func TestAdversarialMessagesStayBounded(t *testing.T) {
 
 	// The senders run in a process of their own, as an attacker would: in
 	// this one they would compete with the measuring goroutine for the
-	// test's own scheduler rather than the server for the machine. At nice
-	// 19, because a real attacker's CPU is on another machine: on 2 shared
-	// cores at equal priority the senders' own writing starves the server
-	// and the valid client, and that measures the box, not the server.
-	sender := exec.Command("nice", "-n", "19", os.Args[0], "-test.run=^TestBombSender$", "-test.count=1")
-	sender.Env = append(os.Environ(), "RATELIMITD_BOMB_ADDR="+svc.grpcAddr, "RATELIMITD_BOMB_FOR=3s")
+	// test's own scheduler rather than the server for the machine. Not
+	// niced: at nice 19 on a loaded box (load 22) they got so little CPU
+	// that 8 of 10 bombs reached their 10 s deadline unsent.
+	sender := exec.Command(os.Args[0], "-test.run=^TestBombSender$", "-test.count=1")
+	sender.Env = append(os.Environ(), "RATELIMITD_BOMB_ADDR="+svc.grpcAddr, "RATELIMITD_BOMBS="+strconv.Itoa(bombsPerSender))
 	var senderOut bytes.Buffer
 	sender.Stdout, sender.Stderr = &senderOut, &senderOut
 	if err := sender.Start(); err != nil {
@@ -117,18 +128,15 @@ func TestAdversarialMessagesStayBounded(t *testing.T) {
 
 	after := peakRSSKiB(t, pid)
 	delta := (after - before) / 1024
-	t.Logf("16 senders of 4 MiB bombs for 3 s: %d sent, %d refused INVALID_ARGUMENT; peak RSS %d -> %d MiB (+%d MiB); "+
+	t.Logf("16 senders of %d 4 MiB bombs each: %d sent, %d refused INVALID_ARGUMENT; peak RSS %d -> %d MiB (+%d MiB); "+
 		"%d valid calls meanwhile: p50 %s p99 %s max %s (without the flood: p50 %s p99 %s)",
-		sent.Load(), refused.Load(), before/1024, after/1024, delta, len(lat), pct(lat, .5), pct(lat, .99), lat[len(lat)-1],
+		bombsPerSender, sent.Load(), refused.Load(), before/1024, after/1024, delta, len(lat), pct(lat, .5), pct(lat, .99), lat[len(lat)-1],
 		pct(base, .5), pct(base, .99))
-	if sent.Load() == 0 || refused.Load() != sent.Load() {
-		t.Errorf("%d of %d bombs refused with INVALID_ARGUMENT, want all", refused.Load(), sent.Load())
+	if want := int64(16 * bombsPerSender); sent.Load() != want || refused.Load() != sent.Load() {
+		t.Errorf("%d of %d bombs refused with INVALID_ARGUMENT, want all %d\n%s", refused.Load(), sent.Load(), want, senderOut.String())
 	}
 	if delta > 400 {
 		t.Errorf("peak RSS grew by %d MiB, want well under 400", delta)
-	}
-	if p99 := pct(lat, .99); p99 > time.Second {
-		t.Errorf("valid calls' p99 %s under the flood, want well under 1s", p99)
 	}
 }
 
@@ -183,12 +191,11 @@ func TestBombSender(t *testing.T) {
 	if addr == "" {
 		t.Skip("run by TestAdversarialMessagesStayBounded")
 	}
-	d, err := time.ParseDuration(os.Getenv("RATELIMITD_BOMB_FOR"))
+	n, err := strconv.Atoi(os.Getenv("RATELIMITD_BOMBS"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bomb := bytes.Repeat([]byte{0x12, 0x00}, 2<<20)
-	deadline := time.Now().Add(d)
 	var sent, refused atomic.Int64
 	var wg sync.WaitGroup
 	for range 16 {
@@ -198,14 +205,16 @@ func TestBombSender(t *testing.T) {
 		}
 		defer conn.Close()
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			for range n {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				var resp rlsv3.RateLimitResponse
 				err := conn.Invoke(ctx, rlsv3.RateLimitService_ShouldRateLimit_FullMethodName, bomb, &resp, grpc.ForceCodecV2(rawgrpc.Codec{}))
 				cancel()
 				sent.Add(1)
 				if status.Code(err) == codes.InvalidArgument {
 					refused.Add(1)
+				} else {
+					fmt.Printf("bomb answered %v\n", err)
 				}
 			}
 		})

@@ -20,7 +20,7 @@ func startReplicas(t *testing.T, limit int, env ...string) []*service {
 	root, _ := newConfigRoot(t, map[string]string{"outage.yaml": fmt.Sprintf(outageConfig, limit)})
 	var svcs []*service
 	for range 3 {
-		svcs = append(svcs, startService(t, root, append(append(env, outageEnv...), "REDIS_TIMEOUT=1s")...))
+		svcs = append(svcs, startService(t, root, append(append(env, outageEnv...), "REDIS_TIMEOUT="+outageRedisTimeout.String())...))
 	}
 	waitShares(t, svcs)
 	return svcs
@@ -55,13 +55,14 @@ func TestOutageClusterMasterKill(t *testing.T) {
 	roomInWindow(t, time.Hour, time.Minute)
 	load := startLoad(svcs, request("outage", desc("k", hot)))
 	time.Sleep(300 * time.Millisecond)
+	waitReplicaCaughtUp(t, masters[0], replica)
 	masterNodes[0].Stop()
 	testkit.WaitFor(t, 20*time.Second, "the killed master's replica to be promoted", func() bool {
 		role, err := replica.Do(context.Background(), "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
 	})
 	waitReconciled(t, svcs, 20*time.Second)
-	time.Sleep(2 * time.Second) // Redis decides again, up to the limit
+	load.waitBackOnStore(t, svcs)
 	judgeOutage(t, svcs, load, load.finish(), limit, hot, "Cluster master kill")
 }
 
@@ -77,17 +78,18 @@ func TestOutageSentinelFailover(t *testing.T) {
 	svcs := startReplicas(t, limit, "REDIS_TYPE=SENTINEL", "REDIS_URL=mymaster,"+sentinel)
 	waitReplicated(t, replica.Addr) // the replicas' presence
 	roomInWindow(t, time.Hour, time.Minute)
-	load := startLoad(svcs, request("outage", desc("k", "hot")))
-	time.Sleep(300 * time.Millisecond)
-	master.Stop()
 	rdb := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	defer rdb.Close()
+	load := startLoad(svcs, request("outage", desc("k", "hot")))
+	time.Sleep(300 * time.Millisecond)
+	waitReplicaCaughtUp(t, redistest.Clients(t, []*redistest.Server{master})[0], rdb)
+	master.Stop()
 	testkit.WaitFor(t, 30*time.Second, "Sentinel to promote the replica", func() bool {
 		role, err := rdb.Do(context.Background(), "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
 	})
 	waitReconciled(t, svcs, 20*time.Second)
-	time.Sleep(2 * time.Second) // Redis decides again, up to the limit
+	load.waitBackOnStore(t, svcs)
 	judgeOutage(t, svcs, load, load.finish(), limit, "hot", "Sentinel failover")
 }
 
@@ -107,6 +109,6 @@ func TestOutageRedisRestartedEmpty(t *testing.T) {
 	time.Sleep(30 * time.Second)
 	rds.Restart(t)
 	waitReconciled(t, svcs, 20*time.Second)
-	time.Sleep(2 * time.Second) // Redis decides again, up to the limit
+	load.waitBackOnStore(t, svcs)
 	judgeOutage(t, svcs, load, load.finish(), limit, "hot", "Redis stopped 30 s, restarted empty")
 }

@@ -72,6 +72,7 @@ func (x *exactRun) history(key string, lim algorithms.Limit) {
 		x.h.clock.Advance(time.Duration(x.rng.Int64N(int64(min(lim.Period, time.Minute)) / 3)))
 		r := req(key, lim, x.hits(lim))
 		r.Usage = x.rng.IntN(3) == 0
+		x.keepAhead()
 		x.h.take(r)
 	}
 }
