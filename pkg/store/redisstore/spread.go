@@ -103,8 +103,16 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 	}
 	if len(errs) > 0 {
 		// The request gets no answer from Redis, so nothing it charged
-		// elsewhere may stay charged.
-		s.undo(ctx, runs, now)
+		// elsewhere may stay charged. What failed may be its deadline: the
+		// undo gets REDIS_TIMEOUT of its own, in the background, so the
+		// caller's answer still comes within its deadline.
+		s.lateUndos.Add(1)
+		go func() {
+			defer s.lateUndos.Done()
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+			defer cancel()
+			s.undo(ctx, runs, now)
+		}()
 		return scripts.Outcome{}, errors.Join(errs...)
 	}
 	if algorithms.VerdictOf(store.Ops(reqs), out.Decisions).Denied() {

@@ -38,6 +38,9 @@ type Store struct {
 	stopCoalescing func()
 	stopBreakers   func()
 	undoFailed     func(charges int, err error)
+	// lateUndos are the undos still running after their request failed
+	// (spread.go); Close waits for them before closing the client.
+	lateUndos sync.WaitGroup
 	// spread: keys may live in several Cluster slots (a cluster client).
 	spread  bool
 	refresh *refresher
@@ -177,6 +180,7 @@ func (s *Store) Close() error {
 		if s.stopBreakers != nil {
 			s.stopBreakers()
 		}
+		s.lateUndos.Wait()
 		s.notices.stop()
 		s.closed.Store(true)
 		if s.ownsClient {

@@ -129,3 +129,76 @@ func TestRetryStaysWithinDeadline(t *testing.T) {
 		t.Logf("deadline %s: %d attempts in %s", d, hook.calls.Swap(0), took)
 	}
 }
+
+// stallHook holds every take naming key until its caller's deadline: that
+// group times out without running while the request's other groups charge.
+type stallHook struct{ key string }
+
+func (h stallHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h stallHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.names(cmd) {
+			<-ctx.Done()
+			cmd.SetErr(ctx.Err())
+			return ctx.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h stallHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if h.names(cmd) {
+				<-ctx.Done()
+				for _, c := range cmds {
+					c.SetErr(ctx.Err())
+				}
+				return ctx.Err()
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+func (h stallHook) names(cmd redis.Cmder) bool {
+	if cmd.Name() != "fcall" && cmd.Name() != "evalsha" {
+		return false
+	}
+	for _, a := range cmd.Args() {
+		if a == h.key {
+			return true
+		}
+	}
+	return false
+}
+
+// A request whose group on one master timed out fails; the charges its
+// other groups made are undone on a deadline of their own, not the
+// caller's, which has passed: every counter ends as it was.
+func TestUndoOutlivesTheCallersDeadline(t *testing.T) {
+	nodes, admins := startCluster(t)
+	keys := keysOnMasters(t, admins, "late-undo-")
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr}, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	c.AddHook(stallHook{key: keys[2]})
+	var failures atomic.Int64
+	s := newStore(t, redisstore.WithClient(c), redisstore.WithTimeout(5*time.Second), fixedClock(),
+		redisstore.WithUndoFailure(func(int, error) { failures.Add(1) }))
+	lim := window(3)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := s.Take(ctx, []store.Request{{Key: keys[0], Limit: lim, Hits: 1}, {Key: keys[1], Limit: lim, Hits: 1}, {Key: keys[2], Limit: lim, Hits: 1}}); err == nil {
+		t.Fatal("a request whose group timed out was answered")
+	}
+	if err := s.Close(); err != nil { // waits for the undos still running
+		t.Fatal(err)
+	}
+	if n := failures.Load(); n != 0 {
+		t.Errorf("%d undo failures reported", n)
+	}
+	check := newStore(t, redisstore.WithType(redisstore.Cluster), redisstore.WithAddr(redistest.Addrs(nodes)), fixedClock())
+	for _, k := range keys[:2] {
+		if got := mustTake(t, check, []store.Request{{Key: k, Limit: lim}})[0].Remaining; got != 3 {
+			t.Errorf("%s: remaining %d after the failed request, want 3", k, got)
+		}
+	}
+}
