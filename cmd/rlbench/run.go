@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -55,18 +54,10 @@ func (t *target) leaseSetting(name string, def time.Duration) time.Duration {
 }
 
 // warmup is the unmeasured load before a run of t. A leasing target gets
-// at least two LEASE_TARGETs of it: between its runs the other targets
-// run, its replicas' rate estimates (over the last LEASE_TARGET) fall to
-// zero and their leases end, so the first LEASE_TARGET of load rebuilds
-// the estimates (blocks grow from 2 hits) and the second sizes blocks from
-// a full one, as they are in steady traffic. It lasts three LEASE_IDLEs at
-// least, too: a counter too cold for the estimate leases once a replica
-// has seen it twice (lease.Store.blockSize), and a counter each replica
-// sees every 10 s or so, as most of the Zipf sample's are, has been seen
-// twice by all of them by then (at 18,000 decisions/s, all but 0.3%;
-// after one LEASE_IDLE, a quarter are not): the run measures steady
-// traffic, not the replicas' first sight of their counters, which a fleet
-// pays once.
+// two LEASE_TARGETs (its rate estimates fell to zero while the others ran)
+// and three LEASE_IDLEs (a counter leases once a replica saw it twice), so
+// the run measures steady traffic, not the replicas' first sight of their
+// counters, which a fleet pays once.
 func (t *target) warmup(o options) time.Duration {
 	if !t.leases() {
 		return o.warmup
@@ -250,118 +241,4 @@ func (t *target) close() {
 	for _, p := range t.procs {
 		p.stop()
 	}
-}
-
-// measureRounds runs every target at every descriptor count, interleaved,
-// round after round, printing each run as it ends.
-func measureRounds(o options, targets []*target, info *redisConn, redisProc *child) (map[string][]sample, error) {
-	samples := map[string][]sample{} // target/descriptors -> rounds
-	for round := 1; round <= o.rounds; round++ {
-		for _, d := range o.descriptors {
-			reqs := o.scenario.requests(o.domain, o.key, d)
-			for _, t := range targets {
-				s, err := measure(o, t, info, redisProc, reqs)
-				if err != nil {
-					return nil, fmt.Errorf("%s, %d descriptors: %w", t.name, d, err)
-				}
-				k := rowKey(t.name, d)
-				samples[k] = append(samples[k], s)
-				fmt.Printf("  round %d %-14s %d desc: %8.0f/s p50 %-9s p99 %-9s server %6.1f us/dec  redis %6.1f us/dec  %.2f cmds/dec  errors %d\n",
-					round, t.name, d, float64(s.calls)/s.elapsed.Seconds(), rnd(s.p50), rnd(s.p99),
-					perCall(s.serverCPU, s.calls), perCall(s.redisCPU, s.calls), float64(s.commands)/float64(max(1, s.calls)), s.failed)
-				if got := float64(s.calls) / s.elapsed.Seconds(); o.rate > 0 && got < 0.95*o.rate {
-					fmt.Printf("    below the offered %.0f/s: this run was as fast as the target answered\n", o.rate)
-				}
-				if t.leases() {
-					n := float64(max(1, s.calls))
-					fmt.Printf("    leases: %.1f%% of decisions answered locally, %.3f blocks (%.3f refilled ahead) and %.3f returned hits per decision; redis %.1f us/dec before the drain's returns\n",
-						100*s.lease.local/n, s.lease.blocks/n, s.lease.refills/n, s.lease.returned/n, perCall(s.redisCPULoad, s.calls))
-				}
-			}
-		}
-	}
-	return samples, nil
-}
-
-// reportFailures prints how many calls failed and, if any did, the end of
-// ratelimitd's log.
-func reportFailures(samples map[string][]sample, logPath string) {
-	failed := 0
-	for _, ss := range samples {
-		for _, s := range ss {
-			failed += s.failed
-		}
-	}
-	if failed > 0 {
-		b, _ := os.ReadFile(logPath)
-		fmt.Printf("\n%d calls failed; ratelimitd logged:\n%s", failed, tail(b, 2000))
-	}
-}
-
-func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rlsv3.RateLimitRequest) (sample, error) {
-	if w := t.warmup(o); w > 0 {
-		load(t.conns, reqs, o.concurrency, w, o.timeout, o.rate)
-	}
-	cpu0, err1 := t.cpu()
-	rcpu0, err2 := procstat.CPUTime(redisProc.pid())
-	stats0, err3 := commandStats(info)
-	lease0, err4 := t.leaseStats()
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return sample{}, err
-	}
-	res := load(t.conns, reqs, o.concurrency, o.duration, o.timeout, o.rate)
-	var rcpuLoad time.Duration
-	if d := t.drain(o); d > 0 {
-		// A replica returns a lease's unused hits once it is idle
-		// (LEASE_IDLE): those returns belong to this run, not the next
-		// target's. Redis's CPU up to here is the run without them.
-		rcpuLoad, err2 = procstat.CPUTime(redisProc.pid())
-		if err2 != nil {
-			return sample{}, err2
-		}
-		time.Sleep(d)
-	}
-	cpu1, err1 := t.cpu()
-	rcpu1, err2 := procstat.CPUTime(redisProc.pid())
-	stats1, err3 := commandStats(info)
-	lease1, err4 := t.leaseStats()
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return sample{}, err
-	}
-	s := sample{loadResult: res, serverCPU: cpu1 - cpu0, lease: lease1.sub(lease0)}
-	s.commands, s.script = statDelta(stats0, stats1)
-	if o.cmdStats {
-		printCommandStats(stats0, stats1, res.calls)
-	}
-	if t.redis {
-		s.redisCPU = rcpu1 - rcpu0
-		s.redisCPULoad = s.redisCPU
-		if rcpuLoad > 0 {
-			s.redisCPULoad = rcpuLoad - rcpu0
-		}
-	}
-	return s, nil
-}
-
-func rowKey(name string, d int) string { return fmt.Sprintf("%s/%d", name, d) }
-
-func perCall(d time.Duration, calls int) float64 {
-	if calls == 0 {
-		return 0
-	}
-	return float64(d.Microseconds()) / float64(calls)
-}
-
-func rnd(d time.Duration) time.Duration {
-	if d > 10*time.Millisecond {
-		return d.Round(100 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }

@@ -14,31 +14,15 @@ import (
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
 	"github.com/ratelimitd/ratelimitd/internal/config"
-	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
 // counterSource resolves descriptors as ShouldRateLimit does;
-// *ratelimit.Service is one.
+// *service.Service is one.
 type counterSource interface {
-	Counters(domain string, descriptors [][]config.Entry) ([]ratelimit.Counter, error)
-	Inspect(ctx context.Context, domain string, descriptors [][]config.Entry) ([]ratelimit.Counter, error)
-}
-
-// resetter deletes counters; existed[i] says keys[i] held a live state.
-type resetter interface {
-	Reset(ctx context.Context, keys []string) (existed []bool, err error)
-}
-
-// lister pages through the keys under a prefix; next is "" at the end.
-type lister interface {
-	List(ctx context.Context, prefix, cursor string, count int, until time.Time) (keys []string, next string, err error)
-}
-
-// Backend is what the counters API needs of the store: memstore and
-// redisstore are both.
-type Backend interface {
-	resetter
-	lister
+	Counters(domain string, descriptors [][]service.Entry) ([]service.Counter, error)
+	Inspect(ctx context.Context, domain string, descriptors [][]service.Entry) ([]service.Counter, error)
 }
 
 // Defaults of List.
@@ -58,7 +42,7 @@ type Server struct {
 	adminv1.UnimplementedCountersServer
 
 	counters counterSource
-	backend  Backend
+	backend  store.Admin
 	keys     config.KeyBuilder
 	auth     Auth
 	// forget drops reset keys from this replica's local cache, if any.
@@ -88,10 +72,6 @@ func WithLogger(l *zap.Logger) Option {
 	}
 }
 
-// WithForget is called with the keys of every reset, before and after the
-// store deletes them (LOCAL_CACHE_SIZE_IN_BYTES: localcache.Store.Forget).
-func WithForget(f func(keys ...string)) Option { return func(s *Server) { s.forget = f } }
-
 // WithListBudget bounds one List call; d <= 0 keeps DefaultListBudget.
 func WithListBudget(d time.Duration) Option {
 	return func(s *Server) {
@@ -102,8 +82,10 @@ func WithListBudget(d time.Duration) Option {
 }
 
 // New serves the counters of src (the service, for matching and keys) held
-// in backend, to callers presenting auth.
-func New(src counterSource, backend Backend, auth Auth, opts ...Option) *Server {
+// in backend, to callers presenting auth. A backend that remembers keys
+// (store.Forgetter: a local cache, leases) forgets them before and after
+// each reset deletes them.
+func New(src counterSource, backend store.Admin, auth Auth, opts ...Option) *Server {
 	s := &Server{
 		counters:   src,
 		backend:    backend,
@@ -112,6 +94,9 @@ func New(src counterSource, backend Backend, auth Auth, opts ...Option) *Server 
 		listBudget: DefaultListBudget,
 		log:        zap.NewNop(),
 		metrics:    newMetrics(),
+	}
+	if f, ok := backend.(store.Forgetter); ok {
+		s.forget = f.Forget
 	}
 	for _, opt := range opts {
 		opt(s)

@@ -13,9 +13,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
-	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/service"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -28,7 +28,7 @@ func (s *Server) Get(ctx context.Context, r *adminv1.GetRequest) (*adminv1.GetRe
 	resp := &adminv1.GetResponse{Counters: make([]*adminv1.Counter, len(got))}
 	for i, c := range got {
 		pc := &adminv1.Counter{Status: statusOf(c.Status), Rule: ruleOf(c), Key: c.Key}
-		if c.Status == ratelimit.Counted {
+		if c.Status == service.Counted {
 			d := c.Decision
 			pc.Remaining = d.Remaining
 			pc.Used = c.Rule.Limit.Used(d)
@@ -54,7 +54,7 @@ func (s *Server) Reset(ctx context.Context, r *adminv1.ResetRequest) (*adminv1.R
 	var keys []string
 	for i, c := range got {
 		resp.Counters[i] = &adminv1.ResetCounter{Status: statusOf(c.Status), Rule: ruleOf(c), Key: c.Key}
-		if c.Status == ratelimit.Counted {
+		if c.Status == service.Counted {
 			keys = append(keys, c.Keys...)
 		}
 	}
@@ -136,18 +136,18 @@ func (s *Server) List(ctx context.Context, r *adminv1.ListRequest) (*adminv1.Lis
 	return resp, nil
 }
 
-func descriptors(in []*adminv1.Descriptor) [][]config.Entry {
-	out := make([][]config.Entry, len(in))
+func descriptors(in []*adminv1.Descriptor) [][]service.Entry {
+	out := make([][]service.Entry, len(in))
 	for i, d := range in {
 		for _, e := range d.GetEntries() {
-			out[i] = append(out[i], config.Entry{Key: e.GetKey(), Value: e.GetValue()})
+			out[i] = append(out[i], service.Entry{Key: e.GetKey(), Value: e.GetValue()})
 		}
 	}
 	return out
 }
 
 // describe writes descriptors for the audit log, one "k=v,k=v" each.
-func describe(descs [][]config.Entry) []string {
+func describe(descs [][]service.Entry) []string {
 	out := make([]string, len(descs))
 	for i, d := range descs {
 		parts := make([]string, len(d))
@@ -159,22 +159,22 @@ func describe(descs [][]config.Entry) []string {
 	return out
 }
 
-func statusOf(s ratelimit.CounterStatus) adminv1.Status {
+func statusOf(s service.CounterStatus) adminv1.Status {
 	switch s {
-	case ratelimit.NoRule:
+	case service.NoRule:
 		return adminv1.Status_NO_RULE
-	case ratelimit.Unlimited:
+	case service.Unlimited:
 		return adminv1.Status_UNLIMITED
-	case ratelimit.Replaced:
+	case service.Replaced:
 		return adminv1.Status_REPLACED
-	case ratelimit.Counted:
+	case service.Counted:
 		return adminv1.Status_COUNTED
 	default:
 		return adminv1.Status_STATUS_UNSPECIFIED
 	}
 }
 
-func ruleOf(c ratelimit.Counter) *adminv1.Rule {
+func ruleOf(c service.Counter) *adminv1.Rule {
 	r := c.Rule
 	if r == nil {
 		return nil
@@ -188,7 +188,7 @@ func ruleOf(c ratelimit.Counter) *adminv1.Rule {
 	pr.Unit = r.Unit.String()
 	pr.Period = durationpb.New(r.Limit.Period)
 	pr.Capacity = r.Limit.Capacity()
-	if c.Status == ratelimit.Counted {
+	if c.Status == service.Counted {
 		pr.Mode = modeName(c.Mode)
 	}
 	return pr

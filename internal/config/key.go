@@ -6,34 +6,13 @@ import (
 	"time"
 )
 
-// KeyBuilder names the store key of a matched rule's counter.
-//
-// Layout, readable in redis-cli:
+// KeyBuilder names the store key of a matched rule's counter:
 //
 //	Prefix{domain:len:key:len:value[:len:key:len:value...]}:algorithm:period[:index]
 //
-// e.g. rl:{example:7:user_id:5:alice}:fixed_window.int:60s, where algorithm
-// is algorithms.Algorithm.KeyName (the name, plus a suffix for a changed
-// stored layout, so that old keys are never misread). index is a limit's
-// position in its descriptor's rate_limits, written from the second limit
-// on, so two limits of one descriptor never share a counter even with the
-// same algorithm and period, and the first keeps the key a rate_limit has
-// (moving a rule into rate_limits keeps its counter). All limits of a
-// descriptor share its hash tag: one Cluster slot. The Redis Cluster
-// hash tag (the text between the braces) is the domain plus the descriptor
-// entries the counter counts, so a domain's counters spread over every slot
-// of a Cluster instead of sharing the one slot of {domain}; a request whose
-// counters land in several slots is decided per slot group (see
-// pkg/store/redisstore). '{', '}' and '%' anywhere, and ':' in the domain,
-// are percent-escaped, so nothing a request sends can close the tag early or
-// move its counter into another counter's key. Every key and value is
-// length-prefixed (by its unescaped length), so distinct descriptors never
-// share a counter (unlike envoyproxy's key_value joins); a wildcard's
-// pattern shared through share_threshold is written as *len:pattern, and a
-// shared value_regex as ~len:pattern, so neither equals a literal value or
-// the other. The algorithm and period are part of the key so that changing
-// either starts from fresh state instead of misreading the old one; a
-// period of calendar months is written "3mo".
+// Lengths and percent-escapes keep keys injective whatever a request sends;
+// the tag (between the braces) spreads a domain over a Cluster; algorithm
+// and period start fresh state when a rule changes (docs/redis.md, "Keys").
 type KeyBuilder struct {
 	Prefix string
 }

@@ -91,10 +91,11 @@ func newApp(set settings, log *zap.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.store, a.leases, err = newStore(set, m, a.envoy, log, a.tracerProvider(), a.watcher.Current); err != nil {
+	stk, leases, err := newStore(set, m, a.envoy, log, a.tracerProvider(), a.watcher.Current)
+	if err != nil {
 		return nil, err
 	}
-	a.fallback, _ = under[*fallback.Store](a.store)
+	a.store, a.leases, a.fallback = stk.Store, leases, stk.Fallback
 	a.observeLeases(a.watcher.Current())
 	a.startFallback(a.watcher.Current())
 	a.announceTracing()
@@ -165,12 +166,12 @@ func (a *app) newConfigSource(m *metrics.Metrics) (configWatcher, error) {
 // that package does.
 func newService(set settings, w configWatcher, st store.Store, m *metrics.Metrics, log *zap.Logger) (*service.Service, error) {
 	return service.New(nil, st,
-		service.WithConfigSource(w),
+		service.WithConfigSource(rulesOf{w}),
 		service.WithKeyPrefix(set.CacheKeyPrefix),
 		service.WithLimits(set.MaxDescriptors, set.MaxEntries, set.MaxValueLen),
 		service.WithShadowMode(set.ShadowMode),
 		service.WithHeaders(set.Headers),
-		service.WithObserver(m),
+		service.WithMetrics(m.Registerer()),
 		service.WithHealthyNeedsDomain(set.HealthyWithAtLeastOneConfig),
 		service.WithDynamicMetadata(set.DynamicMetadata),
 		service.WithQuotaMode(set.QuotaMode),
@@ -181,6 +182,11 @@ func newService(set settings, w configWatcher, st store.Store, m *metrics.Metric
 		service.WithDecodeBudget(int64(set.MaxDecodingBytes)),
 	)
 }
+
+// rulesOf is the watcher as the service reads it.
+type rulesOf struct{ w configWatcher }
+
+func (r rulesOf) Current() *service.Rules { return (*service.Rules)(r.w.Current()) }
 
 // startWatch runs the watcher once, whether awaitConfig or serve asks first.
 func (a *app) startWatch() {

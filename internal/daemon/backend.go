@@ -6,10 +6,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/redisqueue"
+	"github.com/ratelimitd/ratelimitd/pkg/redisconn"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/stack"

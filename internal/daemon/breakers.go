@@ -5,7 +5,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/internal/redisconn"
+	"github.com/ratelimitd/ratelimitd/pkg/redisconn"
 )
 
 // breakerCollector exports one Redis client's per-node breakers: which are

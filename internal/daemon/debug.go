@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 
-	"github.com/ratelimitd/ratelimitd/pkg/service"
+	"github.com/ratelimitd/ratelimitd/internal/config"
 )
 
 // debugMux serves Prometheus metrics and the loaded config, and Go's
@@ -13,7 +13,7 @@ import (
 // the config holds none, and pprof's cmdline endpoint, which would print
 // --redis-url with its password, is never served. Profiles still reveal
 // memory contents and cost CPU, hence off by default.
-func debugMux(cfg service.ConfigSource, metrics http.Handler, withPprof bool) *http.ServeMux {
+func debugMux(cfg interface{ Current() *config.Config }, metrics http.Handler, withPprof bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
 	mux.HandleFunc("/rlconfig", func(w http.ResponseWriter, _ *http.Request) {

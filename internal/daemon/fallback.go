@@ -3,7 +3,6 @@ package daemon
 import (
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/fallback"
 	"github.com/ratelimitd/ratelimitd/pkg/store/stack"
 )
@@ -40,20 +39,4 @@ func (a *app) startFallback(cfg *config.Config) {
 	if a.fallback != nil && cfg.LocalFallback() {
 		a.fallback.Start()
 	}
-}
-
-// under finds the store of type T in st's decorator chain.
-func under[T store.Store](st store.Store) (T, bool) {
-	for st != nil {
-		if t, ok := st.(T); ok {
-			return t, true
-		}
-		u, ok := st.(interface{ Unwrap() store.Store })
-		if !ok {
-			break
-		}
-		st = u.Unwrap()
-	}
-	var zero T
-	return zero, false
 }

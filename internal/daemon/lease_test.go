@@ -13,11 +13,9 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
-	"github.com/ratelimitd/ratelimitd/pkg/store/fallback"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
-	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
 )
 
@@ -207,21 +205,17 @@ func TestNewStoreLeases(t *testing.T) {
 			if gate == nil {
 				return
 			}
-			fb, ok := st.(*fallback.Store)
-			if !ok {
-				t.Fatalf("store %T, want on_store_error: local's decorator outermost", st)
+			if st.Store != store.Store(st.Fallback) {
+				t.Fatalf("store %T, want on_store_error: local's decorator outermost", st.Store)
 			}
-			inner := fb.Unwrap()
-			if c, ok := inner.(*localcache.Store); ok != tt.cached {
-				t.Fatalf("under the decorator %T, local cache wanted: %v", inner, tt.cached)
-			} else if ok {
-				inner = c.Unwrap()
+			if (st.Cache != nil) != tt.cached || gate.Store != st.Lease || st.Redis == nil {
+				t.Fatalf("layers %+v, want a local cache: %v, and the lease gate over Redis", st, tt.cached)
 			}
-			if inner != store.Store(gate.Store) {
-				t.Errorf("under the local cache: %T, want the lease gate", inner)
+			if _, ok := st.Store.(store.Admin); !ok {
+				t.Errorf("the stack's %T cannot reset or list: the counters API needs it", st.Store)
 			}
-			if _, ok := gate.Unwrap().(*redisstore.Store); !ok {
-				t.Errorf("the gate wraps %T, want the Redis store (the counters API finds it by Unwrap)", gate.Unwrap())
+			if _, ok := st.Store.(store.Lender); !ok {
+				t.Errorf("the stack's %T cannot lend: RLQS needs it", st.Store)
 			}
 		})
 	}
@@ -247,7 +241,8 @@ func gathered(t *testing.T, m *metrics.Metrics) map[string]float64 {
 
 // A counters API reset clears the keys from every decorator that remembers
 // them: the local cache's denials and the lease gate's blocks (a block kept
-// past the reset would admit hits no counter holds).
+// past the reset would admit hits no counter holds). The decorators pass
+// Reset to the store under them and Forget to one another.
 func TestAdminForgetsLeases(t *testing.T) {
 	mem := fixedClockStore()
 	t.Cleanup(func() { _ = mem.Close() })
@@ -256,15 +251,13 @@ func TestAdminForgetsLeases(t *testing.T) {
 	if gate.Stats().Outstanding == 0 {
 		t.Fatal("no block held after 50 hits")
 	}
-	backend, forget, err := adminBackend(localcache.New(gate, 1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if backend != any(mem) {
-		t.Fatalf("admin backend is %T, want the memstore", backend)
-	}
-	forget("l:k")
+	cache := localcache.New(gate, 1<<20)
+	cache.Forget("l:k")
 	if st := gate.Stats(); st.Outstanding != 0 {
 		t.Fatalf("after the reset's Forget the gate still holds %d hits", st.Outstanding)
+	}
+	existed, err := cache.Reset(t.Context(), []string{"l:k"})
+	if err != nil || len(existed) != 1 || !existed[0] {
+		t.Fatalf("Reset through the decorators: existed %v, %v; want the memstore's counter deleted", existed, err)
 	}
 }

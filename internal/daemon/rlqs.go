@@ -61,9 +61,9 @@ func (a *app) startRLQS(m *metrics.Metrics) error {
 	if !set.RLQS.Enabled {
 		return nil
 	}
-	lender, err := lenderOf(a.store)
-	if err != nil {
-		return err
+	lender, ok := a.store.(store.Lender)
+	if !ok {
+		return fmt.Errorf("rlqs: the %T store cannot lend blocks of its counters", a.store)
 	}
 	srv := rlqs.New(a.watcher, lender,
 		rlqs.WithReportingInterval(set.RLQS.Interval),
@@ -91,19 +91,5 @@ func (a *app) startRLQS(m *metrics.Metrics) error {
 func (a *app) stopRLQS() {
 	if a.rlqs != nil {
 		a.rlqs.Shutdown()
-	}
-}
-
-// lenderOf finds the store.Lender under st's decorators.
-func lenderOf(st store.Store) (store.Lender, error) {
-	for {
-		if l, ok := st.(store.Lender); ok {
-			return l, nil
-		}
-		u, ok := st.(interface{ Unwrap() store.Store })
-		if !ok {
-			return nil, fmt.Errorf("rlqs: the %T store cannot lend blocks of its counters", st)
-		}
-		st = u.Unwrap()
 	}
 }

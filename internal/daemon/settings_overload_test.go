@@ -83,6 +83,10 @@ func TestDropInSettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDropInSettingsRefused: a malformed envoyproxy setting is an error.
+func TestDropInSettingsRefused(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"MAX_CONCURRENT_REQUESTS": "-1"}, {"REQUEST_TIMEOUT": "-1s"}, {"REQUEST_TIMEOUT": "soon"},
 		{"LIMIT_REQUEST_HEADERS_ENABLED": "yes please"}, {"QUOTA_GROUP_BY_BACKEND": "2"},

@@ -12,22 +12,17 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/internal/metrics"
-	"github.com/ratelimitd/ratelimitd/internal/redisconn"
-	"github.com/ratelimitd/ratelimitd/pkg/store"
+	"github.com/ratelimitd/ratelimitd/pkg/redisconn"
 	"github.com/ratelimitd/ratelimitd/pkg/store/localcache"
 	"github.com/ratelimitd/ratelimitd/pkg/store/redisstore"
 	"github.com/ratelimitd/ratelimitd/pkg/store/stack"
 )
 
 // newStore builds the limiter's store with pkg/store/stack, as an embedder
-// would: the backend's store (with Redis, the lease decorator over it, on
-// once a rule leases), then the local over-limit cache
-// (LOCAL_CACHE_SIZE_IN_BYTES) over either, so a request the cache knows to
-// be denied reaches neither, then on Redis on_store_error: local's
-// decorator (fallback.go, its metrics per rule of rules), then tp's spans
-// (nil: no tracing); the cache's gauges go to envoy's stats too. It returns
-// the lease gate too (nil on the embedded store, which never leases).
-func newStore(set settings, m *metrics.Metrics, envoy *envoyStats, log *zap.Logger, tp trace.TracerProvider, rules func() *config.Config) (store.Store, *leaseGate, error) {
+// would (stack.New's order; the fallback's metrics per rule of rules, the
+// cache's gauges to envoy's stats too), and the lease gate over Redis (nil
+// on the embedded store, which never leases).
+func newStore(set settings, m *metrics.Metrics, envoy *envoyStats, log *zap.Logger, tp trace.TracerProvider, rules func() *config.Config) (*stack.Stack, *leaseGate, error) {
 	opts, err := set.backend().stackOptions(m, log)
 	if err != nil {
 		return nil, nil, err
@@ -48,7 +43,7 @@ func newStore(set settings, m *metrics.Metrics, envoy *envoyStats, log *zap.Logg
 	if stk.Lease != nil {
 		gate = &leaseGate{Store: stk.Lease, log: log}
 	}
-	return stk.Store, gate, nil
+	return stk, gate, nil
 }
 
 // addStackMetrics exports the statistics of the stack's layers, the local

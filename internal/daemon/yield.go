@@ -10,15 +10,10 @@ import (
 const yieldEvery = 256 << 10
 
 // yieldingListener makes each connection's reads yield the processor every
-// yieldEvery bytes. A client streaming megabytes (a 4 MiB message, legal or
-// not, must be read whole before any codec sees it) otherwise keeps its
-// reader goroutine running back to back, up to the scheduler's 10 ms slice,
-// while other connections' small calls wait for a processor; a legitimate
-// caller's request is a few hundred bytes and never reaches the threshold.
-// (Measured in TestAdversarialMessagesStayBounded: valid calls' p99 under
-// 16 senders of 4 MiB messages fell from 20-30 ms to 13-18 ms.) The cost:
-// gRPC sets TCP_USER_TIMEOUT only on a bare *net.TCPConn, so the server's
-// sockets keep the kernel's default; keepalive still finds dead peers.
+// yieldEvery bytes, so that a client streaming megabytes cannot hold one
+// while other callers' small requests wait (TestAdversarialMessagesStayBounded
+// measures it). The cost: gRPC sets TCP_USER_TIMEOUT only on a bare
+// *net.TCPConn, so these sockets keep the kernel's; keepalive still applies.
 type yieldingListener struct{ net.Listener }
 
 func (l yieldingListener) Accept() (net.Conn, error) {

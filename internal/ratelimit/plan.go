@@ -258,15 +258,10 @@ func isReplaced(replacing map[string]struct{}, name string) bool {
 	return ok
 }
 
-// hits follows envoyproxy: the descriptor's hits_addend wins, zero meaning
-// check only; otherwise the request's, where zero means one.
-//
-// A descriptor's own non-zero hits_addend is usage (Envoy Gateway's cost,
-// AI Gateway's and apply_on_stream_done's token counts, which Envoy reports
-// when the response ends and whose answer it ignores): recorded in full,
-// past the limit too, whatever the request's verdict. Hits from the
-// request (or the implicit one) are admissions: all-or-nothing. See "Usage
-// and admissions" in README.md.
+// hits follows envoyproxy: the descriptor's hits_addend wins (zero: check
+// only), else the request's (zero: one). A descriptor's own non-zero
+// hits_addend is usage, recorded in full whatever the verdict
+// (docs/tokens.md, "Usage and admissions"); the others are admissions.
 func hits(req *rlsv3.RateLimitRequest, d *ratelimitv3.RateLimitDescriptor) (n uint64, usage bool) {
 	if h := d.GetHitsAddend(); h != nil {
 		return h.GetValue(), h.GetValue() > 0

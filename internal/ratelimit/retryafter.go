@@ -25,12 +25,12 @@ func retryAfter(p *plan, results []store.Result) time.Duration {
 		if sl.kind != counted {
 			continue
 		}
-		hold := verdict.Hold(p.reqs[sl.req].Mode, results[sl.decider].Allowed)
-		if hold == algorithms.Free {
+		h := holdOf(verdict, p.reqs[sl.req].Mode, results[sl.decider].Allowed)
+		if h == free {
 			continue
 		}
 		wait := slotWait(p, sl, results)
-		if hold == algorithms.Must {
+		if h == must {
 			mustWait = max(mustWait, wait)
 			continue
 		}
@@ -44,6 +44,33 @@ func retryAfter(p *plan, results []store.Result) time.Duration {
 		eitherWait = min(eitherWait, a.wait)
 	}
 	return max(mustWait, eitherWait)
+}
+
+// hold is how an op holds a denied request back: not at all, as one that
+// must get room, or as one of the quota alternatives one of which must.
+type hold uint8
+
+const (
+	free hold = iota
+	must
+	either
+)
+
+// holdOf is how an op of mode m, allowed or not, holds back a request of
+// verdict v: a denied Enforce op must get room; when every Quota
+// alternative is denied, any one of them getting room would do.
+func holdOf(v algorithms.Verdict, m algorithms.Mode, allowed bool) hold {
+	switch {
+	case allowed || m == algorithms.Shadow || m == algorithms.Spare || m == algorithms.NegativeHits:
+		return free
+	case m == algorithms.Quota:
+		if v.QuotaDenied() {
+			return either
+		}
+		return free
+	default:
+		return must
+	}
 }
 
 type altWait struct {

@@ -36,14 +36,9 @@ func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // storeErrorVerdict decides a request the store could not decide from its
-// counted rules' on_store_error, with the verdict the store would use (see
-// algorithms.Verdict): a deny rule denies the request unless it is in shadow
-// mode (and a quota rule only with every other quota rule), allow rules
-// admit it. Rules left at unavailable could go either way, and so could
-// local ones here (the store found the request undecided: a rule without a
-// fallback in it), so they are taken as allowing: if the request is denied
-// even so, it is denied whatever they would say; if not, it is undecided.
-// decided is false then, and the request fails UNAVAILABLE as before.
+// rules' on_store_error, with the store's verdict (algorithms.Verdict):
+// unavailable and local rules count as allowing, so the request is decided
+// only when it is denied whatever they would say, or when none is left.
 func storeErrorVerdict(p *plan) (denied, decided bool) {
 	var v algorithms.Verdict
 	decided = true

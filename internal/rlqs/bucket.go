@@ -7,6 +7,8 @@ import (
 	"time"
 
 	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
+
+	"github.com/ratelimitd/ratelimitd/internal/satmath"
 )
 
 // bucket is one BucketId of one stream: what it maps to, how busy Envoy
@@ -57,7 +59,7 @@ func cutField(s string) (field, rest string) {
 
 // observe takes one report of the bucket, received at now.
 func (b *bucket) observe(now time.Time, allowed, denied uint64, interval time.Duration) {
-	n := float64(satAdd(allowed, denied))
+	n := float64(satmath.Add(allowed, denied))
 	prev := b.seen
 	if b.seen.IsZero() {
 		// The first report comes as the bucket's first request arrives (or
@@ -86,7 +88,7 @@ func (b *bucket) observe(now time.Time, allowed, denied uint64, interval time.Du
 	late := min(allowed, b.win.carry)
 	b.win.carry -= late
 	allowed -= late
-	b.win.allowed = satAdd(b.win.allowed, allowed)
+	b.win.allowed = satmath.Add(b.win.allowed, allowed)
 	b.win.spend(now, allowed)
 }
 
@@ -118,7 +120,7 @@ func (b *bucket) idleFor(now time.Time, d time.Duration) bool {
 // always recorded.
 func (b *bucket) unrecorded() uint64 {
 	w := b.win
-	covered := satAdd(w.recorded, w.charged)
+	covered := satmath.Add(w.recorded, w.charged)
 	if b.tgt.kind == kindShadow {
 		covered = w.recorded
 	}
@@ -159,11 +161,4 @@ func windowLength(calendar bool, months int64, period time.Duration) time.Durati
 		return time.Duration(months) * 31 * 24 * time.Hour
 	}
 	return period
-}
-
-func satAdd(a, b uint64) uint64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxUint64
 }

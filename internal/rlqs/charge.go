@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ratelimitd/ratelimitd/internal/satmath"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -98,7 +99,7 @@ func (st *stream) settle(ev *event, p *part, res []store.Result, charges map[str
 	b, s := p.b, st.srv
 	n := len(b.tgt.counters)
 	if p.usage > 0 {
-		b.win.recorded = satAdd(b.win.recorded, p.usage)
+		b.win.recorded = satmath.Add(b.win.recorded, p.usage)
 		s.stats.recorded.Add(p.usage)
 		if p.ops == n {
 			st.learn(b, res, sent, got)
@@ -124,7 +125,7 @@ func (st *stream) settle(ev *event, p *part, res []store.Result, charges map[str
 		if !allAllowed(res) {
 			return st.unfit(ev, p, res, charges, spent, got)
 		}
-		w.charged = satAdd(w.charged, p.v.extra)
+		w.charged = satmath.Add(w.charged, p.v.extra)
 		s.stats.granted.Add(p.v.extra)
 	}
 	st.issue(ev, b, p.v.fresh)

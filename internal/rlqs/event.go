@@ -6,6 +6,7 @@ import (
 
 	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
 
+	"github.com/ratelimitd/ratelimitd/internal/satmath"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
@@ -54,7 +55,7 @@ func (ev *event) add(b *bucket, usage uint64, v verdict) {
 				if ev.reserved == nil {
 					ev.reserved = map[string]uint64{}
 				}
-				ev.reserved[c.key] = satAdd(ev.reserved[c.key], v.extra)
+				ev.reserved[c.key] = satmath.Add(ev.reserved[c.key], v.extra)
 			}
 		}
 	}

@@ -31,7 +31,7 @@ func TestDispatchMatchesRegistry(t *testing.T) {
 	kinds := map[algorithms.Family]string{algorithms.Registers: "REGS", algorithms.Log: "LOG", algorithms.Counter: "COUNT"}
 	for i, a := range algorithms.All() {
 		n, _ := strconv.Atoi(rows[i][1])
-		kind, zero := kinds[a.Family()], strconv.FormatBool(a.ZeroRate() == algorithms.ZeroCounts)
+		kind, zero := kinds[a.Family()], strconv.FormatBool(a.CountsAtZero())
 		if algorithms.Algorithm(n) != a || rows[i][2] != kind || rows[i][3] != zero || rows[i][4] != a.String() || rows[i][5] != a.String()+"_force" ||
 			rows[i][6] != a.String()+"_undo" || rows[i][7] != a.String()+"_valid" || rows[i][8] != a.String()+"_refund" {
 			t.Errorf("ALGS row %d is %q, want [%d] kind %s zero %s take %s", i, rows[i][0], a, kind, zero, a)

@@ -94,7 +94,7 @@ func withoutUndo(src string) string {
 
 // dispatch is the generated Lua table ALGS, which maps every
 // algorithms.Algorithm value to its family's storage kind, whether a zero
-// rate records (algorithms.ZeroCounts), and its take, force (usage past
+// rate records (Algorithm.CountsAtZero), and its take, force (usage past
 // the limit), range check, refund and (in the undo script) undo functions:
 // <name>, <name>_force, <name>_valid, <name>_refund, <name>_undo.
 func dispatch(undo bool) string {
@@ -107,7 +107,7 @@ func dispatch(undo bool) string {
 			undoFn = a.String() + "_undo"
 		}
 		fmt.Fprintf(&b, "  [%d] = { kind = %s, zero = %t, take = %s, force = %s_force, undo = %s, valid = %s_valid, refund = %s_refund },\n",
-			a, kinds[a.Family()], a.ZeroRate() == algorithms.ZeroCounts, a, a, undoFn, a, a)
+			a, kinds[a.Family()], a.CountsAtZero(), a, a, undoFn, a, a)
 	}
 	b.WriteString("}\n")
 	return b.String()

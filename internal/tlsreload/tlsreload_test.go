@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
 	"github.com/ratelimitd/ratelimitd/internal/testcerts"
 	"github.com/ratelimitd/ratelimitd/internal/tlsreload"
+	"github.com/ratelimitd/ratelimitd/pkg/fakeclock"
 )
 
 // newClock is stepped by the tests; the files' own mtimes are real.

@@ -3,6 +3,8 @@ package algorithms
 import (
 	"slices"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/internal/satmath"
 )
 
 // KeyCharge is what an admitted batch charged one key (Batch.Charges),
@@ -43,7 +45,7 @@ func (a *chargeAcc) add(op Op, applied uint64, before, after State, now time.Tim
 	if applied == 0 {
 		return
 	}
-	a.applied = satAdd(a.applied, applied)
+	a.applied = satmath.Add(a.applied, applied)
 	if op.Usage {
 		return
 	}
@@ -89,7 +91,7 @@ func usageApplied(ops []Op, key string, st State, now time.Time) uint64 {
 		if op.Key == key && op.Usage {
 			var applied uint64
 			_, st, _, applied = record(op.Limit, st, op.Hits, now)
-			sum = satAdd(sum, applied)
+			sum = satmath.Add(sum, applied)
 		}
 	}
 	return sum
@@ -106,11 +108,4 @@ func addedEntry(lim Limit, before, after State, now time.Time) (LogEntry, bool) 
 		}
 	}
 	return LogEntry{}, false
-}
-
-func satAdd(a, b uint64) uint64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return ^uint64(0)
 }

@@ -2,24 +2,11 @@ package algorithms
 
 import "time"
 
-// fixedWindow counts hits in windows of lim.Period aligned to the Unix epoch,
-// like envoyproxy/ratelimit, so limit_remaining and duration_until_reset
-// match it; with lim.Calendar, in UTC calendar months (windowAt).
-//
-// State (Window): Start (µs) and Count, the hits admitted in that window.
-// TTL: the state expires at the end of its window.
-// Remaining: Requests minus hits admitted in this window (0 when over).
-// ResetAfter: until the window ends.
-// RetryAfter: until the window ends (a fresh window admits up to Requests).
-// Over the limit means count > Requests, so a check (hits 0) is denied only
-// once the window counted more than Requests: usage recorded past the limit
-// (Record: reported tokens, shadow and quota descriptors of an admitted
-// request), or a rule that lowered Requests below what the window had
-// already counted.
-//
-// Family Counter: a store may keep only the count and a tag of its window
-// (Redis does, as one integer), since a state of any other window counts
-// for nothing here.
+// fixedWindow counts hits in windows aligned to the Unix epoch (or UTC
+// calendar months), as envoyproxy does, so its answers match. Over the limit
+// is count > Requests, so a check denies only past it. Its family is Counter
+// because only the current window's count matters: Redis keeps one integer.
+// State, TTL and answers: docs/algorithms.md#fixed_window.
 func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	start, end := windowAt(lim, now)
 	count := int64(0)

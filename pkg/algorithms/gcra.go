@@ -1,23 +1,10 @@
 package algorithms
 
-// gcra is the generic cell rate algorithm: one theoretical arrival time (TAT)
-// per key. Each hit is due Period/Requests (the emission interval T) after
-// the previous one; hits are admitted while TAT - now, after adding them,
-// stays within Capacity()*T. It admits exactly what a continuous token
-// bucket of Capacity() tokens would, with the smallest state.
-//
-// State (Arrival): TAT in whole µs and Frac, its fraction of a µs in
-// 1/Requests units (0 <= Frac < Requests), since T is rarely a whole number
-// of µs.
-// TTL: at the TAT, when the key is as good as fresh.
-// Remaining: hits admissible now, Capacity() - ceil((TAT-now)/T).
-// ResetAfter: until the TAT. RetryAfter: until TAT - now <= (Capacity()-hits)*T.
-//
-// Usage recorded past the limit (Record) moves the TAT by whole emission
-// intervals, as far as 2*Capacity()*T ahead of the clock, so the longest
-// wait it causes is two bursts' worth of them; what it applied is then a
-// whole number of hits, which an undo takes back exactly. A lowered rate
-// or burst clamps the TAT to that bound.
+// gcra keeps one theoretical arrival time per key: it admits exactly what a
+// token bucket of Capacity() would, with the smallest state. Frac keeps the
+// TAT's sub-µs part, as the emission interval is rarely whole µs; records past
+// the limit move it by whole intervals so that an undo is exact.
+// State, TTL and answers: docs/algorithms.md#gcra.
 func gcra(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)

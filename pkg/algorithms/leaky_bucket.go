@@ -1,21 +1,9 @@
 package algorithms
 
-// leakyBucket is a meter: each admitted hit adds one to a level that drains
-// at Requests per Period; hits are admitted while level+hits <= Capacity().
-//
-// State (Meter): Last (µs; draining is accounted up to it), Level (whole
-// units, rounded up) and Frac, the fraction of a unit already drained in
-// 1/Period units (0 <= Frac < Period µs), so the exact level is
-// Level - Frac/Period.
-// A fresh state is an empty meter.
-// TTL: when the meter is empty again.
-// Remaining: Capacity() minus the level.
-// ResetAfter: at the meter is empty. RetryAfter: at the level is at
-// most Capacity() - hits.
-//
-// Usage recorded past the limit (Record) fills the meter up to twice
-// Capacity(), so the longest wait it causes is the time to drain two
-// buckets. A lowered Capacity clamps the level to twice the new one.
+// leakyBucket is a meter draining at Requests per Period; Frac keeps the
+// drained fraction so that nothing rounds in anyone's favour. Usage past the
+// limit fills it to twice Capacity(), bounding the wait it causes.
+// State, TTL and answers: docs/algorithms.md#leaky_bucket.
 func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)

@@ -17,8 +17,8 @@ func All() []Algorithm {
 	return out
 }
 
-// Names lists every algorithm's config name in declaration order.
-func Names() []string {
+// names lists every algorithm's config name in declaration order.
+func names() []string {
 	out := make([]string, len(registry))
 	for i, s := range registry {
 		out[i] = s.name
@@ -26,8 +26,8 @@ func Names() []string {
 	return out
 }
 
-// Valid reports whether a is a known algorithm (zero is not).
-func (a Algorithm) Valid() bool {
+// valid reports whether a is a known algorithm (zero is not).
+func (a Algorithm) valid() bool {
 	_, ok := a.lookup()
 	return ok
 }
@@ -105,23 +105,24 @@ func (a Algorithm) ResetLag() int64 {
 	return s.lag
 }
 
-// ZeroRate is what a limit of zero requests of a does; ZeroRefuses for an
-// unknown algorithm.
-func (a Algorithm) ZeroRate() ZeroRate {
+// CountsAtZero reports whether a limit of zero requests of a keeps its
+// count as at any limit (fixed_window, as envoyproxy does) rather than
+// refusing every hit and keeping no state.
+func (a Algorithm) CountsAtZero() bool {
 	s, _ := a.lookup()
-	return s.zero
+	return s.zero == zeroCounts
 }
 
-// UsedMeans says what the counters API's used (Limit.Used) is of a's
+// usedMeans says what the counters API's used (Limit.Used) is of a's
 // counters, for its documentation.
-func (a Algorithm) UsedMeans() string {
+func (a Algorithm) usedMeans() string {
 	s, _ := a.lookup()
 	return s.used
 }
 
 // Used is what the counters API reports as used of a counter that answers
 // a check with d: Capacity − Remaining, never above the capacity even when
-// usage took the counter past its limit (d then denies); UsedMeans says
+// usage took the counter past its limit (d then denies); usedMeans says
 // what that is for each algorithm.
 func (l Limit) Used(d Decision) uint64 {
 	c := l.Capacity()
@@ -152,7 +153,7 @@ func Parse(name string) (Algorithm, error) {
 			return Algorithm(i + 1), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", name, strings.Join(Names(), ", "))
+	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", name, strings.Join(names(), ", "))
 }
 
 // Leasable reports whether replicas may lease blocks of a counter under l
@@ -173,7 +174,7 @@ func (l Limit) Leasable() bool {
 }
 
 // recordsAtZero reports whether l records hits past a limit of zero
-// requests (ZeroCounts); every algorithm records past a limit above zero.
+// requests (CountsAtZero); every algorithm records past a limit above zero.
 func (l Limit) recordsAtZero() bool {
-	return l.Requests > 0 || l.Algorithm.ZeroRate() == ZeroCounts
+	return l.Requests > 0 || l.Algorithm.CountsAtZero()
 }

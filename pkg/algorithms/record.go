@@ -10,8 +10,8 @@ import "time"
 // written (Remaining 0, RetryAfter until a check would pass again), with
 // RemainingBefore what was left before the hits.
 // hits == 0 records nothing: Record is Take; so does a limit of zero
-// Requests of an algorithm whose ZeroRate is ZeroRefuses (it keeps no state
-// at a zero rate; fixed_window, ZeroCounts, keeps its count at any limit, as
+// Requests of an algorithm that does not CountsAtZero (it keeps no state
+// at a zero rate; fixed_window, which does, keeps its count at any limit, as
 // envoyproxy does).
 func Record(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	d, next, _, _ := record(lim, st, hits, now)

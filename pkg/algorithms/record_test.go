@@ -61,7 +61,7 @@ func TestRecord(t *testing.T) {
 				if d.Allowed {
 					t.Fatalf("%d hits Take denies were recorded as allowed", hits)
 				}
-				if hits == 0 || (lim.Requests == 0 && alg.ZeroRate() != ZeroCounts) {
+				if hits == 0 || (lim.Requests == 0 && !alg.CountsAtZero()) {
 					if !sameState(next, st) && st.ExpiresAt != 0 && now.UnixMicro() < st.ExpiresAt {
 						t.Fatalf("a check or a zero rate changed the state")
 					}
@@ -140,7 +140,7 @@ func TestRecordBounds(t *testing.T) {
 }
 
 // One Horizon after a record, a key reads as fresh, at a limit of 0 too
-// (fixed_window counts there, ZeroCounts), with windows of calendar months
+// (fixed_window counts there: CountsAtZero), with windows of calendar months
 // of 31 days as of Period's 30.
 func TestHorizonAtZeroLimit(t *testing.T) {
 	jan1 := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -160,11 +160,11 @@ func TestHorizonAtZeroLimit(t *testing.T) {
 }
 
 // A report on a count already past MaxCount (a limit of 0 keeps counting
-// whatever it reads, ZeroCounts) leaves it as it is: a record never gives
+// whatever it reads: CountsAtZero) leaves it as it is: a record never gives
 // room back, and applies 0, not a negative amount.
 func TestRecordPastMaxCountKeepsTheCount(t *testing.T) {
 	for _, alg := range All() {
-		if alg.ZeroRate() != ZeroCounts {
+		if !alg.CountsAtZero() {
 			continue
 		}
 		t.Run(alg.String(), func(t *testing.T) {

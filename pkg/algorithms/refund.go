@@ -2,25 +2,11 @@ package algorithms
 
 import "time"
 
-// Refund gives hits back to st at now under lim: Envoy's is_negative_hits,
-// which a gateway sends to return what an estimate charged beyond the real
-// cost. A refund never takes a key below its fresh state and is never
-// denied:
-//
-//   - fixed_window: the count of the current window, down to 0 (an earlier
-//     window's count is gone already);
-//   - sliding_window: the current window's count first, then the previous
-//     window's, each down to 0;
-//   - sliding_log: the entries still in the period, newest first;
-//   - token_bucket: tokens back, up to the capacity (debt repaid first);
-//   - leaky_bucket: the level down, to empty;
-//   - gcra: the TAT back by hits emission intervals, never before now.
-//
-// Its decision is what a check answers on the state after the refund, but
-// allowed, whatever the limit says (envoyproxy answers a refund OK). A
-// fresh, expired or out-of-range state, zero hits, an invalid limit and a
-// zero rate (but for fixed_window, whose count envoyproxy keeps at any
-// limit) give nothing back, and the state is returned as it was read.
+// Refund gives hits back to st at now under lim (Envoy's is_negative_hits,
+// returning what an estimate over-charged): never below the fresh state, never
+// denied, answered as a check on the state after it but allowed, as
+// envoyproxy answers a refund OK. What each algorithm gives back, and what
+// gives nothing back: docs/algorithms.md#refunds.
 func Refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	d, next, _ := refund(lim, st, hits, now)
 	return d, next

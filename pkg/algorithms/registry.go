@@ -36,17 +36,17 @@ const (
 	Counter
 )
 
-// ZeroRate is what a limit of zero requests does.
-type ZeroRate uint8
+// atZero is what a limit of zero requests does.
+type atZero uint8
 
 const (
-	// ZeroRefuses: checks are admitted, hits never (RetryAfter Never), and
+	// zeroRefuses: checks are admitted, hits never (RetryAfter Never), and
 	// nothing is stored or recorded: there is no rate to keep state for.
-	ZeroRefuses ZeroRate = iota
-	// ZeroCounts: the count is kept as at any limit, as envoyproxy keeps a
+	zeroRefuses atZero = iota
+	// zeroCounts: the count is kept as at any limit, as envoyproxy keeps a
 	// fixed window's: usage, shadow and quota hits are recorded past the
 	// limit of 0, and the count only ever denies.
-	ZeroCounts
+	zeroCounts
 )
 
 // LeaseKind says whether replicas may lease blocks of an algorithm's
@@ -84,7 +84,7 @@ type spec struct {
 	// (pkg/store/lease; see Limit.Leasable); lag: see Algorithm.ResetLag.
 	lease LeaseKind
 	lag   int64
-	zero  ZeroRate
+	zero  atZero
 	// calendar: its windows may be calendar months (Limit.Calendar).
 	calendar bool
 	// used is what the counters API's used (Limit.Used) is of a counter.
@@ -116,7 +116,7 @@ var registry = [...]spec{
 		key:       "fixed_window.int",
 		family:    Counter,
 		lease:     WindowLease,
-		zero:      ZeroCounts,
+		zero:      zeroCounts,
 		used:      "hits admitted in the current window",
 		take:      fixedWindow,
 		force:     fixedWindowForce,

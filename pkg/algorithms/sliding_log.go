@@ -5,24 +5,10 @@ import (
 	"slices"
 )
 
-// slidingLog is an exact sliding window: it logs every admitted request and
-// admits hits while the hits logged in (now-Period, now] plus the new ones
-// stay within Requests.
-//
-// State: Log, one entry per admitted request with hits > 0, sorted by At then
-// Seq; Seq is 1 + the highest Seq already logged at that same µs (an Undo
-// may have removed one below it), so an entry is unique (entries with one At
-// always leave the window together). Each entry holds at least one hit, so
-// the entries of the last Period number at most the largest Requests the
-// rule had meanwhile; older ones linger until an admission prunes them. In
-// Redis it is a ZSET (score At, member "At:Seq:Hits") plus one member
-// "~<sum of hits>" scored ExpiresAt.
-// TTL: when the newest entry leaves the window (its At + Period).
-// Remaining: Requests minus the hits in the window.
-// ResetAfter: until the newest entry leaves (the window is empty).
-// RetryAfter: until enough of the oldest entries leave to make room.
-//
-// A lowered Requests keeps the log (it simply denies until entries leave).
+// slidingLog is the exact sliding window: one entry per admitted request.
+// Seq is 1 + the highest at that µs (an Undo may have removed one below), so
+// entries stay unique; in Redis it is a ZSET plus a "~sum" member.
+// State, TTL and answers: docs/algorithms.md#sliding_log.
 func slidingLog(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)

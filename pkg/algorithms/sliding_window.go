@@ -1,27 +1,8 @@
 package algorithms
 
-// slidingWindow approximates a sliding window in O(1) state, like
-// Cloudflare's: windows of Period aligned to the Unix epoch, and at a time
-// el µs into the current window the count is
-//
-//	cur + ceil(prev * (Period - el) / Period)
-//
-// (the previous window's hits weighted by how much of it still overlaps the
-// sliding window, rounded up so it never admits more than a true sliding
-// window that spread prev evenly). A burst at the end of one window is still
-// counted at the start of the next, so there is no 2x burst at the edges.
-// The arithmetic is exact integers (mulAddDivMod), not binary64 weights.
-//
-// State (Window): Start (µs) of the current window, Count = hits admitted
-// in it, Prev = hits admitted in the window before it.
-// TTL: the end of the window after start (when count stops counting as
-// prev).
-// Remaining: Requests minus the weighted count.
-// ResetAfter: until the weighted count reaches 0 (the end of the next window
-// while the current one has hits). RetryAfter: the exact first µs at which
-// the weighted count leaves room for hits.
-//
-// A state from another alignment (the Period changed) reads as fresh.
+// slidingWindow is Cloudflare's O(1) approximation: cur + ceil(prev*(Period-el)/Period),
+// rounded up so that it never admits more than a true sliding window, in
+// exact integers (mulAddDivMod). State, TTL and answers: docs/algorithms.md#sliding_window.
 func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)

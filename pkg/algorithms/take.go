@@ -46,8 +46,8 @@ func read(lim Limit, st State, now time.Time) (*spec, State, int64, bool) {
 	return alg, st, us, true
 }
 
-// zeroRate is the decision of every algorithm whose ZeroRate is
-// ZeroRefuses when Requests is 0: hits are never admitted, a check is.
+// zeroRate is the decision of every algorithm that does not count at zero
+// (CountsAtZero) when Requests is 0: hits are never admitted, a check is.
 func zeroRate(st State, hits uint64) (Decision, State) {
 	if hits > 0 {
 		return Decision{RetryAfter: Never}, st

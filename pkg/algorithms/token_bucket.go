@@ -1,33 +1,9 @@
 package algorithms
 
-// tokenBucket holds up to Capacity() tokens; they arrive at Requests per
-// Period and each hit takes one.
-//
-// Refill: continuous (µs granularity) by default. With RefillInterval I,
-// tokens arrive only at multiples of I since the Unix epoch; the amount at a
-// step is what continuous refill would have added by then, so fractions of
-// a token carry over to later steps, never rounded up nor lost, and over any
-// Period exactly Requests tokens arrive (when I divides it).
-//
-// Debt: with MaxDebt, a request not in debt may take tokens the bucket lacks,
-// down to -MaxDebt; while the bucket is below zero every request, checks
-// included, is denied at refill repays the debt. Formally hits are
-// admitted iff tokens >= max(0, hits - MaxDebt); hits > Capacity()+MaxDebt
-// are never admitted. MaxDebt 0 is a plain bucket.
-//
-// State (Bucket): Last (µs; refill is accounted up to it), Tokens
-// (negative in debt) and Frac, the next token's fraction in 1/Period units
-// (0 <= Frac < Period µs). A fresh state is a full bucket.
-// TTL: when the bucket is full again.
-// Remaining: whole tokens in the bucket (0 in debt; debt is not offered).
-// ResetAfter: at the bucket is full. RetryAfter: at tokens reach
-// max(0, hits - MaxDebt).
-//
-// Usage recorded past the limit (Record) takes tokens down to
-// -(Capacity()+MaxDebt), one whole bucket below the deepest debt a request
-// may take, so the longest wait it causes is the time to refill twice the
-// bucket plus the debt. A lowered Capacity or MaxDebt clamps tokens into
-// that range.
+// tokenBucket refills continuously (or in RefillInterval steps that add what
+// continuous refill would have, so fractions carry over) and may lend up to
+// MaxDebt. Usage past the limit takes it to -(Capacity()+MaxDebt) at most,
+// bounding the wait it causes. State, TTL and answers: docs/algorithms.md#token_bucket.
 func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	if lim.Requests == 0 {
 		return zeroRate(st, hits)

@@ -109,7 +109,7 @@ func sameState(a, b State) bool {
 	return a.regs == b.regs && a.ExpiresAt == b.ExpiresAt && slices.Equal(a.Log, b.Log)
 }
 
-// A limit of 0 whose algorithm counts at it (fixed_window, ZeroCounts)
+// A limit of 0 whose algorithm counts at it (fixed_window: CountsAtZero)
 // records a shadow op's hits in an admitted batch, and Batch.Charges
 // reports that charge: Undo takes it back as at any limit (a Cluster request denied in
 // another slot group charges nothing but usage), with epoch windows and

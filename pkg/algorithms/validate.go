@@ -23,7 +23,7 @@ const (
 // pure and cheap: Take calls it on every evaluation.
 func (l Limit) Validate() error {
 	var errs []error
-	if !l.Algorithm.Valid() {
+	if !l.Algorithm.valid() {
 		errs = append(errs, fmt.Errorf("algorithm is unset or unknown (%d)", l.Algorithm))
 	}
 	if l.Period < time.Microsecond || l.Period > MaxPeriod {
@@ -40,7 +40,7 @@ func (l Limit) Validate() error {
 	}
 	// An option the algorithm ignores is refused rather than dropped: the
 	// operator meant something by it.
-	if l.Burst != 0 && l.Algorithm.Valid() && !l.Algorithm.Bucket() {
+	if l.Burst != 0 && l.Algorithm.valid() && !l.Algorithm.Bucket() {
 		errs = append(errs, fmt.Errorf("burst applies to %s only, not %s", NamesOf(Algorithm.Bucket), l.Algorithm))
 	}
 	if (l.RefillInterval != 0 || l.MaxDebt != 0) && !l.Algorithm.Stepped() {
@@ -75,7 +75,7 @@ func (l Limit) refillsInTime() bool {
 // longest months, than MaxPeriod.
 func (l Limit) validateCalendar() []error {
 	var errs []error
-	if l.Algorithm.Valid() && !l.Algorithm.Calendar() {
+	if l.Algorithm.valid() && !l.Algorithm.Calendar() {
 		errs = append(errs, fmt.Errorf("calendar months apply to %s only, not %s", NamesOf(Algorithm.Calendar), l.Algorithm))
 	}
 	if l.Period < Month || l.Period%Month != 0 || l.Period/Month*longestMonth > MaxPeriod {

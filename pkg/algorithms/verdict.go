@@ -18,19 +18,11 @@ type Verdict struct {
 	inQuota, altDenied bool
 }
 
-// Decided is a Decision or a result that embeds one (store.Result), so
-// that VerdictOf reads a store's results in place instead of a copy of
-// their decisions. Only types carrying a Decision implement it.
-type Decided interface{ AsDecision() Decision }
-
-// AsDecision is d, so that a Decision is Decided.
-func (d Decision) AsDecision() Decision { return d }
-
 // VerdictOf is the verdict of ops decided as ds (same length and order).
-func VerdictOf[D Decided](ops []Op, ds []D) Verdict {
+func VerdictOf(ops []Op, ds []Decision) Verdict {
 	var v Verdict
 	for i, op := range ops {
-		v.Add(op.Mode, op.Joined, ds[i].AsDecision().Allowed)
+		v.Add(op.Mode, op.Joined, ds[i].Allowed)
 	}
 	return v
 }
@@ -60,39 +52,11 @@ func (v *Verdict) Add(m Mode, joined, allowed bool) {
 
 // Denied reports whether the batch is denied.
 func (v Verdict) Denied() bool {
-	return v.enforcedDenied || (v.quotaOps > 0 && v.quotaDen == v.quotaOps)
+	return v.enforcedDenied || v.QuotaDenied()
 }
 
-// Hold says how an op holds a denied batch back, which decides how long
-// the whole batch must wait (see Verdict.Hold).
-type Hold uint8
-
-const (
-	// Free: the op does not hold the batch back.
-	Free Hold = iota + 1
-	// Must: the op must have room before the batch is admitted; the
-	// longest wait of these counts.
-	Must
-	// Either: one of the batch's Quota alternatives must have room; the
-	// shortest wait of these counts (of an alternative of several ops, the
-	// longest wait of its denied ops).
-	Either
-)
-
-// Hold says how an op (or a descriptor, all of whose limits share its
-// mode) of mode m, allowed or not, holds back a batch of this verdict: a
-// denied Enforce op must get room; when every Quota alternative is denied,
-// any one of them getting room would do.
-func (v Verdict) Hold(m Mode, allowed bool) Hold {
-	switch {
-	case allowed || m == Shadow || m == Spare || m == NegativeHits:
-		return Free
-	case m == Quota:
-		if v.quotaDen == v.quotaOps {
-			return Either
-		}
-		return Free
-	default:
-		return Must
-	}
+// QuotaDenied reports whether the batch had Quota alternatives and every
+// one was denied: then any one of them getting room would admit it.
+func (v Verdict) QuotaDenied() bool {
+	return v.quotaOps > 0 && v.quotaDen == v.quotaOps
 }

@@ -20,33 +20,33 @@ func TestVerdict(t *testing.T) {
 		joined  bool
 	}
 	for _, tt := range []struct {
-		name   string
-		ops    []op
-		denied bool
-		holds  []algorithms.Hold
+		name        string
+		ops         []op
+		denied      bool
+		quotaDenied bool
 	}{
-		{"empty", nil, false, nil},
-		{"enforce allowed", []op{{E, true, false}}, false, []algorithms.Hold{algorithms.Free}},
-		{"enforce denied", []op{{E, false, false}, {E, true, false}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free}},
-		{"zero mode is enforce", []op{{0, false, false}}, true, []algorithms.Hold{algorithms.Must}},
-		{"shadow denied denies nothing", []op{{S, false, false}, {E, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
-		{"spare denied denies nothing", []op{{P, false, false}, {E, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
-		{"spare alone denied denies nothing", []op{{P, false, false}}, false, []algorithms.Hold{algorithms.Free}},
-		{"spare does not rescue a denied enforce", []op{{E, false, false}, {P, true, false}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free}},
-		{"spare ends a quota alternative like enforce", []op{{Q, false, false}, {P, false, false}, {Q, true, true}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
-		{"one quota with room", []op{{Q, false, false}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free}},
-		{"every quota denied", []op{{Q, false, false}, {Q, false, false}, {S, false, false}}, true, []algorithms.Hold{algorithms.Either, algorithms.Either, algorithms.Free}},
-		{"enforce and quota", []op{{E, false, false}, {Q, false, false}, {Q, true, false}}, true, []algorithms.Hold{algorithms.Must, algorithms.Free, algorithms.Free}},
+		{"empty", nil, false, false},
+		{"enforce allowed", []op{{E, true, false}}, false, false},
+		{"enforce denied", []op{{E, false, false}, {E, true, false}}, true, false},
+		{"zero mode is enforce", []op{{0, false, false}}, true, false},
+		{"shadow denied denies nothing", []op{{S, false, false}, {E, true, false}}, false, false},
+		{"spare denied denies nothing", []op{{P, false, false}, {E, true, false}}, false, false},
+		{"spare alone denied denies nothing", []op{{P, false, false}}, false, false},
+		{"spare does not rescue a denied enforce", []op{{E, false, false}, {P, true, false}}, true, false},
+		{"spare ends a quota alternative like enforce", []op{{Q, false, false}, {P, false, false}, {Q, true, true}}, false, false},
+		{"one quota with room", []op{{Q, false, false}, {Q, true, false}}, false, false},
+		{"every quota denied", []op{{Q, false, false}, {Q, false, false}, {S, false, false}}, true, true},
+		{"enforce and quota", []op{{E, false, false}, {Q, false, false}, {Q, true, false}}, true, false},
 		// Joined quota ops are the limits of one descriptor: one alternative,
 		// denied when any of its limits is.
-		{"joined quota: one limit denies the alternative", []op{{Q, true, false}, {Q, false, true}}, true, []algorithms.Hold{algorithms.Free, algorithms.Either}},
-		{"joined quota beside an alternative with room", []op{{Q, true, false}, {Q, false, true}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
-		{"two joined alternatives both denied", []op{{Q, false, false}, {Q, true, true}, {Q, true, false}, {Q, false, true}}, true, []algorithms.Hold{algorithms.Either, algorithms.Free, algorithms.Free, algorithms.Either}},
-		{"a refund alone never denies", []op{{R, true, false}}, false, []algorithms.Hold{algorithms.Free}},
-		{"a refund does not rescue a denied enforce", []op{{R, true, false}, {E, false, false}}, true, []algorithms.Hold{algorithms.Free, algorithms.Must}},
-		{"a refund ends a quota alternative", []op{{Q, false, false}, {R, true, false}, {Q, true, true}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
-		{"a refund is no quota alternative", []op{{Q, false, false}, {R, true, false}}, true, []algorithms.Hold{algorithms.Either, algorithms.Free}},
-		{"joined after a non-quota op starts an alternative", []op{{E, true, false}, {Q, false, true}, {Q, true, false}}, false, []algorithms.Hold{algorithms.Free, algorithms.Free, algorithms.Free}},
+		{"joined quota: one limit denies the alternative", []op{{Q, true, false}, {Q, false, true}}, true, true},
+		{"joined quota beside an alternative with room", []op{{Q, true, false}, {Q, false, true}, {Q, true, false}}, false, false},
+		{"two joined alternatives both denied", []op{{Q, false, false}, {Q, true, true}, {Q, true, false}, {Q, false, true}}, true, true},
+		{"a refund alone never denies", []op{{R, true, false}}, false, false},
+		{"a refund does not rescue a denied enforce", []op{{R, true, false}, {E, false, false}}, true, false},
+		{"a refund ends a quota alternative", []op{{Q, false, false}, {R, true, false}, {Q, true, true}}, false, false},
+		{"a refund is no quota alternative", []op{{Q, false, false}, {R, true, false}}, true, true},
+		{"joined after a non-quota op starts an alternative", []op{{E, true, false}, {Q, false, true}, {Q, true, false}}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := make([]algorithms.Op, len(tt.ops))
@@ -58,10 +58,8 @@ func TestVerdict(t *testing.T) {
 			if v.Denied() != tt.denied {
 				t.Errorf("Denied = %v, want %v", v.Denied(), tt.denied)
 			}
-			for i, o := range tt.ops {
-				if h := v.Hold(o.mode, o.allowed); h != tt.holds[i] {
-					t.Errorf("op %d: Hold = %d, want %d", i, h, tt.holds[i])
-				}
+			if v.QuotaDenied() != tt.quotaDenied {
+				t.Errorf("QuotaDenied = %v, want %v", v.QuotaDenied(), tt.quotaDenied)
 			}
 		})
 	}

@@ -16,8 +16,6 @@ import (
 	adminv1 "github.com/ratelimitd/ratelimitd/api/admin/v1"
 	queuev1 "github.com/ratelimitd/ratelimitd/api/queue/v1"
 	"github.com/ratelimitd/ratelimitd/internal/admin"
-	"github.com/ratelimitd/ratelimitd/internal/config"
-	"github.com/ratelimitd/ratelimitd/internal/ratelimit"
 	"github.com/ratelimitd/ratelimitd/pkg/client"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
@@ -38,10 +36,6 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 3}
 `
 
-type staticConfig struct{ cfg *config.Config }
-
-func (s staticConfig) Current() *config.Config { return s.cfg }
-
 // countingListener counts the connections a server accepts.
 type countingListener struct {
 	net.Listener
@@ -61,15 +55,18 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // queue, all in memory on a fixed clock.
 func daemon(t *testing.T) *countingListener {
 	t.Helper()
-	cfg, err := config.Parse([]config.File{{Name: "api.yaml", Data: []byte(apiRules)}})
+	rules, err := service.ParseRules(service.RulesFile{Name: "api.yaml", YAML: []byte(apiRules)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := memstore.New(memstore.WithClock(storetest.Epoch))
-	core := ratelimit.New(staticConfig{cfg}, st, ratelimit.WithHeaders(ratelimit.Headers{Classic: true}))
-	srv := grpc.NewServer(core.GRPCServerOptions()...)
-	core.RegisterGRPC(srv)
-	admin.New(core, st, admin.NewAuth([]byte(adminToken), nil)).RegisterGRPC(srv)
+	svc, err := service.New(rules, st, service.WithHeaders(service.Headers{Classic: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(svc.GRPCServerOptions()...)
+	svc.RegisterGRPC(srv)
+	admin.New(svc, st, admin.NewAuth([]byte(adminToken), nil)).RegisterGRPC(srv)
 	qs := memqueue.New()
 	queuev1.RegisterDelayQueueServer(srv, queuegrpc.New(queue.NewBroker(qs)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
+	"github.com/ratelimitd/ratelimitd/pkg/fakeclock"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/memqueue"
 )

@@ -34,9 +34,8 @@ type options struct {
 	headers    Headers
 	log        *zap.Logger
 	registerer prometheus.Registerer
-	// observer and source are the daemon's (daemon.go).
-	observer ratelimit.Observer
-	source   ConfigSource
+	observer   ratelimit.Observer
+	source     ConfigSource
 	// core are the options passed through as they are.
 	core []ratelimit.Option
 }
@@ -86,7 +85,8 @@ func WithLogger(l *zap.Logger) Option {
 
 // WithMetrics registers the daemon's per-rule and latency metrics
 // (ratelimitd_*, docs/operations.md) on reg, for the program to serve with
-// its own; New fails if they are registered there already. Metrics that
+// its own; New fails if they are registered there already (the daemon
+// hands the registry of its own metrics, which are then used). Metrics that
 // only the daemon's stores and servers feed stay at zero.
 func WithMetrics(reg prometheus.Registerer) Option {
 	return func(o *options) { o.registerer, o.observer = reg, nil }

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"sync/atomic"
+
 	"github.com/ratelimitd/ratelimitd/internal/config"
 )
 
@@ -9,9 +11,13 @@ import (
 // burst, rate_limits, on_store_error, ...), as README.md and
 // api/config.schema.json describe it. It is immutable and may be shared by
 // several Services.
-type Rules struct {
-	cfg *config.Config
-}
+//
+// Its representation is the daemon's loaded config, so that the daemon
+// hands each reload to its Service without a copy; outside this module that
+// type cannot be named, and Rules is opaque.
+type Rules config.Config
+
+func (r *Rules) config() *config.Config { return (*config.Config)(r) }
 
 // RulesFile is one YAML file of rules: one domain, as envoyproxy takes it.
 // Name is what its errors call it (file:line: field: message).
@@ -31,7 +37,7 @@ func ParseRules(files ...RulesFile) (*Rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rules{cfg: cfg}, nil
+	return (*Rules)(cfg), nil
 }
 
 // LoadRules parses the *.yaml and *.yml files directly in dir, in name
@@ -44,8 +50,35 @@ func LoadRules(dir string) (*Rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rules{cfg: cfg}, nil
+	return (*Rules)(cfg), nil
 }
 
 // Domains lists the configured domains, sorted.
-func (r *Rules) Domains() []string { return r.cfg.Domains() }
+func (r *Rules) Domains() []string { return r.config().Domains() }
+
+// ConfigSource yields the rules in force on every request: a watcher of
+// files or of a control plane, whose reloads then need no SetRules (the
+// daemon's watches its config directory or xDS). Current returns nil while
+// it has no rules.
+type ConfigSource interface {
+	Current() *Rules
+}
+
+// WithConfigSource decides every request with src's current rules instead
+// of the Rules given to New and SetRules, which then change nothing.
+func WithConfigSource(src ConfigSource) Option {
+	return func(o *options) { o.source = src }
+}
+
+// coreSource is a ConfigSource as the core service reads it.
+type coreSource struct{ src ConfigSource }
+
+func (s coreSource) Current() *config.Config { return s.src.Current().config() }
+
+// rulesSource is the rules in force, swapped whole by SetRules so that a
+// request decides with one set of rules from start to end.
+type rulesSource struct {
+	rules atomic.Pointer[Rules]
+}
+
+func (r *rulesSource) Current() *Rules { return r.rules.Load() }

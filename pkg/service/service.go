@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.uber.org/zap"
@@ -34,15 +33,6 @@ type Service struct {
 	rules *rulesSource
 }
 
-// rulesSource is the rules in force, swapped whole by SetRules so that a
-// request decides with one set of rules from start to end.
-type rulesSource struct {
-	cfg atomic.Pointer[config.Config]
-}
-
-// Current is what the core service asks on every request.
-func (r *rulesSource) Current() *config.Config { return r.cfg.Load() }
-
 // New returns a Service deciding with rules against st. rules may be nil:
 // the Service then answers Unavailable, and reports unhealthy, until
 // SetRules gives it some. It fails only when WithMetrics cannot register.
@@ -52,9 +42,7 @@ func New(rules *Rules, st store.Store, opts ...Option) (*Service, error) {
 		opt(&o)
 	}
 	src := &rulesSource{}
-	if rules != nil {
-		src.cfg.Store(rules.cfg)
-	}
+	src.rules.Store(rules)
 	coreOpts := append([]ratelimit.Option{
 		ratelimit.WithKeyBuilder(config.KeyBuilder{Prefix: o.keyPrefix}),
 		ratelimit.WithHeaders(ratelimit.Headers(o.headers)),
@@ -74,20 +62,14 @@ func New(rules *Rules, st store.Store, opts ...Option) (*Service, error) {
 	if o.source != nil {
 		cfg = o.source
 	}
-	return &Service{core: ratelimit.New(cfg, st, coreOpts...), rules: src}, nil
+	return &Service{core: ratelimit.New(coreSource{cfg}, st, coreOpts...), rules: src}, nil
 }
 
 // SetRules replaces the rules in force, as the daemon does when its config
 // directory changes. Requests already being decided finish with the old
 // rules; counters of rules that did not change carry on. A nil rules makes
 // the Service answer Unavailable until the next SetRules.
-func (s *Service) SetRules(rules *Rules) {
-	if rules == nil {
-		s.rules.cfg.Store(nil)
-		return
-	}
-	s.rules.cfg.Store(rules.cfg)
-}
+func (s *Service) SetRules(rules *Rules) { s.rules.rules.Store(rules) }
 
 // ShouldRateLimit decides req. Errors carry a gRPC status: InvalidArgument
 // for a malformed request, Unavailable when there are no rules or the store

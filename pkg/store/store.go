@@ -68,7 +68,7 @@ type Result struct {
 
 // Store decides a batch of requests atomically with the semantics of
 // algorithms.TakeAll: all-or-nothing, in one round trip to its backend.
-// Whether the batch was denied is algorithms.VerdictOf(reqs, results).
+// Whether the batch was denied is VerdictOf(reqs, results).
 type Store interface {
 	// Take returns one Result per Request, in order. An error is a backend
 	// failure (unreachable, timeout, script error), never "over limit".
@@ -105,11 +105,11 @@ type Lender interface {
 var ErrBadCursor = errors.New("bad page token")
 
 // VerdictOf is algorithms.VerdictOf for requests: the verdict of reqs
-// decided as ds (same length and order).
-func VerdictOf[D algorithms.Decided](reqs []Request, ds []D) algorithms.Verdict {
+// decided as res (same length and order), read in place.
+func VerdictOf(reqs []Request, res []Result) algorithms.Verdict {
 	var v algorithms.Verdict
 	for i, r := range reqs {
-		v.Add(r.Mode, r.Joined, ds[i].AsDecision().Allowed)
+		v.Add(r.Mode, r.Joined, res[i].Allowed)
 	}
 	return v
 }

@@ -23,18 +23,11 @@ type answer struct {
 	code codes.Code
 }
 
-// With Redis stopped, Envoy's 20 ms deadline is not spent waiting for it:
-// once the breaker has opened, the calls of 20 concurrent callers are
-// refused by it, at once, without reaching for Redis, and answered
-// UNAVAILABLE; only the calls in flight when it opened (and those that
-// opened it) can reach their deadline. The delay queue's calls too. Each
-// breaker logs its opening once and, Redis restarted, its closing once;
-// then every call is answered again.
-//
-// The test counts calls (the breaker's refusals in its metric, the codes
-// callers got, the lines logged); how fast an answer was is for
-// benchmarks (docs/redis.md has the measured figures): on a shared 2-core
-// box a latency bound fails on the host's load, not the service's.
+// With Redis stopped, once the breaker has opened, 20 concurrent callers
+// (and the delay queue's) are refused at once, UNAVAILABLE, without
+// reaching for Redis; each breaker logs its opening and closing once, and
+// every call is answered again after a restart. It counts calls and lines,
+// never times them (docs/redis.md has the measured figures).
 func TestRedisDownFailsFast(t *testing.T) {
 	const callers = 20
 	rds := redistest.StartProcess(t) // restarted below

@@ -6,16 +6,10 @@ import (
 )
 
 // roomInWindow returns once at least room remains of the current window of
-// length window, waiting for the next window when less does. Fixed windows
-// start at multiples of their length since the Unix epoch, in the binary
-// and in Redis alike (Redis TIME is the host's clock here), so a test whose
-// steps must share one window, and not straddle a reset that would zero its
-// counters, asks for the time those steps need on a loaded machine; room of
-// a whole window or more waits for the next window's start. It waits at
-// most room, and only when the window is that near its end.
-//
-// It is the integration tests' one way of meeting a window boundary: time
-// in the binary is the host's, which a test cannot step.
+// length window (windows start at multiples of their length since the
+// epoch, in the binary and Redis alike), waiting at most room for the next
+// one: the integration tests' one way of keeping steps that must share a
+// window off its end, since a test cannot step the binary's clock.
 func roomInWindow(t *testing.T, window, room time.Duration) {
 	t.Helper()
 	now := time.Now()

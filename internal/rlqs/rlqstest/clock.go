@@ -6,11 +6,11 @@ package rlqstest
 import (
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
 	"github.com/ratelimitd/ratelimitd/internal/rlqs"
+	"github.com/ratelimitd/ratelimitd/pkg/fakeclock"
 )
 
-// Clock is the project's fake clock (internal/fakeclock) as an rlqs.Clock.
+// Clock is the project's fake clock (pkg/fakeclock) as an rlqs.Clock.
 // Advance runs the timers that fall due, in order, each at its own time,
 // on the caller's goroutine.
 type Clock struct{ *fakeclock.Clock }

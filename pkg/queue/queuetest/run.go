@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
+	"github.com/ratelimitd/ratelimitd/pkg/fakeclock"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 )
 

@@ -8,12 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimitd/ratelimitd/internal/redisconn"
 	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/queue"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/queuetest"
 	"github.com/ratelimitd/ratelimitd/pkg/queue/redisqueue"
+	"github.com/ratelimitd/ratelimitd/pkg/redisconn"
 )
 
 func newStore(t *testing.T, addr string, opts ...redisqueue.Option) *redisqueue.Store {

@@ -13,12 +13,19 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Lender    = (*Store)(nil)
+	_ store.Admin     = (*Store)(nil)
+	_ store.Forgetter = (*Store)(nil)
+)
 
 // Store decides, while its backend cannot, the batches that hold a
 // FallbackLocal request, in memory with this replica's share of each
 // limit, and charges the hits it admitted to the backend once it answers.
 type Store struct {
+	// Decorator passes lending, returns and the counters API to the
+	// backend.
+	store.Decorator
 	next  store.Store
 	local *memstore.Store
 	opts  options
@@ -56,7 +63,8 @@ func New(next store.Store, opts ...Option) *Store {
 		o.id = hex.EncodeToString(b[:])
 	}
 	return &Store{
-		next: next, opts: o, now: o.now,
+		Decorator: store.Decorate(next),
+		next:      next, opts: o, now: o.now,
 		local:   memstore.New(o.memOptions()...),
 		seen:    newSeen(o.maxKeys),
 		entries: make(map[string]*entry),
@@ -133,10 +141,6 @@ func (s *Store) Start() {
 	})
 }
 
-// Unwrap returns the backend, for the decorators' wiring to find what is
-// under this one.
-func (s *Store) Unwrap() store.Store { return s.next }
-
 // Forget drops keys' local counts and what the backend said of them (a
 // counters reset): hits admitted locally for them are not charged.
 func (s *Store) Forget(keys ...string) {
@@ -148,6 +152,7 @@ func (s *Store) Forget(keys ...string) {
 	}
 	s.active.Store(int64(len(s.entries)))
 	_, _ = s.local.Reset(context.Background(), keys)
+	s.Decorator.Forget(keys...)
 }
 
 // Stats is what the store has done so far.

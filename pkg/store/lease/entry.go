@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/ratelimitd/ratelimitd/internal/satmath"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
@@ -46,7 +47,7 @@ type entry struct {
 // observe counts hits seen at now.
 func (e *entry) observe(now, interval int64, hits uint64) {
 	e.roll(now, interval)
-	e.cur = satAdd(e.cur, hits)
+	e.cur = satmath.Add(e.cur, hits)
 	e.seenBefore, e.seen = e.seen, now
 }
 
@@ -81,7 +82,7 @@ func (e *entry) roll(now, interval int64) {
 func (e *entry) estimate(now, interval int64) uint64 {
 	e.roll(now, interval)
 	left := interval - (now - e.rateStart)
-	return satAdd(e.cur, uint64(math.Ceil(float64(e.prev)*float64(left)/float64(interval))))
+	return satmath.Add(e.cur, uint64(math.Ceil(float64(e.prev)*float64(left)/float64(interval))))
 }
 
 // What a lease reserves: its algorithm's algorithms.LeaseKind.
@@ -174,13 +175,6 @@ func mulDivSat(a, b, d uint64) uint64 {
 	}
 	q, _ := bits.Div64(hi, lo, d)
 	return q
-}
-
-func satAdd(a, b uint64) uint64 {
-	if s, c := bits.Add64(a, b, 0); c == 0 {
-		return s
-	}
-	return math.MaxUint64
 }
 
 func satAddI(a, b int64) int64 {

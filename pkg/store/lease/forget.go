@@ -40,6 +40,7 @@ func (s *Store) Forget(keys ...string) {
 	// keys were dropped.
 	s.giving.Lock()
 	s.giving.Unlock()
+	s.Decorator.Forget(keys...)
 }
 
 // dropPending drops the pending charges of keys; their hits lapse.

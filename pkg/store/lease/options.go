@@ -103,6 +103,7 @@ func WithSweep(every time.Duration) Option { return func(s *Store) { s.every = e
 // the sweeper starts, and Stop or Close ends it.
 func New(next store.Lender, opts ...Option) *Store {
 	s := &Store{
+		Decorator:   store.Decorate(next),
 		next:        next,
 		now:         time.Now,
 		interval:    DefaultTarget.Microseconds(),

@@ -13,6 +13,9 @@ import (
 
 // Store is the leasing decorator. Use New.
 type Store struct {
+	// Decorator passes lending (the blocks are the caller's, not this
+	// store's), returns and the counters API through.
+	store.Decorator
 	next     store.Lender
 	now      func() time.Time
 	interval int64 // LEASE_TARGET in µs: the rate window and the block's aim
@@ -48,7 +51,11 @@ type Store struct {
 	lifecycle
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Lender    = (*Store)(nil)
+	_ store.Admin     = (*Store)(nil)
+	_ store.Forgetter = (*Store)(nil)
+)
 
 // lifecycle is the sweeper's and the store's life (lifecycle.go).
 type lifecycle struct {
@@ -108,7 +115,3 @@ func (s *Store) Stats() Stats {
 	st.Outstanding = uint64(max(outstanding, 0))
 	return st
 }
-
-// Unwrap is the store the leases are taken from (the counters API resets
-// and lists its keys).
-func (s *Store) Unwrap() store.Store { return s.next }

@@ -50,7 +50,7 @@ func (s *Store) answer(reqs []store.Request, now time.Time) (out []store.Result,
 // that decides it.
 func (s *Store) lookup(reqs []store.Request, i int, now time.Time) (algorithms.Decision, bool) {
 	r := reqs[i]
-	if r.Usage || (r.Mode != 0 && r.Mode != algorithms.Enforce) || namedBefore(reqs, i) {
+	if r.Usage || (r.Mode != 0 && r.Mode != algorithms.Enforce) || store.NamedBefore(reqs, i) {
 		// Usage and refunds are recorded whatever the answer, a key
 		// named twice is charged twice in order, and a shadow, quota
 		// or spare denial does not decide the batch: the backend's job.
@@ -77,15 +77,4 @@ func (s *Store) lookup(reqs []store.Request, i int, now time.Time) (algorithms.D
 	s.lru.MoveToFront(el)
 	s.touch(e, now)
 	return d, true
-}
-
-// namedBefore reports whether reqs[i]'s key appears earlier in reqs; a
-// request carries a few dozen descriptors at most, so a scan beats a map.
-func namedBefore(reqs []store.Request, i int) bool {
-	for _, prev := range reqs[:i] {
-		if prev.Key == reqs[i].Key {
-			return true
-		}
-	}
-	return false
 }

@@ -1,9 +1,11 @@
 package localcache
 
 // Forget drops keys' entries, for a counter reset: a cached denial would
-// otherwise outlive the counter it describes on this replica. It is
-// Invalidate.
-func (s *Store) Forget(keys ...string) { s.Invalidate(keys...) }
+// otherwise outlive the counter it describes on this replica.
+func (s *Store) Forget(keys ...string) {
+	s.Invalidate(keys...)
+	s.Decorator.Forget(keys...)
+}
 
 // Invalidate drops keys' entries: a replica gave them room again (a refund
 // of a counter with nothing left, a Cluster undo, a lease's return, a reset:

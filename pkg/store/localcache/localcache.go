@@ -33,6 +33,8 @@ import (
 
 // Store is the caching decorator. Use New.
 type Store struct {
+	// Decorator passes lending, returns and the counters API through.
+	store.Decorator
 	next     store.Store
 	now      func() time.Time
 	maxBytes int
@@ -70,17 +72,22 @@ type Store struct {
 // flush when it may have missed some (redisstore's WatchRefunds is one).
 type Watch func(ctx context.Context, drop func(keys ...string), flush func()) error
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Lender    = (*Store)(nil)
+	_ store.Admin     = (*Store)(nil)
+	_ store.Forgetter = (*Store)(nil)
+)
 
 // New wraps next with a cache of at most maxBytes (approximate: see
 // entryOverhead). maxBytes <= 0 caches nothing.
 func New(next store.Store, maxBytes int, opts ...Option) *Store {
 	s := &Store{
-		next:     next,
-		now:      time.Now,
-		maxBytes: maxBytes,
-		entries:  make(map[string]*list.Element),
-		lru:      list.New(),
+		Decorator: store.Decorate(next),
+		next:      next,
+		now:       time.Now,
+		maxBytes:  maxBytes,
+		entries:   make(map[string]*list.Element),
+		lru:       list.New(),
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -216,6 +223,3 @@ func (s *Store) remove(el *list.Element) {
 	s.bytes -= e.size()
 	s.lookups.usedSum -= e.used
 }
-
-// Unwrap returns the store the cache decorates.
-func (s *Store) Unwrap() store.Store { return s.next }

@@ -14,6 +14,8 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
+var _ store.Admin = (*Store)(nil)
+
 // Reset deletes keys' states at once (their shards locked together, as a
 // Take locks them), so the next request on each starts fresh. existed[i]
 // says keys[i] held a live state.

@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/fakeclock"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 

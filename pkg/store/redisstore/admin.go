@@ -16,6 +16,8 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
+var _ store.Admin = (*Store)(nil)
+
 // Reset deletes keys, one DEL each so that a Cluster routes every key to
 // its own slot's master (Sentinel: to the master); a DEL that certainly
 // did not run is retried like a take. existed[i] says keys[i] was there.

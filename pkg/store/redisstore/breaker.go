@@ -3,7 +3,7 @@ package redisstore
 import (
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/redisconn"
+	"github.com/ratelimitd/ratelimitd/pkg/redisconn"
 )
 
 // Defaults of REDIS_BREAKER_THRESHOLD and REDIS_BREAKER_PROBE_INTERVAL.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// A call refused by an open breaker (internal/redisconn) is shed: the node
+// A call refused by an open breaker (pkg/redisconn) is shed: the node
 // is down, so the store neither retries it nor waits for its deadline.
 func TestBreakerRefusalIsShed(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

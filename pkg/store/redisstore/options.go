@@ -6,11 +6,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimitd/ratelimitd/internal/redisconn"
+	"github.com/ratelimitd/ratelimitd/pkg/redisconn"
 )
 
 // Type is the Redis deployment REDIS_TYPE names; the client New builds
-// (internal/redisconn) takes it as it is.
+// (pkg/redisconn) takes it as it is.
 type Type = redisconn.Type
 
 const (

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
 // refundChannel is the name of the notices' channel after CACHE_KEY_PREFIX.
@@ -46,6 +48,8 @@ func (s *Store) noticeFailure(op string, err error) {
 		s.noticeFailed(op, err)
 	}
 }
+
+var _ store.RefundWatcher = (*Store)(nil)
 
 // WatchRefunds follows the notices' channel (RefundChannel) until ctx
 // ends: drop gets the key of each message, and flush is called whenever

@@ -102,20 +102,10 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 		}
 	}
 	if len(errs) > 0 {
-		// The request gets no answer from Redis, so nothing it charged
-		// elsewhere may stay charged. What failed may be its deadline: the
-		// undo gets REDIS_TIMEOUT of its own, in the background, so the
-		// caller's answer still comes within its deadline.
-		s.lateUndos.Add(1)
-		go func() {
-			defer s.lateUndos.Done()
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-			defer cancel()
-			s.undo(ctx, runs, now)
-		}()
+		s.undoLate(ctx, runs, now)
 		return scripts.Outcome{}, errors.Join(errs...)
 	}
-	if store.VerdictOf(reqs, out.Decisions).Denied() {
+	if algorithms.VerdictOf(store.Ops(reqs), out.Decisions).Denied() {
 		s.undo(ctx, runs, now)
 		for gi, g := range groups {
 			for k, j := range g {
@@ -184,4 +174,18 @@ func (s *Store) undoGroups(ctx context.Context, groups [][]scripts.Charge, now t
 	}
 	wg.Wait()
 	return errs
+}
+
+// undoLate undoes a failed request's groups: it gets no answer from Redis,
+// so nothing it charged elsewhere may stay charged. What failed may be its
+// deadline: the undo gets REDIS_TIMEOUT of its own, in the background, so
+// the caller's answer still comes within its deadline.
+func (s *Store) undoLate(ctx context.Context, runs []groupRun, now time.Time) {
+	s.lateUndos.Add(1)
+	go func() {
+		defer s.lateUndos.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+		defer cancel()
+		s.undo(ctx, runs, now)
+	}()
 }

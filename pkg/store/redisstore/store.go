@@ -34,7 +34,7 @@ type Store struct {
 	now        func() time.Time
 	observe    func(time.Duration, error)
 	// stopCoalescing stops the pipelines' window timers (coalesce);
-	// stopBreakers the breakers' probes (internal/redisconn).
+	// stopBreakers the breakers' probes (pkg/redisconn).
 	stopCoalescing func()
 	stopBreakers   func()
 	undoFailed     func(charges int, err error)

@@ -13,17 +13,22 @@ import (
 // traced adds a span around each Take: the one backend round trip of a
 // request, so its share of ShouldRateLimit's latency is visible.
 type traced struct {
+	store.Decorator
 	next    store.Store
 	tracer  trace.Tracer
 	backend string
 }
 
-var _ store.Store = (*traced)(nil)
+var (
+	_ store.Lender    = (*traced)(nil)
+	_ store.Admin     = (*traced)(nil)
+	_ store.Forgetter = (*traced)(nil)
+)
 
 // newTraced traces next's round trips; backend names it in the span
 // ("redis", "memory").
 func newTraced(next store.Store, tracer trace.Tracer, backend string) *traced {
-	return &traced{next: next, tracer: tracer, backend: backend}
+	return &traced{Decorator: store.Decorate(next), next: next, tracer: tracer, backend: backend}
 }
 
 // Take runs next.Take inside a client span (for the embedded store, an
@@ -46,6 +51,3 @@ func (s *traced) Take(ctx context.Context, reqs []store.Request) ([]store.Result
 
 // Close closes next.
 func (s *traced) Close() error { return s.next.Close() }
-
-// Unwrap returns the traced store.
-func (s *traced) Unwrap() store.Store { return s.next }

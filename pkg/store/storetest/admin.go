@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,12 +11,8 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
-// Admin is a store with the counters API's capabilities (internal/admin).
-type Admin interface {
-	store.Store
-	Reset(ctx context.Context, keys []string) ([]bool, error)
-	List(ctx context.Context, prefix, cursor string, count int, until time.Time) ([]string, string, error)
-}
+// Admin is a store with the counters API's capabilities.
+type Admin = store.Admin
 
 // AdminFactory is Factory for stores with the counters API's capabilities.
 type AdminFactory func(t *testing.T, clock *Clock) Admin

@@ -3,7 +3,7 @@ package storetest
 import (
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
+	"github.com/ratelimitd/ratelimitd/pkg/fakeclock"
 )
 
 // Clock is a fake clock the suite steps; stores under test must read time

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/internal/fakeclock"
+	"github.com/ratelimitd/ratelimitd/pkg/fakeclock"
 )
 
 var t0 = time.Unix(1_800_000_000, 0)

@@ -1,0 +1,9 @@
+package algorithms
+
+// The registry's lookups that only the package's external tests need.
+
+var Names = names
+
+func (a Algorithm) Valid() bool { return a.valid() }
+
+func (a Algorithm) UsedMeans() string { return a.usedMeans() }
