@@ -9,13 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultPipelineWindow is REDIS_PIPELINE_WINDOW's default here
-// (envoyproxy's is 0). It costs a lone caller nothing: a call never waits
-// while no pipeline is in flight (see coalescer). Longer than a loaded
-// round trip, so that what queues behind a pipeline goes as one batch when
-// it returns: at 150us (radix's value) a busy box's round trips outlasted
-// the window, batches went half as full, and Redis and the service paid
-// about a fifth more CPU per decision (docs/performance.md).
+// DefaultPipelineWindow is REDIS_PIPELINE_WINDOW's default (envoyproxy's
+// is 0). A lone caller never waits; longer than a loaded round trip, what
+// queues behind a pipeline goes as one batch (docs/performance.md).
 const DefaultPipelineWindow = 2 * time.Millisecond
 
 // WithPipeline is REDIS_PIPELINE_WINDOW and REDIS_PIPELINE_LIMIT: concurrent
