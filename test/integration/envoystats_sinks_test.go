@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"net"
 	"regexp"
 	"sort"
@@ -10,7 +11,7 @@ import (
 	"testing"
 )
 
-// statsdLines adds up the statsd lines a socket receives.
+// statsdLines adds up the statsd lines a listener receives.
 type statsdLines struct {
 	mu       sync.Mutex
 	counters map[string]uint64
@@ -18,31 +19,44 @@ type statsdLines struct {
 	gauges   map[string]uint64 // the last value sent
 }
 
-func (s *statsdLines) read(conn net.PacketConn) {
-	buf := make([]byte, 65536)
+// serve adds up the lines of every connection ln accepts. The test listens
+// on TCP (gostats' default): over UDP a loaded box dropped datagrams, and a
+// lost counter delta never arrives.
+func (s *statsdLines) serve(ln net.Listener) {
 	for {
-		n, _, err := conn.ReadFrom(buf)
+		conn, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		s.mu.Lock()
-		for _, line := range strings.Split(strings.TrimSpace(string(buf[:n])), "\n") {
-			name, rest, _ := strings.Cut(line, ":")
-			value, kind, _ := strings.Cut(rest, "|")
-			switch kind {
-			case "c":
-				v, _ := strconv.ParseUint(value, 10, 64)
-				s.counters[name] += v
-			case "ms":
-				s.timers[name]++
-			case "g":
-				v, _ := strconv.ParseUint(value, 10, 64)
-				s.gauges[name] = v
-			default:
-				s.counters["unexpected line "+line]++
+		go func() {
+			defer conn.Close()
+			sc := bufio.NewScanner(conn)
+			for sc.Scan() {
+				s.add(strings.TrimSpace(sc.Text()))
 			}
-		}
-		s.mu.Unlock()
+		}()
+	}
+}
+
+func (s *statsdLines) add(line string) {
+	if line == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name, rest, _ := strings.Cut(line, ":")
+	value, kind, _ := strings.Cut(rest, "|")
+	switch kind {
+	case "c":
+		v, _ := strconv.ParseUint(value, 10, 64)
+		s.counters[name] += v
+	case "ms":
+		s.timers[name]++
+	case "g":
+		v, _ := strconv.ParseUint(value, 10, 64)
+		s.gauges[name] = v
+	default:
+		s.counters["unexpected line "+line]++
 	}
 }
 

@@ -149,7 +149,7 @@ func (m *envoyModel) decide(key, counter string, limit, hits uint64, shadow bool
 }
 
 // TestEnvoyproxyStats drives the binary with random traffic over every way
-// of building a stats key and holds what it sends to statsd (a UDP socket)
+// of building a stats key and holds what it sends to statsd (over TCP)
 // and what PROMETHEUS_ADDR serves under ratelimit_service_* to the model:
 // every name, label and value; with the local cache, its gauges too.
 func TestEnvoyproxyStats(t *testing.T) {
@@ -158,17 +158,17 @@ func TestEnvoyproxyStats(t *testing.T) {
 }
 
 func testEnvoyproxyStats(t *testing.T, cached bool) {
-	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer udp.Close()
+	defer ln.Close()
 	lines := &statsdLines{counters: map[string]uint64{}, timers: map[string]int{}, gauges: map[string]uint64{}}
-	go lines.read(udp)
+	go lines.serve(ln)
 
 	root, _ := newConfigRoot(t, map[string]string{"shop.yaml": envoyStatsConfig})
-	env := []string{"USE_STATSD=true", "STATSD_PROTOCOL=udp", "STATSD_HOST=127.0.0.1",
-		"STATSD_PORT=" + strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port), "STATS_FLUSH_INTERVAL=100ms",
+	env := []string{"USE_STATSD=true", "STATSD_PROTOCOL=tcp", "STATSD_HOST=127.0.0.1",
+		"STATSD_PORT=" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "STATS_FLUSH_INTERVAL=100ms",
 		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:0"}
 	m := &envoyModel{counts: map[string]uint64{}, stats: map[string]uint64{"ratelimit.service.config_load_success": 1}}
 	if cached {
