@@ -29,7 +29,7 @@ func leaseRefusal(lim algorithms.Limit) *leaseRefused {
 		return &leaseRefused{"refill_interval", "a token_bucket with refill_interval cannot lease: stepped refills are not a continuous bucket whose emission slots can be reserved ahead"}
 	case lim.MaxDebt != 0:
 		return &leaseRefused{"max_debt", "a token_bucket with max_debt cannot lease: debt is not a continuous bucket whose emission slots can be reserved ahead"}
-	case lim.Calendar && lim.Algorithm.ResetLag() > 0:
+	case lim.Calendar && lim.Algorithm.Info().ResetLag > 0:
 		return &leaseRefused{"", "a " + lim.Algorithm.String() + " of calendar months cannot lease: a block ends a window before the reset its replica is told, and calendar months differ in length"}
 	}
 	return &leaseRefused{"algorithm", lim.Algorithm.String() + " cannot lease"}

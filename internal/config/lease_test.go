@@ -224,7 +224,7 @@ func TestParseLeaseBad(t *testing.T) {
 func TestParseLeaseFalseAnywhere(t *testing.T) {
 	for _, alg := range algorithms.All() {
 		for _, opts := range []string{"", ", refill_interval: 100ms", ", max_debt: 2"} {
-			if opts != "" && !alg.Stepped() {
+			if opts != "" && !alg.Info().Stepped {
 				continue
 			}
 			doc := "domain: d\ndescriptors:\n  - key: k\n    lease: false\n    rate_limit: {unit: second, requests_per_unit: 10, algorithm: " + alg.String() + opts + "}\n"

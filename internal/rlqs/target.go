@@ -97,7 +97,7 @@ func classify(rule *config.Rule, shadow bool) kind {
 		}
 	}
 	for _, r := range limits {
-		if r.Lease == config.LeaseOff || r.Limit.Algorithm.Lease() != algorithms.WindowLease || !r.Limit.Leasable() {
+		if r.Lease == config.LeaseOff || !r.Limit.Algorithm.Info().WindowLease || !r.Limit.Leasable() {
 			return kindUnserved
 		}
 	}

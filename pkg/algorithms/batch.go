@@ -118,7 +118,7 @@ func newBatch(n int) (Batch, []Decision) {
 // (State{}) or not (say a full bucket expiring at now) would show once the
 // clock goes back.
 func settle(st State, now time.Time) State {
-	if st.ExpiresAt <= min(max(now.UnixMicro(), 0), MaxUnixMicro) {
+	if st.ExpiresAt <= min(max(now.UnixMicro(), 0), maxUnixMicro) {
 		return State{ExpiresAt: 1}
 	}
 	return st

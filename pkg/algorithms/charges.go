@@ -69,7 +69,7 @@ func (a *chargeAcc) charge(key string, st State, usage func() uint64) (KeyCharge
 		return KeyCharge{}, false
 	}
 	c := KeyCharge{Key: key, Limit: a.limit}
-	if a.limit.Algorithm.Family() == Log {
+	if a.limit.Algorithm.Info().Log {
 		for _, e := range a.added {
 			c.Applied += uint64(e.Hits)
 		}

@@ -53,7 +53,7 @@ func ExampleTakeAll() {
 // Parse maps a config name to an algorithm; unknown names are errors.
 func ExampleParse() {
 	a, err := algorithms.Parse("GCRA")
-	fmt.Println(a, err, a.Bucket())
+	fmt.Println(a, err, a.Info().Bucket)
 	_, err = algorithms.Parse("leaky")
 	fmt.Println(err)
 	// Output:
@@ -80,11 +80,11 @@ func ExampleUndo() {
 
 // A state is read through its algorithm's named view: here token_bucket's
 // Bucket after two of three tokens were taken.
-func ExampleState_Bucket() {
+func ExampleViewOf() {
 	lim := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 3, Period: time.Second}
 	now := time.Unix(1_700_000_000, 0)
 	_, st := algorithms.Take(lim, algorithms.State{}, 2, now)
-	b := st.Bucket()
+	b := algorithms.ViewOf[algorithms.Bucket](st)
 	fmt.Printf("tokens=%d frac=%d last=%s\n", b.Tokens, b.Frac, time.UnixMicro(b.Last).UTC().Format(time.RFC3339))
 	// Output:
 	// tokens=1 frac=0 last=2023-11-14T22:13:20Z
@@ -92,8 +92,8 @@ func ExampleState_Bucket() {
 
 // Record is Take for usage already consumed, such as an LLM response's
 // token count reported when it ends: it is always recorded, past the limit
-// too, and later requests wait until the overdraft has passed. Horizon is
-// how long a state can matter, the longest TTL a store needs to keep it.
+// too, and later requests wait until the overdraft has passed. The state's
+// ExpiresAt is when it no longer matters: the TTL a store keeps it for.
 func ExampleRecord() {
 	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1000, Period: time.Minute}
 	now := time.Unix(1_700_000_040, 0) // a minute starts
@@ -103,9 +103,9 @@ func ExampleRecord() {
 	d, st = algorithms.Record(lim, st, 200, now.Add(time.Second))
 	fmt.Printf("200 more: allowed=%v remaining=%d retry_after=%s\n", d.Allowed, d.Remaining, d.RetryAfter)
 	d, _ = algorithms.Take(lim, st, 0, now.Add(2*time.Second))
-	fmt.Printf("check: allowed=%v; keep the state at most %s\n", d.Allowed, lim.Horizon())
+	fmt.Printf("check: allowed=%v; keep the state until %s\n", d.Allowed, time.UnixMicro(st.ExpiresAt).UTC().Format(time.TimeOnly))
 	// Output:
 	// 900 tokens: allowed=true remaining=100
 	// 200 more: allowed=false remaining=0 retry_after=59s
-	// check: allowed=false; keep the state at most 1m0s
+	// check: allowed=false; keep the state until 22:15:00
 }

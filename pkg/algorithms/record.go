@@ -36,9 +36,9 @@ func recordPast(lim Limit, hits uint64, now time.Time, d Decision, next State) (
 	// Take returned the state as it read it (expired or out-of-range
 	// states as fresh ones), which force starts from.
 	alg, _ := lim.Algorithm.lookup()
-	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
+	us := min(max(now.UnixMicro(), 0), maxUnixMicro)
 	forced, applied := alg.force(lim, next, min(hits, MaxCount), us)
-	forced = forced.As(alg.family)
+	forced = forced.as(alg.family)
 	before := d.Remaining
 	d, _ = alg.take(lim, forced, 0, us)
 	d.Allowed, d.RemainingBefore = false, before

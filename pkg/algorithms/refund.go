@@ -22,7 +22,7 @@ func refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State, u
 	next, given := read, uint64(0)
 	if hits > 0 && read.ExpiresAt != 0 {
 		next, given = alg.refund(lim, read, min(hits, MaxCount), us)
-		next = next.As(alg.family)
+		next = next.as(alg.family)
 	}
 	if given == 0 {
 		next = st

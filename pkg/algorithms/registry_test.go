@@ -19,8 +19,8 @@ func TestRegistryParseRoundTrip(t *testing.T) {
 				t.Errorf("Parse(%q) = %v, %v; want %v", name, got, err, a)
 			}
 		}
-		if !a.Valid() || a.Family() == 0 {
-			t.Errorf("%s: Valid %v, Family %d", a, a.Valid(), a.Family())
+		if !a.Valid() || a.Info().Name != a.String() {
+			t.Errorf("%s: Valid %v, Info %+v", a, a.Valid(), a.Info())
 		}
 	}
 	for _, name := range []string{"", "fixed", "gcra ", "token-bucket"} {
@@ -35,8 +35,8 @@ func TestRegistryParseRoundTrip(t *testing.T) {
 func TestUnknownAlgorithmIsNeverDefaulted(t *testing.T) {
 	for _, a := range []algorithms.Algorithm{0, algorithms.Algorithm(len(algorithms.All()) + 1), 255} {
 		lim := algorithms.Limit{Algorithm: a, Requests: 10, Period: time.Second}
-		if a.Valid() || lim.Validate() == nil || a.Family() != 0 || a.Bucket() {
-			t.Errorf("%s: Valid %v, Validate %v, Family %d, Bucket %v", a, a.Valid(), lim.Validate(), a.Family(), a.Bucket())
+		if a.Valid() || lim.Validate() == nil || a.Info() != (algorithms.Info{}) {
+			t.Errorf("%s: Valid %v, Validate %v, Info %+v", a, a.Valid(), lim.Validate(), a.Info())
 		}
 		d, _ := algorithms.Take(lim, algorithms.State{}, 1, time.UnixMicro(1e15))
 		if d.Allowed || d.RetryAfter != algorithms.Never {

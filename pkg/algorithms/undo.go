@@ -18,11 +18,11 @@ type Charged struct {
 // Limit.Canonical form); what each algorithm returns after time passed, and
 // which states it leaves unchanged: docs/algorithms.md#undoing-a-charge.
 func Undo(lim Limit, st State, ch Charged, now time.Time) State {
-	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
+	us := min(max(now.UnixMicro(), 0), maxUnixMicro)
 	alg, ok := lim.Algorithm.lookup()
 	if !ok || lim.Validate() != nil || ch.Applied == 0 || !lim.recordsAtZero() ||
 		st.ExpiresAt == 0 || us >= st.ExpiresAt || !st.readableAs(alg.family) {
 		return st
 	}
-	return alg.undo(lim, st, ch, us).As(alg.family)
+	return alg.undo(lim, st, ch, us).as(alg.family)
 }

@@ -127,7 +127,7 @@ func TestUndoAtZeroLimit(t *testing.T) {
 			t.Fatalf("%+v: charges %+v, want one of 3 hits", lim, b.Charges)
 		}
 		undone := Undo(lim, b.Writes["k"], b.Charges[0].Charged, now)
-		if got := undone.Window().Count; got != 2 {
+		if got := undone.window().Count; got != 2 {
 			t.Errorf("%+v: count %d after the undo, want the 2 before the charge", lim, got)
 		}
 	}

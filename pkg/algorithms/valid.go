@@ -20,7 +20,7 @@ const maxExact = 1 << 53
 // refill step; leaky_bucket; gcra). Zero for an invalid limit. With zero
 // Requests only fixed_window writes a state, for one window (Period, or
 // the longest calendar months).
-func (l Limit) Horizon() time.Duration {
+func (l Limit) horizon() time.Duration {
 	alg, ok := l.Algorithm.lookup()
 	switch {
 	case !ok || l.Validate() != nil:

@@ -188,8 +188,9 @@ func fmtState(st algorithms.State) string {
 	if len(st.Log) > 0 {
 		return fmt.Sprintf("log %v until %d", st.Log, st.ExpiresAt)
 	}
-	a, b, c := st.Registers()
-	return fmt.Sprintf("(%d %d %d) until %d", a, b, c, st.ExpiresAt)
+	// Every view names the same three registers: Window's shows them all.
+	w := algorithms.ViewOf[algorithms.Window](st)
+	return fmt.Sprintf("(%d %d %d) until %d", w.Start, w.Count, w.Prev, st.ExpiresAt)
 }
 
 func fmtReqs(reqs []store.Request) string {

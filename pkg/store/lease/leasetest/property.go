@@ -38,10 +38,10 @@ func Limits() []algorithms.Limit {
 	buckets := 0
 	for _, a := range algorithms.All() {
 		lim := algorithms.Limit{Requests: 500, Period: time.Second}
-		switch a.Lease() {
-		case algorithms.NoLease:
+		switch info := a.Info(); {
+		case !info.WindowLease && !info.BucketLease:
 			continue
-		case algorithms.BucketLease:
+		case info.BucketLease:
 			lim = bucketShapes[buckets%len(bucketShapes)]
 			buckets++
 		}
@@ -293,5 +293,5 @@ func hot(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, li
 // windowed reports whether lim's leases are window leases, which count at
 // most Requests per window and which the sweeper refills ahead.
 func windowed(lim algorithms.Limit) bool {
-	return lim.Algorithm.Lease() == algorithms.WindowLease
+	return lim.Algorithm.Info().WindowLease
 }
