@@ -5,6 +5,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
 // leaseRefused says why a limit cannot lease: the field to blame (empty
@@ -13,11 +14,11 @@ type leaseRefused struct {
 	field, reason string
 }
 
-// leaseRefusal is nil when lim can lease (algorithms.Limit.Leasable), and
+// leaseRefusal is nil when lim can lease (lease.Leasable), and
 // else names what prevents it, for the loader's error.
 func leaseRefusal(lim algorithms.Limit) *leaseRefused {
 	switch {
-	case lim.Leasable():
+	case lease.Leasable(lim):
 		return nil
 	case lim.Validate() != nil:
 		return &leaseRefused{"", "an invalid limit cannot lease"}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
 // leaseYAML says lease, or not, in every way a rule can.
@@ -239,8 +240,8 @@ func TestParseLeaseFalseAnywhere(t *testing.T) {
 			}
 			doc = strings.Replace(doc, "lease: false", "lease: true", 1)
 			_, err := Parse([]File{{Name: "f.yaml", Data: []byte(doc)}})
-			if (err == nil) != lim.Leasable() {
-				t.Errorf("%s%s with lease: true: %v, Leasable %v", alg, opts, err, lim.Leasable())
+			if (err == nil) != lease.Leasable(lim) {
+				t.Errorf("%s%s with lease: true: %v, Leasable %v", alg, opts, err, lease.Leasable(lim))
 			}
 		}
 	}

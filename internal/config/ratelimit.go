@@ -78,7 +78,7 @@ func (r *reader) rateLimitField(b *rateLimitBlock, p pair) bool {
 		var name string
 		if name, ok = r.str(p.val, sub); ok {
 			var err error
-			if rule.Limit.Algorithm, err = algorithms.Parse(name); err != nil {
+			if rule.Limit.Algorithm, err = parseAlgorithm(name); err != nil {
 				r.errorf(p.val, sub, "%v", err)
 				ok = false
 			}

@@ -11,7 +11,7 @@ import (
 // reported it: enough for Undo to take it back exactly (see
 // algorithms.Undo for what "exactly" means per algorithm). It is the Go
 // reference's own type, so the stores pass charges on without copying.
-type Charge = algorithms.KeyCharge
+type Charge = algorithms.Charge
 
 // WithCharges makes the take whose ARGV Encode built reply its charges too
 // (Decode): a third argument. Without it the reply stays 5 values per op,

@@ -172,7 +172,7 @@ func corrupt(ctx context.Context, pipe redis.Pipeliner, m model, key string, now
 // sameCharges compares the charges the take script reported with the Go
 // batch's, which memstore reports: undos and leases give hits back through
 // either, so they must agree.
-func sameCharges(lua []scripts.Charge, goCh []algorithms.KeyCharge) error {
+func sameCharges(lua []scripts.Charge, goCh []algorithms.Charge) error {
 	if len(lua) != len(goCh) {
 		return fmt.Errorf("lua reports %d charges, go %d", len(lua), len(goCh))
 	}
@@ -181,7 +181,7 @@ func sameCharges(lua []scripts.Charge, goCh []algorithms.KeyCharge) error {
 		if l.Key != g.Key || l.Limit != g.Limit || l.Applied != g.Applied {
 			return fmt.Errorf("charge %d: lua %s %+v applied %d, go %s %+v applied %d", i, l.Key, l.Limit, l.Applied, g.Key, g.Limit, g.Applied)
 		}
-		if !sameCharged(l.Charged, g.Charged) {
+		if !sameCharged(l, g) {
 			return fmt.Errorf("charge %d of %s: lua state %+v, go %+v", i, l.Key, l.After, g.After)
 		}
 	}
@@ -198,7 +198,7 @@ func corruptCounter(rng *rand.Rand, now int64, p time.Duration) string {
 	us := p.Microseconds()
 	start := now - now%us + us*[]int64{0, 1, -1, rng.Int64N(2000) - 1000}[rng.IntN(4)]
 	count := []int64{0, 1, 5, algorithms.MaxCount, algorithms.MaxCount + 1, 1 << 42, 9_007_199_254_739}[rng.IntN(7)]
-	return scripts.PackCounter(algorithms.StateOf(0, algorithms.Window{Start: start, Count: count}, start + us))
+	return scripts.PackCounter(algorithms.StateOf(0, algorithms.Window{Start: start, Count: count}, start+us))
 }
 
 // counterModel is the Go state of a key holding the Counter value v for
@@ -222,5 +222,5 @@ func counterModel(v string, now int64, p time.Duration) algorithms.State {
 	case k <= index-tags/2:
 		k += tags
 	}
-	return algorithms.StateOf(algorithms.FixedWindow, algorithms.Window{Start: k * us, Count: n / tags}, k*us + us)
+	return algorithms.StateOf(algorithms.FixedWindow, algorithms.Window{Start: k * us, Count: n / tags}, k*us+us)
 }

@@ -85,7 +85,7 @@ func (r *fastPathRig) corrupt(fastKeys, slowKeys []string, lims []algorithms.Lim
 		p := lims[k].Period.Microseconds()
 		start := now - now%p + p*int64(r.rng.IntN(3)-1)
 		count := []int64{0, 3, algorithms.MaxCount, algorithms.MaxCount + 1}[r.rng.IntN(4)]
-		v = scripts.PackCounter(algorithms.StateOf(0, algorithms.Window{Start: start, Count: count}, start + p))
+		v = scripts.PackCounter(algorithms.StateOf(0, algorithms.Window{Start: start, Count: count}, start+p))
 	}
 	for _, key := range []string{fastKeys[k], slowKeys[k]} {
 		if v == "" {

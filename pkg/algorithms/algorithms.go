@@ -58,7 +58,7 @@ type Decision struct {
 	// fit.
 	RetryAfter time.Duration
 	// RemainingBefore is set on a denial whose hits were recorded past the
-	// limit anyway (Record: usage, and shadow and quota ops of an admitted
+	// limit anyway (record: usage, and shadow and quota ops of an admitted
 	// batch), whose Remaining is then 0: what was left before its hits, so
 	// that the hits that fit can be told from those past the limit (as
 	// envoyproxy's near_limit and over_limit stats do). Zero otherwise.

@@ -174,7 +174,7 @@ func undoneAsDenied(ops []Op, load func(string) State, b Batch, at, undo time.Ti
 		}
 		for _, c := range b.Charges {
 			if c.Key == op.Key {
-				st = Undo(c.Limit, st, c.Charged, undo)
+				st = Undo(st, c, undo)
 			}
 		}
 		want, ok := denied.Writes[op.Key]
@@ -247,8 +247,8 @@ func fmtState(st State) string {
 }
 
 // sameCharges reports whether two batches' charges are the same.
-func sameCharges(a, b []KeyCharge) bool {
-	return slices.EqualFunc(a, b, func(x, y KeyCharge) bool {
+func sameCharges(a, b []Charge) bool {
+	return slices.EqualFunc(a, b, func(x, y Charge) bool {
 		return x.Key == y.Key && x.Limit == y.Limit && x.Applied == y.Applied && x.After.Equal(y.After)
 	})
 }

@@ -51,7 +51,7 @@ func fixedWindowValid(_ Limit, st State, _, _ int64) bool {
 	return between(st.window().Count, 0, MaxCount)
 }
 
-func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
+func fixedWindowUndo(_ Limit, st State, ch Charge, _ int64) State {
 	w := st.window()
 	if w.Start == ch.After.window().Start {
 		w.Count = max(w.Count-int64(ch.Applied), 0)

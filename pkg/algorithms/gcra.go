@@ -107,7 +107,7 @@ func gcraValid(_ Limit, st State, now, h int64) bool {
 // gcraUndo moves the TAT back by min(hits*T, how far the charged TAT was
 // still ahead of now): a TAT the clock overtook forgot the charge, and
 // another request after that started from the clock, not from the charge.
-func gcraUndo(lim Limit, st State, ch Charged, now int64) State {
+func gcraUndo(lim Limit, st State, ch Charge, now int64) State {
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	back, backFrac := mad(int64(ch.Applied), p, 0, r)
 	charged, cur := ch.After.arrival(), st.arrival()

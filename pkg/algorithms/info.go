@@ -28,7 +28,7 @@ type Info struct {
 	// charged in, and return what they did not use. BucketLease: replicas
 	// may lease emission slots reserved ahead of now, which lapse unused.
 	// Neither (sliding_log): each entry's time is its admission time, so a
-	// hit cannot be admitted after it was charged. Limit.Leasable also
+	// hit cannot be admitted after it was charged. lease.Leasable also
 	// checks the limit itself (pkg/store/lease).
 	WindowLease, BucketLease bool
 	// ResetLag is how many periods a window's Decision.ResetAfter runs

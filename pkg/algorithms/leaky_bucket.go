@@ -86,7 +86,7 @@ func leakyBucketValid(_ Limit, st State, now, h int64) bool {
 
 // leakyBucketUndo drains min(hits, the charged meter's level at now had
 // nothing else happened) from the level: draining paid back the rest.
-func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
+func leakyBucketUndo(lim Limit, st State, ch Charge, now int64) State {
 	p := lim.Period.Microseconds()
 	level, frac, anchor := leakyBucketAt(lim, st, now)
 	projected, pfrac, _ := leakyBucketAt(lim, ch.After, now)

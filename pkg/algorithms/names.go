@@ -17,15 +17,6 @@ func All() []Algorithm {
 	return out
 }
 
-// names lists every algorithm's config name in declaration order.
-func names() []string {
-	out := make([]string, len(registry))
-	for i, s := range registry {
-		out[i] = s.name
-	}
-	return out
-}
-
 // valid reports whether a is a known algorithm (zero is not).
 func (a Algorithm) valid() bool {
 	_, ok := a.lookup()
@@ -60,34 +51,6 @@ func namesOf(has func(Algorithm) bool) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
-}
-
-// Parse maps a config name (case-insensitive) to an Algorithm. An unknown
-// name is an error, never a default.
-func Parse(name string) (Algorithm, error) {
-	for i, s := range registry {
-		if strings.EqualFold(s.name, name) {
-			return Algorithm(i + 1), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", name, strings.Join(names(), ", "))
-}
-
-// Leasable reports whether replicas may lease blocks of a counter under l
-// (pkg/store/lease; "Leases" in docs/algorithms.md): a valid limit of some
-// Requests whose algorithm leases, and for a stepped algorithm no
-// RefillInterval or MaxDebt. Windows lease hits of the window they were
-// charged in; continuous buckets lease emission slots reserved ahead.
-// sliding_log does not: each entry's time is its admission time, and a hit
-// admitted later from a block would leave the log early. A stepped or
-// indebted token bucket is not the continuous bucket the slots assume.
-// Nor does a window of calendar months whose ResetAfter lags (Info.ResetLag,
-// sliding_window): a replica finds its window's end ResetLag periods
-// before ResetAfter, and a calendar month is not one Period long.
-func (l Limit) Leasable() bool {
-	s, ok := l.Algorithm.lookup()
-	return ok && s.lease != noLease && l.Requests > 0 && l.RefillInterval == 0 && l.MaxDebt == 0 &&
-		(!l.Calendar || s.lag == 0) && l.Validate() == nil
 }
 
 // recordsAtZero reports whether l records hits past a limit of zero

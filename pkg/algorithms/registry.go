@@ -75,7 +75,7 @@ type spec struct {
 	bucket  bool
 	stepped bool
 	// lease: whether and how replicas may lease blocks of a counter
-	// (pkg/store/lease; see Limit.Leasable); lag: see Info.ResetLag.
+	// (pkg/store/lease; see lease.Leasable); lag: see Info.ResetLag.
 	lease leaseKind
 	lag   int64
 	zero  atZero
@@ -84,12 +84,12 @@ type spec struct {
 	// used is what the counters API's used (Capacity − Remaining) is of a counter.
 	used string
 	take func(Limit, State, uint64, int64) (Decision, State)
-	// force charges hits past the limit (see Record): the state take would
+	// force charges hits past the limit (see record): the state take would
 	// have written had the hits fitted, bounded as its doc comment says,
 	// and what that applied (Batch.Applied).
 	force func(Limit, State, uint64, int64) (State, uint64)
-	undo  func(Limit, State, Charged, int64) State
-	// refund gives hits back (see Refund) from a state read as Take reads
+	undo  func(Limit, State, Charge, int64) State
+	// refund gives hits back (see refund) from a state read as Take reads
 	// it, reporting what it gave (0: nothing changed).
 	refund func(Limit, State, uint64, int64) (State, uint64)
 	// horizon and valid: see Limit.Horizon and inRange.

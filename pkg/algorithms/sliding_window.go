@@ -87,7 +87,7 @@ func slidingWindowValid(lim Limit, st State, now, _ int64) bool {
 	return between(w.Count, 0, MaxCount) && between(w.Prev, 0, MaxCount) && w.Start <= now+longestWindow(lim)
 }
 
-func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
+func slidingWindowUndo(lim Limit, st State, ch Charge, _ int64) State {
 	w, charged := st.window(), ch.After.window().Start
 	switch h := int64(ch.Applied); w.Start {
 	case charged:

@@ -6,7 +6,7 @@ package algorithms
 // Meter (leaky_bucket), Arrival (gcra), or Log (sliding_log).
 type State struct {
 	// family is the family of the algorithm that wrote the state (Take,
-	// Record and Undo mark what they return, StateOf what it builds), zero
+	// record and Undo mark what they return, StateOf what it builds), zero
 	// for a fresh state. Another family reads it as fresh, as a store reads
 	// another layout as absent. Another family
 	// reads it as fresh, as a store reads another layout as absent.
@@ -139,7 +139,7 @@ func (st State) as(f family) State {
 }
 
 // familyOf is the family of the algorithm that wrote st: familyLog for a
-// log, else the one Take, Record or Undo marked it with, zero for a state
+// log, else the one Take, record or Undo marked it with, zero for a state
 // built from a view (read as its own by every family but familyLog).
 func (st State) familyOf() family {
 	if len(st.Log) > 0 {

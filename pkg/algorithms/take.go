@@ -27,7 +27,7 @@ func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	return d, next.as(alg.family)
 }
 
-// read is how Take (and Refund) read st under lim at now: the clock clamped
+// read is how Take (and refund) read st under lim at now: the clock clamped
 // to 0..maxUnixMicro in µs, and the state as the algorithm sees it (an
 // expired one, one of the other family or one out of range as fresh).
 // ok is false for a limit that fails Validate (st then only expired).

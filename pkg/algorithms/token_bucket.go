@@ -97,7 +97,7 @@ func tokenBucketValid(_ Limit, st State, now, h int64) bool {
 // tokenBucketUndo returns min(hits, what the charged bucket would still
 // lack at now had nothing else happened): a deficit refill repays in order,
 // so that part of the charge is the most the key can owe back.
-func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
+func tokenBucketUndo(lim Limit, st State, ch Charge, now int64) State {
 	p, capacity := lim.Period.Microseconds(), int64(lim.Capacity())
 	tokens, frac, anchor := tokenBucketAt(lim, st, now)
 	projected, pfrac, _ := tokenBucketAt(lim, ch.After, now)

@@ -57,7 +57,7 @@ func (l Limit) Validate() error {
 
 // refillsInTime reports whether a bucket (token_bucket, leaky_bucket, gcra)
 // goes from the deepest debt recorded usage may leave (one bucket below
-// -MaxDebt, see Record) to full, plus one refill step, within MaxPeriod:
+// -MaxDebt, see record) to full, plus one refill step, within MaxPeriod:
 // every time a bucket stores or reports is bounded by that.
 func (l Limit) refillsInTime() bool {
 	if !l.Algorithm.Info().Bucket || l.Requests == 0 {

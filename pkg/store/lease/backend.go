@@ -18,7 +18,7 @@ func (s *Store) plan(reqs []store.Request, b *batch) []store.Request {
 			continue
 		}
 		e := s.shards[b.idx[i]].entries[op.Key]
-		if e == nil || e.inflight || !e.known || e.limit != op.Limit || !op.Limit.Leasable() {
+		if e == nil || e.inflight || !e.known || e.limit != op.Limit || !Leasable(op.Limit) {
 			continue
 		}
 		if usageOn(reqs, op.Key) {

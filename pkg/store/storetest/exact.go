@@ -167,7 +167,7 @@ func (x *exactRun) read(t *testing.T, keys []string, limits map[string]algorithm
 // deniedByReference reports whether the reference denies reqs now, without
 // changing its states.
 func (x *exactRun) deniedByReference(reqs []store.Request) bool {
-	return algorithms.VerdictOf(store.Ops(reqs), x.h.model.peek(reqs, x.h.clock.Now()).Decisions).Denied()
+	return x.h.model.peek(reqs, x.h.clock.Now()).Denied
 }
 
 // recordsOn reports whether a usage op or a refund of reqs names key: the

@@ -51,7 +51,7 @@ func (h *harness) giveBack(l store.Lender, charges ...store.Charge) {
 	}
 	for _, c := range charges {
 		if st, ok := h.model.states[c.Key]; ok {
-			h.model.states[c.Key] = algorithms.Undo(c.Limit, st, c.Charged, h.clock.Now())
+			h.model.states[c.Key] = algorithms.Undo(st, c, h.clock.Now())
 		}
 	}
 }
