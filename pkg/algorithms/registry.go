@@ -92,7 +92,7 @@ type spec struct {
 	// refund gives hits back (see refund) from a state read as Take reads
 	// it, reporting what it gave (0: nothing changed).
 	refund func(Limit, State, uint64, int64) (State, uint64)
-	// horizon and valid: see Limit.Horizon and inRange.
+	// horizon and valid: see Limit.horizon and inRange.
 	horizon func(Limit) int64
 	valid   func(lim Limit, st State, now, horizon int64) bool
 	// canonical is what a state read as Take reads it stands for at now,

@@ -8,8 +8,7 @@ type State struct {
 	// family is the family of the algorithm that wrote the state (Take,
 	// record and Undo mark what they return, StateOf what it builds), zero
 	// for a fresh state. Another family reads it as fresh, as a store reads
-	// another layout as absent. Another family
-	// reads it as fresh, as a store reads another layout as absent.
+	// another layout as absent.
 	family family
 	// regs holds the named fields of the register views (ViewOf);
 	// unexported so that nothing reads them by position.

@@ -104,8 +104,8 @@ type Lender interface {
 // API answers it with INVALID_ARGUMENT).
 var ErrBadCursor = errors.New("bad page token")
 
-// VerdictOf is algorithms.VerdictOf for requests: the verdict of reqs
-// decided as res (same length and order), read in place.
+// VerdictOf is the algorithms.Verdict of reqs decided as res (same length
+// and order), read in place.
 func VerdictOf(reqs []Request, res []Result) algorithms.Verdict {
 	var v algorithms.Verdict
 	for i, r := range reqs {

@@ -23,7 +23,7 @@ const Replicas = 3
 const SoundSeeds = 4
 
 // Limits are the leasable limits the property runs over, one per
-// algorithm the registry says leases (algorithms.Algorithm.Lease), so that
+// algorithm the registry says leases (algorithms.Info), so that
 // a new one is covered as soon as its row says it leases. Windows get 500
 // a second; buckets take turns over the bucket shapes: a burst below the
 // rate, none, and a burst above a rate whose emission interval (1s/700)
