@@ -83,6 +83,7 @@ func (b KeyBuilder) ParseKey(key string) (ParsedKey, error) {
 		// A key names its algorithm by Info.KeyName (fixed_window.int).
 		if a.Info().KeyName == pk.Algorithm {
 			pk.Algorithm = a.String()
+			break
 		}
 	}
 	return pk, nil

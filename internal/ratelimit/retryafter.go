@@ -17,7 +17,7 @@ import (
 // first and the request still waits for the hour; so can a descriptor's
 // deciding limit, when several of its limits are spent.
 func retryAfter(p *plan, results []store.Result) time.Duration {
-	quotaDenied := quotaDenied(p.reqs, results)
+	everyQuotaDenied := quotaDenied(p.reqs, results)
 	var mustWait time.Duration
 	// alternatives holds each quota alternative's wait, by its first op.
 	var alternatives []altWait
@@ -25,7 +25,7 @@ func retryAfter(p *plan, results []store.Result) time.Duration {
 		if sl.kind != counted {
 			continue
 		}
-		h := holdOf(quotaDenied, p.reqs[sl.req].Mode, results[sl.decider].Allowed)
+		h := holdOf(everyQuotaDenied, p.reqs[sl.req].Mode, results[sl.decider].Allowed)
 		if h == free {
 			continue
 		}

@@ -12,7 +12,7 @@ const dayMicros = int64(24 * time.Hour / time.Microsecond)
 // last at most n*longestMonth (the horizon of a calendar window).
 const longestMonth = 31 * 24 * time.Hour
 
-// Months is how many calendar months one window of l spans: Period/Month
+// months is how many calendar months one window of l spans: Period/Month
 // when l.Calendar is set, else 0.
 func (l Limit) months() int64 {
 	if !l.Calendar {

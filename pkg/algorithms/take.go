@@ -13,11 +13,11 @@ const Never = time.Duration(math.MaxInt64)
 // The returned state is the one to persist when the caller commits.
 //
 // A limit that fails Validate denies everything with RetryAfter Never. A
-// state written by another family (State.Family: say sliding_log's log,
+// state written by another family (say sliding_log's log,
 // the registers of sliding_window or fixed_window's counter) reads as a
 // fresh one, so changing a rule's algorithm never misreads old state; so
 // does a state out of its algorithm's range (see valid.go). now is clamped
-// to 0..maxUnixMicro.
+// to the Unix epoch .. the year 2155 (every stored time stays exact in Lua).
 func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	alg, st, us, ok := read(lim, st, now)
 	if !ok {

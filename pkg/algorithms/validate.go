@@ -71,7 +71,7 @@ func (l Limit) refillsInTime() bool {
 }
 
 // validateCalendar checks a Limit with Calendar set: a window algorithm
-// (Info.Calendar), and a Period of whole Months no longer, at the
+// (Info.Calendar), and a Period of whole Months (n Month) no longer, at the
 // longest months, than MaxPeriod.
 func (l Limit) validateCalendar() []error {
 	var errs []error
