@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
@@ -23,6 +24,10 @@ import (
 const (
 	diffSequences = 100
 	diffSteps     = 100 // diffSequences*diffSteps = 10^4 steps per algorithm
+	// evalSequences is TestDifferential's share in make test: the EVAL
+	// script runs the library's code, which TestDifferentialFunction runs
+	// at full size (RATELIMITD_SOAK runs both so).
+	evalSequences = 25
 )
 
 func TestDifferential(t *testing.T) {
@@ -38,9 +43,13 @@ func TestDifferential(t *testing.T) {
 	queue := func(ctx context.Context, pipe redis.Pipeliner, keys []string, args []any) *redis.Cmd {
 		return pipe.EvalSha(ctx, hash, keys, args...)
 	}
+	seqs := evalSequences
+	if testkit.Soak() {
+		seqs = diffSequences
+	}
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
-			differential(t, rdb, queue, alg)
+			differential(t, rdb, queue, alg, seqs)
 		})
 	}
 }
@@ -61,7 +70,7 @@ func TestDifferentialFunction(t *testing.T) {
 	}
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
-			differential(t, rdb, queue, alg)
+			differential(t, rdb, queue, alg, diffSequences)
 		})
 	}
 }
@@ -104,9 +113,9 @@ type diffPending struct {
 	denials bool // and its denials (scripts.WithDenials)
 }
 
-func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorithms.Algorithm) {
+func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorithms.Algorithm, sequences int) {
 	r := &diffRun{t: t, rdb: rdb, queue: queue, rng: newRand(t), goState: model{}, ttlFor: map[string]int64{}, deadline: map[string]int64{}, months: map[string]int64{}}
-	r.seqs = make([]*sequence, diffSequences)
+	r.seqs = make([]*sequence, sequences)
 	for i := range r.seqs {
 		s := &sequence{
 			keys: [4]string{fmt.Sprintf("diff:%s:%d:a", alg, i), fmt.Sprintf("diff:%s:%d:b", alg, i),
@@ -129,7 +138,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 			r.judge(step, i, s, steps[i])
 		}
 	}
-	t.Logf("%d steps: %d ops allowed, %d denied; %d writes kept their key's TTL", diffSequences*diffSteps, r.allowed, r.denied, r.kept)
+	t.Logf("%d steps: %d ops allowed, %d denied; %d writes kept their key's TTL", sequences*diffSteps, r.allowed, r.denied, r.kept)
 	if alg.Info().Counter && r.kept < diffSteps {
 		t.Errorf("only %d writes kept their key's TTL: the test barely judges them", r.kept)
 	}

@@ -12,7 +12,7 @@ import (
 // leaseLimit is every hot counter's limit per day; leaseBucketT is the
 // gcra's emission interval (a day / leaseLimit).
 const (
-	leaseLimit   = 2000
+	leaseLimit   = 1000
 	leaseBucketT = 24 * time.Hour / leaseLimit
 )
 
@@ -23,15 +23,15 @@ descriptors:
   - key: hot
     value: fixed_window
     lease: true
-    rate_limit: {unit: day, requests_per_unit: 2000}
+    rate_limit: {unit: day, requests_per_unit: 1000}
   - key: hot
     value: sliding_window
     lease: true
-    rate_limit: {unit: day, requests_per_unit: 2000, algorithm: sliding_window}
+    rate_limit: {unit: day, requests_per_unit: 1000, algorithm: sliding_window}
   - key: hot
     value: gcra
     lease: true
-    rate_limit: {unit: day, requests_per_unit: 2000, algorithm: gcra}
+    rate_limit: {unit: day, requests_per_unit: 1000, algorithm: gcra}
   - key: returned
     rate_limit: {unit: day, requests_per_unit: 100000}
   - key: exact
@@ -111,7 +111,7 @@ func checkHotNeverOverAdmit(t *testing.T, replicas []*service) {
 // back to Redis. Then the same on the other replica, ended by a reload
 // that changes the rule.
 func checkLeasesReturned(t *testing.T, replicas []*service, configDir string) {
-	const sent = 2000
+	const sent = 800
 	if got := countAdmitted(t, replicas[:1], 16, sent/16, request("lease", desc("returned", "r"))); got != sent {
 		t.Fatalf("admitted %d of %d far below the limit", got, sent)
 	}

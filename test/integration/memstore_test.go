@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,7 +43,7 @@ func TestMemstoreEvictionsCounted(t *testing.T) {
 // (RATELIMITD_SOAK set); make test covers the same on memstore's fake clock:
 // TestRequestsLeaveExpiryToTheSweeper and TestSweeperFreesMemoryOnceIdle.
 func TestMemstoreWindowBoundary(t *testing.T) {
-	if testing.Short() || os.Getenv("RATELIMITD_SOAK") == "" {
+	if testing.Short() || !testkit.Soak() {
 		t.Skip("fills 200,000 keys and waits for a window boundary; make test-soak runs it")
 	}
 	const keys = 200_000

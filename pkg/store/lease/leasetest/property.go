@@ -16,50 +16,6 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
 )
 
-// Replicas is how many lease stores share the backend.
-const Replicas = 3
-
-// SoundSeeds is how many random runs "sound" makes per algorithm.
-const SoundSeeds = 4
-
-// Limits are the leasable limits the property runs over, one per
-// algorithm the registry says leases (algorithms.Info), so that
-// a new one is covered as soon as its row says it leases. Windows get 500
-// a second; buckets take turns over the bucket shapes: a burst below the
-// rate, none, and a burst above a rate whose emission interval (1s/700)
-// is not a whole number of µs.
-func Limits() []algorithms.Limit {
-	bucketShapes := []algorithms.Limit{
-		{Requests: 500, Period: time.Second, Burst: 250},
-		{Requests: 500, Period: time.Second},
-		{Requests: 700, Period: time.Second, Burst: 900},
-	}
-	var out []algorithms.Limit
-	buckets := 0
-	for _, a := range algorithms.All() {
-		lim := algorithms.Limit{Requests: 500, Period: time.Second}
-		switch info := a.Info(); {
-		case !info.WindowLease && !info.BucketLease:
-			continue
-		case info.BucketLease:
-			lim = bucketShapes[buckets%len(bucketShapes)]
-			buckets++
-		}
-		lim.Algorithm = a
-		out = append(out, lim)
-	}
-	return out
-}
-
-// Other is lim with another rate, for the second counter of a batch.
-func Other(lim algorithms.Limit) algorithms.Limit {
-	lim.Requests = lim.Requests * 3 / 5
-	if lim.Burst != 0 {
-		lim.Burst = lim.Burst * 3 / 5
-	}
-	return lim
-}
-
 // Property runs, for every limit of Limits, Replicas lease stores over
 // lenders from newLender (which must share one backend and read clock):
 //
@@ -78,14 +34,20 @@ func Other(lim algorithms.Limit) algorithms.Limit {
 //
 // It logs the admitted/limit ratios and the crash's loss (the killed
 // replica's unused hits).
-func Property(t *testing.T, clock *storetest.Clock, newLender func() store.Lender) {
+func Property(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, opts ...Option) {
+	sc := scale{seeds: 4, periods: 20}
+	for _, o := range opts {
+		o(&sc)
+	}
 	for i, lim := range Limits() {
 		t.Run(lim.Algorithm.String(), func(t *testing.T) {
-			for seed := range uint64(SoundSeeds) {
-				t.Run(fmt.Sprintf("sound/%d", seed), func(t *testing.T) { sound(t, clock, newLender, lim, uint64(i+1)<<8|seed) })
+			for seed := range sc.seeds {
+				t.Run(fmt.Sprintf("sound/%d", seed), func(t *testing.T) {
+					sound(t, clock, newLender, lim, uint64(i+1)<<8|seed, sc.periods)
+				})
 			}
-			t.Run("load", func(t *testing.T) { load(t, clock, newLender, lim, uint64(i+1)) })
-			t.Run("hot", func(t *testing.T) { hot(t, clock, newLender, lim, uint64(i+1)) })
+			t.Run("load", func(t *testing.T) { load(t, clock, newLender, lim, uint64(i+1), sc.periods) })
+			t.Run("hot", func(t *testing.T) { hot(t, clock, newLender, lim, uint64(i+1), sc.periods) })
 		})
 	}
 }
@@ -196,11 +158,11 @@ type driven struct {
 }
 
 // drive offers key mult times lim's rate, in hits of 1 to 3, from random
-// replicas for 20 periods, starting on a window boundary so that every
-// window counted is whole.
-func drive(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, lim algorithms.Limit, seed uint64, mult float64) *driven {
+// replicas for periods periods, starting on a window boundary so that
+// every window counted is whole.
+func drive(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, lim algorithms.Limit, seed uint64, mult float64, periods int) *driven {
 	rng := rand.New(rand.NewPCG(seed, 95))
-	d := &driven{sim: newSim(t, clock, newLender), key: keyPrefix(t) + "hot", lim: lim, periods: 20}
+	d := &driven{sim: newSim(t, clock, newLender), key: keyPrefix(t) + "hot", lim: lim, periods: periods}
 	p := lim.Period
 	d.advance(clock.Now().Truncate(p).Add(p).Sub(clock.Now()))
 	d.start = clock.Now()
@@ -233,8 +195,8 @@ func (d *driven) finish() (st lease.Stats, total uint64, perWindow []uint64) {
 
 // load offers twice the limit: at least 95% of it is admitted per window
 // (windows), or of capacity + rate*elapsed (buckets).
-func load(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, lim algorithms.Limit, seed uint64) {
-	d := drive(t, clock, newLender, lim, seed, 2)
+func load(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, lim algorithms.Limit, seed uint64, periods int) {
+	d := drive(t, clock, newLender, lim, seed, 2, periods)
 	st, total, perWindow := d.finish()
 	local := float64(st.LocalHits) / float64(max(total, 1))
 	if windowed(lim) {
@@ -276,8 +238,8 @@ func hotLocalShare(lim algorithms.Limit) float64 {
 
 // hot offers half the limit: nothing is denied, and at least
 // hotLocalShare of the hits are answered without the backend.
-func hot(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, lim algorithms.Limit, seed uint64) {
-	d := drive(t, clock, newLender, lim, seed, 0.5)
+func hot(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, lim algorithms.Limit, seed uint64, periods int) {
+	d := drive(t, clock, newLender, lim, seed, 0.5, periods)
 	st, total, _ := d.finish()
 	local := float64(st.LocalHits) / float64(max(total, 1))
 	t.Logf("%d requests, %d denied; %.1f%% of %d hits answered locally, %d blocks (%d refilled ahead), %d returned, %d lapsed",

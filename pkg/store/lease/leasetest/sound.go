@@ -14,12 +14,10 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/storetest"
 )
 
-// soundDuration is how long (on the fake clock) each "sound" run lasts.
-const soundDuration = 20 * time.Second
-
-func sound(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, lim algorithms.Limit, seed uint64) {
+func sound(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, lim algorithms.Limit, seed uint64, periods int) {
 	r := newSoundRun(t, clock, newLender, lim, seed)
-	for clock.Now().Sub(r.start) < soundDuration {
+	r.duration = time.Duration(periods) * lim.Period
+	for clock.Now().Sub(r.start) < r.duration {
 		r.rephase()
 		r.step()
 	}
@@ -35,6 +33,8 @@ type soundRun struct {
 	k1, k2 string
 	limits map[string]algorithms.Limit
 	start  time.Time
+	// duration is how long (on the fake clock) the run lasts.
+	duration time.Duration
 	// The load changes every half period, on the window boundaries too: a
 	// quiet end of a window leaves leases with room, and a busy start of
 	// the next fills it, which is where a block used past its window's end
@@ -96,7 +96,7 @@ func (r *soundRun) step() {
 			r.t.Fatal(err)
 		}
 	}
-	if i := r.rng.IntN(Replicas); !r.crashed && r.clock.Now().Sub(r.start) > soundDuration/2 && r.replicas[i].Stats().Outstanding > 0 {
+	if i := r.rng.IntN(Replicas); !r.crashed && r.clock.Now().Sub(r.start) > r.duration/2 && r.replicas[i].Stats().Outstanding > 0 {
 		// Killed mid-lease: no Close, nothing given back. A new replica
 		// takes its place.
 		r.crashed, r.crashLoss = true, r.replicas[i].Stats().Outstanding
