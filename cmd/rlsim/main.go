@@ -51,7 +51,7 @@ func run() error {
 // the plots differ only by how each algorithm spends it.
 func simLimit(alg algorithms.Algorithm) algorithms.Limit {
 	lim := algorithms.Limit{Algorithm: alg, Requests: 10, Period: 10 * time.Second}
-	if alg.Bucket() {
+	if alg.Info().Bucket {
 		lim.Burst = 10
 	}
 	return lim

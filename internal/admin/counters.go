@@ -31,7 +31,10 @@ func (s *Server) Get(ctx context.Context, r *adminv1.GetRequest) (*adminv1.GetRe
 		if c.Status == service.Counted {
 			d := c.Decision
 			pc.Remaining = d.Remaining
-			pc.Used = c.Rule.Limit.Used(d)
+			// Used never exceeds the capacity, even when usage took the
+			// counter past its limit (docs/counters.md: what it is per algorithm).
+			capacity := c.Rule.Limit.Capacity()
+			pc.Used = capacity - min(d.Remaining, capacity)
 			pc.ResetAfter = durationpb.New(d.ResetAfter)
 			pc.OverLimit = !d.Allowed
 			if !d.Allowed && d.RetryAfter != algorithms.Never {

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
 const calendarYAML = `
@@ -41,7 +43,7 @@ func TestCalendarRules(t *testing.T) {
 		} {
 			r := c.Match("d", []Entry{{tt.key, "v"}})
 			want := tt.calendar && on
-			if r == nil || r.Limit.Calendar != want || (want && r.Limit.Months() != tt.months) {
+			if r == nil || r.Limit.Calendar != want || (want && int64(r.Limit.Period/algorithms.Month) != tt.months) {
 				t.Fatalf("on=%v %s: rule %+v, want calendar %v", on, tt.key, r, want)
 			}
 			suffix := tt.off

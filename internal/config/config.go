@@ -223,7 +223,7 @@ func (c *Config) Match(domain string, entries []Entry) *Rule {
 // then cannot lease (checkLease saw it before it was a calendar limit),
 // and returns false.
 func (b builder) calendar(r *Rule, line int, lease Lease) bool {
-	if !b.calendarMonths || r.Unit != rlsv3.RateLimitResponse_RateLimit_MONTH || !r.Limit.Algorithm.Calendar() {
+	if !b.calendarMonths || r.Unit != rlsv3.RateLimitResponse_RateLimit_MONTH || !r.Limit.Algorithm.Info().Calendar {
 		return true
 	}
 	r.Limit.Calendar = true

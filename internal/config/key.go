@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
 // KeyBuilder names the store key of a matched rule's counter:
@@ -30,13 +32,13 @@ func newKeyParts(r *Rule) keyParts {
 	domain := sb.String()
 	sb.Reset()
 	sb.WriteString("}:")
-	sb.WriteString(r.Limit.Algorithm.KeyName())
+	sb.WriteString(r.Limit.Algorithm.Info().KeyName)
 	sb.WriteByte(':')
 	if r.Limit.Calendar {
 		// Calendar months are their own windows: a state of 30-day
 		// windows must not be read as one (USE_CALENDAR_MONTH_RATE_LIMIT
 		// turned on or off starts fresh counters).
-		sb.WriteString(strconv.FormatInt(r.Limit.Months(), 10))
+		sb.WriteString(strconv.FormatInt(int64(r.Limit.Period/algorithms.Month), 10))
 		sb.WriteString("mo")
 	} else {
 		writePeriod(&sb, r.Limit.Period)

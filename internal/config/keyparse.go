@@ -79,8 +79,12 @@ func (b KeyBuilder) ParseKey(key string) (ParsedKey, error) {
 	if pk.Algorithm, pk.Period, pk.Calendar, err = parseSuffix(rest); err != nil {
 		return pk, fmt.Errorf("%q: %w", key, err)
 	}
-	if a, ok := algorithms.ParseKeyName(pk.Algorithm); ok {
-		pk.Algorithm = a.String()
+	for _, a := range algorithms.All() {
+		// A key names its algorithm by Info.KeyName (fixed_window.int).
+		if a.Info().KeyName == pk.Algorithm {
+			pk.Algorithm = a.String()
+			break
+		}
 	}
 	return pk, nil
 }

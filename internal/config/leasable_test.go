@@ -7,7 +7,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
-// The loader refuses lease: true on the limits algorithms.Limit.Leasable
+// The loader refuses lease: true on the limits lease.Leasable
 // refuses (the rule the lease decorator follows), and names for each the
 // field that prevents it: the generic refusal is only for an algorithm
 // added to the registry without a reason here.

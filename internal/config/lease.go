@@ -5,6 +5,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/yamldoc"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
 // leaseRefused says why a limit cannot lease: the field to blame (empty
@@ -13,11 +14,11 @@ type leaseRefused struct {
 	field, reason string
 }
 
-// leaseRefusal is nil when lim can lease (algorithms.Limit.Leasable), and
+// leaseRefusal is nil when lim can lease (lease.Leasable), and
 // else names what prevents it, for the loader's error.
 func leaseRefusal(lim algorithms.Limit) *leaseRefused {
 	switch {
-	case lim.Leasable():
+	case lease.Leasable(lim):
 		return nil
 	case lim.Validate() != nil:
 		return &leaseRefused{"", "an invalid limit cannot lease"}
@@ -29,7 +30,7 @@ func leaseRefusal(lim algorithms.Limit) *leaseRefused {
 		return &leaseRefused{"refill_interval", "a token_bucket with refill_interval cannot lease: stepped refills are not a continuous bucket whose emission slots can be reserved ahead"}
 	case lim.MaxDebt != 0:
 		return &leaseRefused{"max_debt", "a token_bucket with max_debt cannot lease: debt is not a continuous bucket whose emission slots can be reserved ahead"}
-	case lim.Calendar && lim.Algorithm.ResetLag() > 0:
+	case lim.Calendar && lim.Algorithm.Info().ResetLag > 0:
 		return &leaseRefused{"", "a " + lim.Algorithm.String() + " of calendar months cannot lease: a block ends a window before the reset its replica is told, and calendar months differ in length"}
 	}
 	return &leaseRefused{"algorithm", lim.Algorithm.String() + " cannot lease"}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
 // leaseYAML says lease, or not, in every way a rule can.
@@ -224,7 +225,7 @@ func TestParseLeaseBad(t *testing.T) {
 func TestParseLeaseFalseAnywhere(t *testing.T) {
 	for _, alg := range algorithms.All() {
 		for _, opts := range []string{"", ", refill_interval: 100ms", ", max_debt: 2"} {
-			if opts != "" && !alg.Stepped() {
+			if opts != "" && !alg.Info().Stepped {
 				continue
 			}
 			doc := "domain: d\ndescriptors:\n  - key: k\n    lease: false\n    rate_limit: {unit: second, requests_per_unit: 10, algorithm: " + alg.String() + opts + "}\n"
@@ -239,8 +240,8 @@ func TestParseLeaseFalseAnywhere(t *testing.T) {
 			}
 			doc = strings.Replace(doc, "lease: false", "lease: true", 1)
 			_, err := Parse([]File{{Name: "f.yaml", Data: []byte(doc)}})
-			if (err == nil) != lim.Leasable() {
-				t.Errorf("%s%s with lease: true: %v, Leasable %v", alg, opts, err, lim.Leasable())
+			if (err == nil) != lease.Leasable(lim) {
+				t.Errorf("%s%s with lease: true: %v, Leasable %v", alg, opts, err, lease.Leasable(lim))
 			}
 		}
 	}

@@ -18,9 +18,9 @@ func TestParseOptionsFollowRegistry(t *testing.T) {
 		yaml    string
 		applies func(algorithms.Algorithm) bool
 	}{
-		"burst":           {"burst: 5", algorithms.Algorithm.Bucket},
-		"refill_interval": {"refill_interval: 10ms", algorithms.Algorithm.Stepped},
-		"max_debt":        {"max_debt: 1", algorithms.Algorithm.Stepped},
+		"burst":           {"burst: 5", func(a algorithms.Algorithm) bool { return a.Info().Bucket }},
+		"refill_interval": {"refill_interval: 10ms", func(a algorithms.Algorithm) bool { return a.Info().Stepped }},
+		"max_debt":        {"max_debt: 1", func(a algorithms.Algorithm) bool { return a.Info().Stepped }},
 	}
 	for _, alg := range algorithms.All() {
 		for name, o := range options {

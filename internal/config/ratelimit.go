@@ -78,7 +78,7 @@ func (r *reader) rateLimitField(b *rateLimitBlock, p pair) bool {
 		var name string
 		if name, ok = r.str(p.val, sub); ok {
 			var err error
-			if rule.Limit.Algorithm, err = algorithms.Parse(name); err != nil {
+			if rule.Limit.Algorithm, err = parseAlgorithm(name); err != nil {
 				r.errorf(p.val, sub, "%v", err)
 				ok = false
 			}
@@ -148,8 +148,10 @@ func (r *reader) buildLimit(b *rateLimitBlock) {
 	if rule.Limit.Algorithm == 0 {
 		rule.Limit.Algorithm = algorithms.FixedWindow
 	}
-	if b.burst != 0 && !rule.Limit.Algorithm.Bucket() {
-		r.errorf(b.keys["burst"], yamldoc.Join(b.field, "burst"), "applies to %s only, not %s", algorithms.NamesOf(algorithms.Algorithm.Bucket), rule.Limit.Algorithm)
+	if b.burst != 0 && !rule.Limit.Algorithm.Info().Bucket {
+		// Validate words the refusal, naming the algorithms burst applies to.
+		refused := algorithms.Limit{Algorithm: rule.Limit.Algorithm, Requests: 1, Period: time.Second, Burst: 1}.Validate()
+		r.errorf(b.keys["burst"], yamldoc.Join(b.field, "burst"), "%s", strings.TrimPrefix(refused.Error(), "burst "))
 		b.valid = false
 		return
 	}

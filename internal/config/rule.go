@@ -7,6 +7,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
 // Entry is one (key, value) pair of a request descriptor.
@@ -183,7 +184,7 @@ func (l Lease) String() string {
 
 // Leases reports whether the store may lease blocks of this rule's counter
 // (store.Request.Lease): the rule's lease field, or global (LEASE_ENABLED)
-// where it is unset, and only for a limit that can lease (algorithms.Limit.Leasable). An
+// where it is unset, and only for a limit that can lease (lease.Leasable). An
 // unlimited rule never reaches a store, so it never leases.
 func (r *Rule) Leases(global bool) bool {
 	switch {
@@ -192,7 +193,7 @@ func (r *Rule) Leases(global bool) bool {
 	case r.Lease == LeaseUnset && !global:
 		return false
 	default:
-		return r.Limit.Leasable()
+		return lease.Leasable(r.Limit)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
 // TestHoldOf: which ops of a denied request its RetryAfter waits for.
@@ -36,14 +37,14 @@ func TestHoldOf(t *testing.T) {
 		{"enforce and every quota denied", []op{{E, false, false}, {Q, false, false}}, []hold{must, either}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ops := make([]algorithms.Op, len(tt.ops))
-			ds := make([]algorithms.Decision, len(tt.ops))
+			reqs := make([]store.Request, len(tt.ops))
+			res := make([]store.Result, len(tt.ops))
 			for i, o := range tt.ops {
-				ops[i].Mode, ops[i].Joined, ds[i].Allowed = o.mode, o.joined, o.allowed
+				reqs[i].Mode, reqs[i].Joined, res[i].Allowed = o.mode, o.joined, o.allowed
 			}
-			v := algorithms.VerdictOf(ops, ds)
+			q := quotaDenied(reqs, res)
 			for i, o := range tt.ops {
-				if h := holdOf(v, o.mode, o.allowed); h != tt.holds[i] {
+				if h := holdOf(q, o.mode, o.allowed); h != tt.holds[i] {
 					t.Errorf("op %d: hold %d, want %d", i, h, tt.holds[i])
 				}
 			}

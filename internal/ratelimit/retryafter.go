@@ -17,7 +17,7 @@ import (
 // first and the request still waits for the hour; so can a descriptor's
 // deciding limit, when several of its limits are spent.
 func retryAfter(p *plan, results []store.Result) time.Duration {
-	verdict := store.VerdictOf(p.reqs, results)
+	everyQuotaDenied := quotaDenied(p.reqs, results)
 	var mustWait time.Duration
 	// alternatives holds each quota alternative's wait, by its first op.
 	var alternatives []altWait
@@ -25,7 +25,7 @@ func retryAfter(p *plan, results []store.Result) time.Duration {
 		if sl.kind != counted {
 			continue
 		}
-		h := holdOf(verdict, p.reqs[sl.req].Mode, results[sl.decider].Allowed)
+		h := holdOf(everyQuotaDenied, p.reqs[sl.req].Mode, results[sl.decider].Allowed)
 		if h == free {
 			continue
 		}
@@ -56,21 +56,32 @@ const (
 	either
 )
 
-// holdOf is how an op of mode m, allowed or not, holds back a request of
-// verdict v: a denied Enforce op must get room; when every Quota
-// alternative is denied, any one of them getting room would do.
-func holdOf(v algorithms.Verdict, m algorithms.Mode, allowed bool) hold {
+// holdOf is how an op of mode m, allowed or not, holds back a request: a
+// denied Enforce op must get room; when every Quota alternative is denied
+// (quotaDenied), any one of them getting room would do.
+func holdOf(quotaDenied bool, m algorithms.Mode, allowed bool) hold {
 	switch {
 	case allowed || m == algorithms.Shadow || m == algorithms.Spare || m == algorithms.NegativeHits:
 		return free
 	case m == algorithms.Quota:
-		if v.QuotaDenied() {
+		if quotaDenied {
 			return either
 		}
 		return free
 	default:
 		return must
 	}
+}
+
+// quotaDenied reports whether reqs, decided as results, had Quota
+// alternatives and every one was denied: the verdict of the Quota ops
+// alone, every other op added as allowed.
+func quotaDenied(reqs []store.Request, results []store.Result) bool {
+	var v algorithms.Verdict
+	for i, r := range reqs {
+		v.Add(r.Mode, r.Joined, results[i].Allowed || r.Mode != algorithms.Quota)
+	}
+	return v.Denied()
 }
 
 type altWait struct {

@@ -9,6 +9,7 @@ import (
 	rlqsv3 "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
 
 	"github.com/ratelimitd/ratelimitd/internal/satmath"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
 // bucket is one BucketId of one stream: what it maps to, how busy Envoy
@@ -149,7 +150,7 @@ func (b *bucket) holds(now time.Time, margin time.Duration) bool {
 func (b *bucket) horizon() time.Duration {
 	var p time.Duration
 	for _, ct := range b.tgt.counters {
-		p = max(p, windowLength(ct.limit.Calendar, ct.limit.Months(), ct.limit.Period))
+		p = max(p, windowLength(ct.limit.Calendar, int64(ct.limit.Period/algorithms.Month), ct.limit.Period))
 	}
 	return p
 }

@@ -3,6 +3,8 @@ package rlqs
 import (
 	"math"
 	"time"
+
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
 // verdict is what a bucket of window limits needs now.
@@ -106,7 +108,7 @@ func (b *bucket) limit() uint64 {
 func (b *bucket) starting(now time.Time, known func(string) (span, bool), d time.Duration) bool {
 	for _, ct := range b.tgt.counters {
 		sp, ok := known(ct.key)
-		if ok && sp.end.Sub(now) < windowLength(ct.limit.Calendar, ct.limit.Months(), ct.limit.Period)-d {
+		if ok && sp.end.Sub(now) < windowLength(ct.limit.Calendar, int64(ct.limit.Period/algorithms.Month), ct.limit.Period)-d {
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ratelimitd/ratelimitd/internal/config"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 )
 
 // kind is what a bucket is assigned, decided by the rule it matches.
@@ -97,7 +98,7 @@ func classify(rule *config.Rule, shadow bool) kind {
 		}
 	}
 	for _, r := range limits {
-		if r.Lease == config.LeaseOff || r.Limit.Algorithm.Lease() != algorithms.WindowLease || !r.Limit.Leasable() {
+		if r.Lease == config.LeaseOff || !r.Limit.Algorithm.Info().WindowLease || !lease.Leasable(r.Limit) {
 			return kindUnserved
 		}
 	}

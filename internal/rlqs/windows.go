@@ -27,7 +27,7 @@ func spanOf(lim algorithms.Limit, d algorithms.Decision, sent, got time.Time) sp
 	// A window whose ResetAfter runs past its end (sliding_window's, to
 	// the end of the next window while this one has hits: the registry's
 	// ResetLag) gives room back before it ends.
-	lag := time.Duration(lim.Algorithm.ResetLag()) * lim.Period
+	lag := time.Duration(lim.Algorithm.Info().ResetLag) * lim.Period
 	sliding := lag > 0
 	if sliding && rest > lag {
 		rest -= lag

@@ -11,7 +11,7 @@ import (
 // reported it: enough for Undo to take it back exactly (see
 // algorithms.Undo for what "exactly" means per algorithm). It is the Go
 // reference's own type, so the stores pass charges on without copying.
-type Charge = algorithms.KeyCharge
+type Charge = algorithms.Charge
 
 // WithCharges makes the take whose ARGV Encode built reply its charges too
 // (Decode): a third argument. Without it the reply stays 5 values per op,
@@ -57,9 +57,9 @@ func decodeCharges(vals values, ops []algorithms.Op, at int) ([]Charge, error) {
 		}
 		c := Charge{Key: ops[op-1].Key, Limit: ops[op-1].Limit}
 		c.Applied = uint64(f[1])
-		fam := ops[op-1].Limit.Algorithm.Family()
-		c.After = algorithms.FromRegisters(f[2], f[3], f[4], f[5]).As(fam)
-		if fam == algorithms.Log {
+		alg := ops[op-1].Limit.Algorithm
+		c.After = FromRegisters(alg, f[2], f[3], f[4], f[5])
+		if alg.Info().Log {
 			c.After = algorithms.State{ExpiresAt: f[5]}
 			for i := 0; i < len(entries); i += 2 {
 				c.After.Log = append(c.After.Log, algorithms.LogEntry{At: f[2], Seq: entries[i], Hits: entries[i+1]})
@@ -102,10 +102,10 @@ func encodeUndo(charges []Charge, now time.Time, short bool) ([]string, []any, e
 	for i, c := range charges {
 		keys[i] = c.Key
 		st := c.After
-		a, b, cc := st.Registers()
+		a, b, cc := Registers(st)
 		// A counter of calendar months goes in the long form: its tag needs
 		// its limit's months (lua/counter.lua).
-		if short && c.Limit.Algorithm.Family() == algorithms.Counter && !c.Limit.Calendar && c.Limit.Validate() == nil && c.Applied > 0 && len(st.Log) == 0 {
+		if short && c.Limit.Algorithm.Info().Counter && !c.Limit.Calendar && c.Limit.Validate() == nil && c.Applied > 0 && len(st.Log) == 0 {
 			args = append(args, undoCounterTag, min(c.Applied, maxHits), a, st.ExpiresAt)
 			continue
 		}

@@ -32,9 +32,9 @@ func counterTag(start, p, months int64) int64 {
 func PackCounter(st algorithms.State) string { return PackCounterMonths(st, 0) }
 
 // PackCounterMonths is PackCounter for a limit whose windows are months
-// calendar months (algorithms.Limit.Months; 0 for epoch windows).
+// calendar months (calendarMonths; 0 for epoch windows).
 func PackCounterMonths(st algorithms.State, months int64) string {
-	w := st.Window()
+	w := algorithms.ViewOf[algorithms.Window](st)
 	return strconv.FormatInt(w.Count*counterTags+counterTag(w.Start, st.ExpiresAt-w.Start, months), 10)
 }
 
@@ -72,5 +72,5 @@ func UnpackCounter(v string, p time.Duration, now time.Time) (st algorithms.Stat
 	if n%counterTags != counterTag(start, period, 0) {
 		return algorithms.State{}, true
 	}
-	return algorithms.Window{Start: start, Count: n / counterTags}.State(start + period).As(algorithms.Counter), true
+	return algorithms.StateOf(algorithms.FixedWindow, algorithms.Window{Start: start, Count: n / counterTags}, start+period), true
 }

@@ -27,10 +27,10 @@ func randomLimit(rng *rand.Rand, alg algorithms.Algorithm) algorithms.Limit {
 		if rng.IntN(50) == 0 {
 			lim.Requests = 0
 		}
-		if alg.Bucket() && rng.IntN(2) == 0 {
+		if alg.Info().Bucket && rng.IntN(2) == 0 {
 			lim.Burst = 1 + rng.Uint64N(3*max(lim.Requests, 1))
 		}
-		if alg.Stepped() {
+		if alg.Info().Stepped {
 			if rng.IntN(2) == 0 {
 				lim.RefillInterval = time.Duration(1+rng.Int64N(lim.Period.Microseconds())) * time.Microsecond
 			}
@@ -38,7 +38,7 @@ func randomLimit(rng *rand.Rand, alg algorithms.Algorithm) algorithms.Limit {
 				lim.MaxDebt = rng.Uint64N(2*lim.Capacity() + 2)
 			}
 		}
-		if alg.Calendar() && rng.IntN(4) == 0 {
+		if alg.Info().Calendar && rng.IntN(4) == 0 {
 			// Calendar months (USE_CALENDAR_MONTH_RATE_LIMIT), 1 to 3 or 12.
 			lim.Calendar = true
 			lim.Period = algorithms.Month * time.Duration([]int{1, 1, 2, 3, 12}[rng.IntN(5)])
@@ -57,17 +57,17 @@ func mutate(rng *rand.Rand, lim algorithms.Limit) algorithms.Limit {
 		case 0:
 			next.Requests = requestChoices[rng.IntN(len(requestChoices))]
 		case 1:
-			if next.Algorithm.Bucket() {
+			if next.Algorithm.Info().Bucket {
 				next.Burst = rng.Uint64N(3*max(next.Requests, 1) + 1)
 			}
 		case 2:
 			next.Period = periods[rng.IntN(len(periods))]
 		case 3:
-			if next.Algorithm.Stepped() {
+			if next.Algorithm.Info().Stepped {
 				next.MaxDebt = rng.Uint64N(2*next.Capacity() + 2)
 			}
 		case 4:
-			if next.Algorithm.Stepped() {
+			if next.Algorithm.Info().Stepped {
 				next.RefillInterval = time.Duration(rng.Int64N(next.Period.Microseconds()+1)) * time.Microsecond
 			}
 		case 5:
@@ -136,7 +136,7 @@ type sequence struct {
 // pin gives lim the sequence's counter period if it is a Counter's (and
 // valid: an invalid period stays invalid).
 func (s *sequence) pin(lim algorithms.Limit) algorithms.Limit {
-	if lim.Algorithm.Family() == algorithms.Counter && lim.Period != 0 {
+	if lim.Algorithm.Info().Counter && lim.Period != 0 {
 		lim.Period, lim.Calendar = s.counterPeriod, s.counterMonths > 0
 		if lim.Calendar {
 			lim.Period = time.Duration(s.counterMonths) * algorithms.Month

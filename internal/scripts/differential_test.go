@@ -139,7 +139,7 @@ func differential(t *testing.T, rdb *redis.Client, queue queueFunc, alg algorith
 		}
 	}
 	t.Logf("%d steps: %d ops allowed, %d denied; %d writes kept their key's TTL", sequences*diffSteps, r.allowed, r.denied, r.kept)
-	if alg.Family() == algorithms.Counter && r.kept < diffSteps {
+	if alg.Info().Counter && r.kept < diffSteps {
 		t.Errorf("only %d writes kept their key's TTL: the test barely judges them", r.kept)
 	}
 	if r.allowed < diffSteps || r.denied < diffSteps {
@@ -169,7 +169,7 @@ func (r *diffRun) queueStep() []diffPending {
 			s.note("corrupted %s: %s", key, corrupt(ctx, pipe, r.goState, key, s.now, s.counterPeriod, s.counterMonths > 0, r.rng))
 			r.ttlFor[key] = r.goState[key].ExpiresAt
 			delete(r.deadline, key)
-			if st := r.goState[key]; st.Family() == algorithms.Counter {
+			if st := r.goState[key]; isCounterState(st) {
 				// A counter as a take leaves it: until its window ends.
 				r.deadline[key] = st.ExpiresAt
 			}

@@ -104,10 +104,23 @@ func appendLimit(args []any, lim algorithms.Limit) []any {
 // months (lua/calendar.lua).
 func refillField(lim algorithms.Limit) int64 {
 	if lim.Calendar {
-		return lim.Months()
+		return calendarMonths(lim)
 	}
 	return lim.RefillInterval.Microseconds()
 }
+
+// calendarMonths is how many calendar months one window of lim spans
+// (Period/Month, algorithms.Limit.Calendar), 0 for epoch windows.
+func calendarMonths(lim algorithms.Limit) int64 {
+	if !lim.Calendar {
+		return 0
+	}
+	return int64(lim.Period / algorithms.Month)
+}
+
+// maxUnixMicro is the latest clock the scripts accept: every time a state
+// stores stays exact in binary64 (below 2^53 µs) for two MaxPeriods after.
+const maxUnixMicro = maxExact - 1 - 2*int64(algorithms.MaxPeriod/time.Microsecond)
 
 // nowArg is ARGV[1] of both scripts: now in µs, 0 for Redis TIME.
 func nowArg(now time.Time) (int64, error) {
@@ -115,7 +128,7 @@ func nowArg(now time.Time) (int64, error) {
 		return 0, nil
 	}
 	us := now.UnixMicro()
-	if us < 1 || us > algorithms.MaxUnixMicro {
+	if us < 1 || us > maxUnixMicro {
 		return 0, fmt.Errorf("now %s is outside the supported clock range", now.UTC().Format(time.RFC3339Nano))
 	}
 	return us, nil

@@ -162,3 +162,6 @@ func FailingLibrary() (string, bool) {
 	end := i + strings.Index(library[i:], "\n") + 1
 	return library[:end] + "  if keys[k0 + 1] == 'fail' then error('injected failure') end\n" + library[end:], true
 }
+
+// MaxUnixMicro is the latest clock the scripts accept.
+const MaxUnixMicro = maxUnixMicro

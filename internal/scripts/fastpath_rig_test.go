@@ -74,7 +74,7 @@ func (r *fastPathRig) corrupt(fastKeys, slowKeys []string, lims []algorithms.Lim
 	var v string
 	switch r.rng.IntN(6) {
 	case 0:
-		v = scripts.PackRegisters(algorithms.FromRegisters(-5, 1<<60, 3, now+1e12))
+		v = scripts.PackRegisters(scripts.FromRegisters(0, -5, 1<<60, 3, now+1e12))
 	case 1:
 		v = []string{"not a state", "007", "-3", "12.0"}[r.rng.IntN(4)]
 	case 2:
@@ -85,7 +85,7 @@ func (r *fastPathRig) corrupt(fastKeys, slowKeys []string, lims []algorithms.Lim
 		p := lims[k].Period.Microseconds()
 		start := now - now%p + p*int64(r.rng.IntN(3)-1)
 		count := []int64{0, 3, algorithms.MaxCount, algorithms.MaxCount + 1}[r.rng.IntN(4)]
-		v = scripts.PackCounter(algorithms.Window{Start: start, Count: count}.State(start + p))
+		v = scripts.PackCounter(algorithms.StateOf(0, algorithms.Window{Start: start, Count: count}, start+p))
 	}
 	for _, key := range []string{fastKeys[k], slowKeys[k]} {
 		if v == "" {

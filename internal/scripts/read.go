@@ -21,7 +21,7 @@ import (
 // of another type read as the fresh State. It is for tools and tests
 // (storetest's exact case compares it with the reference's).
 func ReadState(ctx context.Context, rdb redis.Cmdable, key string, lim algorithms.Limit, now time.Time) (algorithms.State, error) {
-	if lim.Algorithm.Family() == algorithms.Log {
+	if lim.Algorithm.Info().Log {
 		zs, err := rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
 		if err != nil && !isWrongType(err) {
 			return algorithms.State{}, fmt.Errorf("read %s: %w", key, err)
@@ -34,11 +34,11 @@ func ReadState(ctx context.Context, rdb redis.Cmdable, key string, lim algorithm
 		return algorithms.State{}, nil
 	case err != nil:
 		return algorithms.State{}, fmt.Errorf("read %s: %w", key, err)
-	case lim.Algorithm.Family() == algorithms.Counter:
+	case lim.Algorithm.Info().Counter:
 		st, _ := unpackCounterAt(v, lim, now)
 		return st, nil
 	}
-	st, _ := UnpackRegisters(v)
+	st, _ := UnpackRegisters(lim.Algorithm, v)
 	return st, nil
 }
 
@@ -46,7 +46,7 @@ func isWrongType(err error) bool { return redis.HasErrorPrefix(err, "WRONGTYPE")
 
 // unpackCounterAt is UnpackCounter for lim's windows, calendar months too.
 func unpackCounterAt(v string, lim algorithms.Limit, now time.Time) (algorithms.State, bool) {
-	months := lim.Months()
+	months := calendarMonths(lim)
 	if months == 0 {
 		return UnpackCounter(v, lim.Period, now)
 	}
@@ -62,7 +62,7 @@ func unpackCounterAt(v string, lim algorithms.Limit, now time.Time) (algorithms.
 	if n%counterTags != counterTag(start.UnixMicro(), 0, months) {
 		return algorithms.State{}, true
 	}
-	return algorithms.Window{Start: start.UnixMicro(), Count: n / counterTags}.State(end.UnixMicro()).As(algorithms.Counter), true
+	return algorithms.StateOf(lim.Algorithm, algorithms.Window{Start: start.UnixMicro(), Count: n / counterTags}, end.UnixMicro()), true
 }
 
 // parseLog reads a log's members "at:seq:hits" and its meta member

@@ -28,10 +28,14 @@ func TestDispatchMatchesRegistry(t *testing.T) {
 	if len(rows) != len(algorithms.All()) {
 		t.Fatalf("ALGS has %d rows, the registry %d algorithms", len(rows), len(algorithms.All()))
 	}
-	kinds := map[algorithms.Family]string{algorithms.Registers: "REGS", algorithms.Log: "LOG", algorithms.Counter: "COUNT"}
 	for i, a := range algorithms.All() {
 		n, _ := strconv.Atoi(rows[i][1])
-		kind, zero := kinds[a.Family()], strconv.FormatBool(a.CountsAtZero())
+		kind, zero := "REGS", strconv.FormatBool(a.Info().CountsAtZero)
+		if a.Info().Log {
+			kind = "LOG"
+		} else if a.Info().Counter {
+			kind = "COUNT"
+		}
 		if algorithms.Algorithm(n) != a || rows[i][2] != kind || rows[i][3] != zero || rows[i][4] != a.String() || rows[i][5] != a.String()+"_force" ||
 			rows[i][6] != a.String()+"_undo" || rows[i][7] != a.String()+"_valid" || rows[i][8] != a.String()+"_refund" {
 			t.Errorf("ALGS row %d is %q, want [%d] kind %s zero %s take %s", i, rows[i][0], a, kind, zero, a)
@@ -58,13 +62,13 @@ func luaParams(a algorithms.Algorithm) map[string]string {
 	name := a.String()
 	params := map[string]string{name: "lim, ", name + "_force": "lim, ", name + "_valid": "lim, ", name + "_undo": "lim, key, ch, now)",
 		name + "_refund": "lim, key, h, now)"}
-	if a.Family() != algorithms.Log {
+	if !a.Info().Log {
 		params[name] = "r, p, cap, refill, debt, a, b, c, e, h, now)"
 		params[name+"_force"] = "r, p, cap, refill, debt, a, b, c, e, h, now)"
 		params[name+"_valid"] = "r, p, cap, refill, debt, a, b, c, now)"
 		params[name+"_refund"] = "r, p, cap, refill, debt, a, b, c, e, h, now)"
 	}
-	if a.Family() == algorithms.Registers {
+	if info := a.Info(); !info.Log && !info.Counter {
 		params[name+"_undo"] = "lim, st, ch, now)"
 	}
 	return params

@@ -37,11 +37,11 @@ func TestTakeUsesRedisTime(t *testing.T) {
 	if !d[0].Allowed || d[0].Remaining != 9 || d[0].ResetAfter != 6*time.Minute {
 		t.Fatalf("decision %s", fmtDecision(d[0]))
 	}
-	st, ok := scripts.UnpackRegisters(rdb.Get(ctx, "clock").Val())
+	st, ok := scripts.UnpackRegisters(0, rdb.Get(ctx, "clock").Val())
 	if !ok {
 		t.Fatalf("clock holds %q, not a register state", rdb.Get(ctx, "clock").Val())
 	}
-	anchor, _, _ := st.Registers()
+	anchor, _, _ := scripts.Registers(st)
 	if anchor < before.UnixMicro() || anchor > after.UnixMicro() {
 		t.Fatalf("script time %d outside Redis TIME %d..%d", anchor, before.UnixMicro(), after.UnixMicro())
 	}
@@ -150,7 +150,7 @@ func TestTakeErrors(t *testing.T) {
 	if d, err := takeDecisions(r.Take(ctx, nil, nil, time.Time{})); err != nil || len(d) != 0 {
 		t.Fatalf("no ops: %v, %v", d, err)
 	}
-	for _, now := range []time.Time{time.Unix(-1, 0), time.UnixMicro(algorithms.MaxUnixMicro + 1)} {
+	for _, now := range []time.Time{time.Unix(-1, 0), time.UnixMicro(scripts.MaxUnixMicro + 1)} {
 		if _, err := takeDecisions(r.Take(ctx, nil, op, now)); err == nil || !strings.Contains(err.Error(), "clock range") {
 			t.Fatalf("now %v: err %v", now, err)
 		}

@@ -141,7 +141,7 @@ func (u *undoRun) undoAndCheck(rng *rand.Rand, trial int, m model, before algori
 	if err := u.rdb.EvalSha(context.Background(), u.undoSHA, keys, args...).Err(); err != nil {
 		t.Fatalf("trial %d: undo: %v", trial, err)
 	}
-	m[key] = algorithms.Undo(lim, m[key], charges[0].Charged, time.UnixMicro(now))
+	m[key] = algorithms.Undo(m[key], charges[0], time.UnixMicro(now))
 	if err := sameState(m[key], u.read(key), now); err != nil {
 		t.Fatalf("trial %d %+v: after undo: %v", trial, lim, err)
 	}
@@ -203,7 +203,7 @@ func (u *undoRun) read(key string) stored {
 	return r.result()
 }
 
-func sameCharged(a, b algorithms.Charged) bool {
+func sameCharged(a, b algorithms.Charge) bool {
 	return a.Applied == b.Applied && sameRegisters(a.After, b.After) && slices.Equal(a.After.Log, b.After.Log)
 }
 

@@ -13,10 +13,9 @@ import "time"
 type Limit struct {
 	Algorithm Algorithm
 	// Calendar makes the windows of fixed_window and sliding_window UTC
-	// calendar months (USE_CALENDAR_MONTH_RATE_LIMIT): Period is then a
-	// whole number of Months, and each window spans that many calendar
-	// months, however long they are (see Months). On any other algorithm
-	// it fails Validate. (Beside Algorithm, it fits in that byte's word:
+	// calendar months (USE_CALENDAR_MONTH_RATE_LIMIT): Period is then n
+	// Month, and each window spans n calendar months, however long they
+	// are. On any other algorithm it fails Validate. (Beside Algorithm, it fits in that byte's word:
 	// Limit stays six words, and every op and request that holds one.)
 	Calendar bool
 	// Requests admitted per Period (requests_per_unit). Zero admits nothing.
@@ -24,7 +23,7 @@ type Limit struct {
 	// Period is unit x unit_multiplier; a whole number of seconds in config.
 	Period time.Duration
 	// Burst is the bucket capacity for token_bucket, leaky_bucket and gcra
-	// (Algorithm.Bucket). Zero means Requests; on another algorithm it
+	// (Info.Bucket). Zero means Requests; on another algorithm it
 	// fails Validate.
 	Burst uint64
 	// RefillInterval makes token_bucket add tokens in steps of
@@ -58,7 +57,7 @@ type Decision struct {
 	// fit.
 	RetryAfter time.Duration
 	// RemainingBefore is set on a denial whose hits were recorded past the
-	// limit anyway (Record: usage, and shadow and quota ops of an admitted
+	// limit anyway (record: usage, and shadow and quota ops of an admitted
 	// batch), whose Remaining is then 0: what was left before its hits, so
 	// that the hits that fit can be told from those past the limit (as
 	// envoyproxy's near_limit and over_limit stats do). Zero otherwise.

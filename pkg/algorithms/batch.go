@@ -5,9 +5,10 @@ import "time"
 // Batch is what TakeAll decided and did: each op's decision and what it
 // applied, the states to write, and what an admitted batch charged.
 type Batch struct {
-	// Decisions holds one Decision per op, in order; whether the batch was
-	// denied is their Verdict.
+	// Decisions holds one Decision per op, in order.
 	Decisions []Decision
+	// Denied is the batch's Verdict: whether it was denied.
+	Denied bool
 	// Applied holds, per op, what it did to its key's state, in its
 	// algorithm's unit: the hits a window counted or a log logged, the
 	// tokens a bucket gave, the units a meter rose, the emission intervals
@@ -29,16 +30,17 @@ type Batch struct {
 	// batch first names them. None for a denied batch, which charged only
 	// usage and refunds, and none for a key named under two limits (which
 	// no config does): their units need not add up.
-	Charges []KeyCharge
+	Charges []Charge
 }
 
 // TakeAll decides ops as one atomic unit, the contract every store
 // implements. Ops are evaluated in order, each against the state the ops
 // before it left (a key named twice is judged on its running total).
-// Whether the batch is denied is the Verdict of its decisions.
+// Whether the batch is denied (Batch.Denied) is the Verdict of its
+// decisions.
 //
 // An admitted batch charges every op in full: Shadow and Quota ops and
-// Usage ops are recorded past their limits (Record), as envoyproxy counts
+// Usage ops are recorded past their limits (record), as envoyproxy counts
 // every descriptor of a request it admits; Enforce ops were all allowed.
 // A Spare op is the exception: it is charged only when it was allowed
 // (its hits fit), never recorded past its limit, and never denies.
@@ -48,7 +50,7 @@ type Batch struct {
 // (a denied Usage op also reports its first decision), so the decisions'
 // Verdict is the batch's.
 //
-// Refunds (NegativeHits ops) come first: each gives its hits back (Refund)
+// Refunds (NegativeHits ops) come first: each gives its hits back (refund)
 // in batch order, admitted or denied, and every other op is then decided
 // as above on the refunded states, as if the batch held only them and the
 // store held those states (see takeRefunded).
@@ -118,7 +120,7 @@ func newBatch(n int) (Batch, []Decision) {
 // (State{}) or not (say a full bucket expiring at now) would show once the
 // clock goes back.
 func settle(st State, now time.Time) State {
-	if st.ExpiresAt <= min(max(now.UnixMicro(), 0), MaxUnixMicro) {
+	if st.ExpiresAt <= min(max(now.UnixMicro(), 0), maxUnixMicro) {
 		return State{ExpiresAt: 1}
 	}
 	return st

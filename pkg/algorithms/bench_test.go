@@ -11,7 +11,7 @@ func BenchmarkTake(b *testing.B) {
 	for _, alg := range All() {
 		b.Run(alg.String(), func(b *testing.B) {
 			lim := Limit{Algorithm: alg, Requests: 1000, Period: time.Second}
-			if alg.Bucket() {
+			if alg.Info().Bucket {
 				lim.Burst = 100
 			}
 			var st State

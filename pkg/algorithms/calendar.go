@@ -12,9 +12,9 @@ const dayMicros = int64(24 * time.Hour / time.Microsecond)
 // last at most n*longestMonth (the horizon of a calendar window).
 const longestMonth = 31 * 24 * time.Hour
 
-// Months is how many calendar months one window of l spans: Period/Month
+// months is how many calendar months one window of l spans: Period/Month
 // when l.Calendar is set, else 0.
-func (l Limit) Months() int64 {
+func (l Limit) months() int64 {
 	if !l.Calendar {
 		return 0
 	}
@@ -23,10 +23,10 @@ func (l Limit) Months() int64 {
 
 // windowAt is the window of l holding now (Unix µs, >= 0): its start and
 // end. Windows are aligned to the Unix epoch: Period long, or with
-// Calendar, Months() UTC calendar months whose first month's index since
-// January 1970 is a multiple of Months() (3 months: quarters from January).
+// Calendar, months() UTC calendar months whose first month's index since
+// January 1970 is a multiple of months() (3 months: quarters from January).
 func windowAt(l Limit, now int64) (start, end int64) {
-	if n := l.Months(); n > 0 {
+	if n := l.months(); n > 0 {
 		i := monthIndex(now)
 		i -= floorMod(i, n)
 		return monthStart(i), monthStart(i + n)
@@ -38,7 +38,7 @@ func windowAt(l Limit, now int64) (start, end int64) {
 
 // windowAfter is the end of the window of l that starts at start.
 func windowAfter(l Limit, start int64) int64 {
-	if n := l.Months(); n > 0 {
+	if n := l.months(); n > 0 {
 		return monthStart(monthIndex(start) + n)
 	}
 	return start + l.Period.Microseconds()
@@ -47,7 +47,7 @@ func windowAfter(l Limit, start int64) int64 {
 // windowBefore is the start of the window of l before the one starting at
 // start.
 func windowBefore(l Limit, start int64) int64 {
-	if n := l.Months(); n > 0 {
+	if n := l.months(); n > 0 {
 		return monthStart(monthIndex(start) - n)
 	}
 	return start - l.Period.Microseconds()
@@ -60,9 +60,9 @@ func isWindowStart(l Limit, t int64) bool {
 }
 
 // longestWindow is the longest a window of l lasts, in µs: Period, or
-// Months() of the longest months.
+// months() of the longest months.
 func longestWindow(l Limit) int64 {
-	if n := l.Months(); n > 0 {
+	if n := l.months(); n > 0 {
 		return n * longestMonth.Microseconds()
 	}
 	return l.Period.Microseconds()

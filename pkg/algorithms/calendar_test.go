@@ -9,7 +9,7 @@ import (
 // The integer month arithmetic (which the Lua scripts repeat) agrees with
 // Go's calendar from 1970 to the latest supported clock.
 func TestMonthArithmetic(t *testing.T) {
-	last := monthIndex(MaxUnixMicro)
+	last := monthIndex(maxUnixMicro)
 	for i := int64(-24); i <= last+1; i++ {
 		want := time.Date(1970, time.Month(1+i), 1, 0, 0, 0, 0, time.UTC).UnixMicro()
 		if got := monthStart(i); got != want {
@@ -24,7 +24,7 @@ func TestMonthArithmetic(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 100000 {
-		us := rng.Int64N(MaxUnixMicro)
+		us := rng.Int64N(maxUnixMicro)
 		tm := time.UnixMicro(us).UTC()
 		if got, want := monthIndex(us), int64(tm.Year()-1970)*12+int64(tm.Month())-1; got != want {
 			t.Fatalf("monthIndex(%d) (%s) = %d, want %d", us, tm, got, want)
@@ -77,7 +77,7 @@ func TestCalendarMonthResetsAtTheMonthEnd(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, alg := range All() {
-				if !alg.Calendar() {
+				if !alg.Info().Calendar {
 					continue
 				}
 				lim := Limit{Algorithm: alg, Requests: 3, Period: Month, Calendar: tt.calendar}
@@ -89,13 +89,13 @@ func TestCalendarMonthResetsAtTheMonthEnd(t *testing.T) {
 					}
 					return b.Decisions[0]
 				}
-				if d := take(feb28, 3); !d.Allowed || (alg.ResetLag() == 0 && d.ResetAfter != tt.reset.Sub(feb28)) {
+				if d := take(feb28, 3); !d.Allowed || (alg.Info().ResetLag == 0 && d.ResetAfter != tt.reset.Sub(feb28)) {
 					t.Fatalf("%s: 3 hits on Feb 28: %s, want allowed with the window ending %s", alg, fmtD(d), tt.reset)
 				}
 				if d := take(feb28, 1); d.Allowed {
 					t.Fatalf("%s: a 4th hit on Feb 28 admitted", alg)
 				}
-				if alg.ResetLag() > 0 {
+				if alg.Info().ResetLag > 0 {
 					// A sliding window: at the window's end the 3 hits weigh in full, and
 					// fade over the next window: a hit fits once 2/3 of
 					// them are left, a third of that window later.

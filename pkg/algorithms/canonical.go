@@ -19,7 +19,7 @@ func (l Limit) Canonical(st State, now time.Time) State {
 	if !ok || (l.Requests == 0 && !l.recordsAtZero()) {
 		return State{}
 	}
-	return alg.canonical(l, st, us).As(alg.family)
+	return alg.canonical(l, st, us).as(alg.family)
 }
 
 // Equal reports whether st and o are the same state: the same family (a

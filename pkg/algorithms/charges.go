@@ -7,13 +7,16 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/satmath"
 )
 
-// KeyCharge is what an admitted batch charged one key (Batch.Charges),
-// with the key and the limit an Undo of it needs (store.Charge and the
-// scripts' Charge are this type).
-type KeyCharge struct {
-	Key   string
-	Limit Limit
-	Charged
+// Charge is what an admitted batch charged one key (Batch.Charges), as
+// Undo takes it back: the key and its limit, what the batch's ops applied
+// there, in the algorithm's unit (Batch.Applied), and the state it wrote
+// (for sliding_log, After.Log holds only the entries the batch added).
+// store.Charge and the scripts' Charge are this type.
+type Charge struct {
+	Key     string
+	Limit   Limit
+	Applied uint64
+	After   State
 }
 
 // chargeAcc is what a batch's ops applied to one key, toward its charge.
@@ -64,12 +67,12 @@ func (a *chargeAcc) add(op Op, applied uint64, before, after State, now time.Tim
 // them, which a denied batch records in full); for a log the entries its
 // ops but usage added. ok is false when there is nothing to take back, or
 // the key was named under two limits.
-func (a *chargeAcc) charge(key string, st State, usage func() uint64) (KeyCharge, bool) {
+func (a *chargeAcc) charge(key string, st State, usage func() uint64) (Charge, bool) {
 	if a.mixed || !a.other {
-		return KeyCharge{}, false
+		return Charge{}, false
 	}
-	c := KeyCharge{Key: key, Limit: a.limit}
-	if a.limit.Algorithm.Family() == Log {
+	c := Charge{Key: key, Limit: a.limit}
+	if a.limit.Algorithm.Info().Log {
 		for _, e := range a.added {
 			c.Applied += uint64(e.Hits)
 		}

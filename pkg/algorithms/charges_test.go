@@ -23,7 +23,7 @@ var (
 
 // chargesWindow is the state of a fwMinute key holding count at t0.
 func chargesWindow(count int64) State {
-	return Window{Start: t0.UnixMicro() - 20e6, Count: count}.State(t0.UnixMicro() + 40e6)
+	return Window{Start: t0.UnixMicro() - 20e6, Count: count}.state(t0.UnixMicro() + 40e6)
 }
 
 // emptied is lim's state at t0 after its whole capacity was taken then.
@@ -69,17 +69,17 @@ var chargesCases = map[string]chargesCase{
 	"a Shadow op past an empty bucket is charged down to its floor only": {
 		stored: map[string]State{"b": emptied(chargesBucket)},
 		ops:    []Op{{Key: "b", Limit: chargesBucket, Hits: 30, Mode: Shadow}},
-		want:   []wantCharge{{"b", chargesBucket, 10, Bucket{Last: t0.UnixMicro(), Tokens: -10}.State(t0.UnixMicro() + 2*3600e6)}},
+		want:   []wantCharge{{"b", chargesBucket, 10, Bucket{Last: t0.UnixMicro(), Tokens: -10}.state(t0.UnixMicro() + 2*3600e6)}},
 	},
 	"a Shadow op past a full meter is charged up to twice its capacity only": {
 		stored: map[string]State{"m": emptied(chargesMeter)},
 		ops:    []Op{{Key: "m", Limit: chargesMeter, Hits: 30, Mode: Shadow}},
-		want:   []wantCharge{{"m", chargesMeter, 10, Meter{Last: t0.UnixMicro(), Level: 20}.State(t0.UnixMicro() + 2*3600e6)}},
+		want:   []wantCharge{{"m", chargesMeter, 10, Meter{Last: t0.UnixMicro(), Level: 20}.state(t0.UnixMicro() + 2*3600e6)}},
 	},
 	"a Shadow op past a spent gcra is charged up to two bursts ahead only": {
 		stored: map[string]State{"g": emptied(chargesGCRA)},
 		ops:    []Op{{Key: "g", Limit: chargesGCRA, Hits: 30, Mode: Shadow}},
-		want:   []wantCharge{{"g", chargesGCRA, 10, Arrival{TAT: t0.UnixMicro() + 2*3600e6}.State(t0.UnixMicro() + 2*3600e6)}},
+		want:   []wantCharge{{"g", chargesGCRA, 10, Arrival{TAT: t0.UnixMicro() + 2*3600e6}.state(t0.UnixMicro() + 2*3600e6)}},
 	},
 	"a key usage alone charged has no charge; one an admission also charged, the admission's": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 1}, {Key: "a", Limit: fwMinute(5), Hits: 2, Usage: true}, {Key: "b", Limit: fwMinute(5), Hits: 2, Usage: true}},
@@ -88,7 +88,7 @@ var chargesCases = map[string]chargesCase{
 	// 2 tokens left: the admission takes them, the usage hits the floor;
 	// without the admission the usage alone reaches the same floor.
 	"an admission a bucket's floor absorbed of the usage after it is no charge": {
-		stored: map[string]State{"b": Bucket{Last: t0.UnixMicro(), Tokens: 2}.State(t0.UnixMicro() + 3600e6)},
+		stored: map[string]State{"b": Bucket{Last: t0.UnixMicro(), Tokens: 2}.state(t0.UnixMicro() + 3600e6)},
 		ops:    []Op{{Key: "b", Limit: chargesBucket, Hits: 2}, {Key: "b", Limit: chargesBucket, Hits: 30, Usage: true}},
 		want:   nil,
 	},
@@ -174,7 +174,7 @@ func undoneAsDenied(ops []Op, load func(string) State, b Batch, at, undo time.Ti
 		}
 		for _, c := range b.Charges {
 			if c.Key == op.Key {
-				st = Undo(c.Limit, st, c.Charged, undo)
+				st = Undo(st, c, undo)
 			}
 		}
 		want, ok := denied.Writes[op.Key]
@@ -247,8 +247,8 @@ func fmtState(st State) string {
 }
 
 // sameCharges reports whether two batches' charges are the same.
-func sameCharges(a, b []KeyCharge) bool {
-	return slices.EqualFunc(a, b, func(x, y KeyCharge) bool {
+func sameCharges(a, b []Charge) bool {
+	return slices.EqualFunc(a, b, func(x, y Charge) bool {
 		return x.Key == y.Key && x.Limit == y.Limit && x.Applied == y.Applied && x.After.Equal(y.After)
 	})
 }

@@ -43,22 +43,11 @@ func ExampleTakeAll() {
 		for k, st := range b.Writes {
 			states[k] = st
 		}
-		fmt.Printf("request %d: denied=%v second.remaining=%d applied=%v\n", i+1, algorithms.VerdictOf(ops, b.Decisions).Denied(), b.Decisions[0].Remaining, b.Applied)
+		fmt.Printf("request %d: denied=%v second.remaining=%d applied=%v\n", i+1, b.Denied, b.Decisions[0].Remaining, b.Applied)
 	}
 	// Output:
 	// request 1: denied=false second.remaining=4 applied=[1 1]
 	// request 2: denied=true second.remaining=4 applied=[0 0]
-}
-
-// Parse maps a config name to an algorithm; unknown names are errors.
-func ExampleParse() {
-	a, err := algorithms.Parse("GCRA")
-	fmt.Println(a, err, a.Bucket())
-	_, err = algorithms.Parse("leaky")
-	fmt.Println(err)
-	// Output:
-	// gcra <nil> true
-	// unknown algorithm "leaky" (want one of fixed_window, sliding_log, sliding_window, token_bucket, leaky_bucket, gcra)
 }
 
 // Undo takes back a charge exactly while nothing else happened, and never
@@ -67,9 +56,9 @@ func ExampleUndo() {
 	lim := algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 10, Period: time.Second}
 	now := time.Unix(1_700_000_000, 0)
 	_, charged := algorithms.Take(lim, algorithms.State{}, 4, now)
-	ch := algorithms.Charged{Applied: 4, After: charged}
+	ch := algorithms.Charge{Key: "k", Limit: lim, Applied: 4, After: charged}
 	for _, later := range []time.Duration{0, 300 * time.Millisecond} {
-		undone := algorithms.Undo(lim, charged, ch, now.Add(later))
+		undone := algorithms.Undo(charged, ch, now.Add(later))
 		d, _ := algorithms.Take(lim, undone, 0, now.Add(later))
 		fmt.Printf("undo after %s: remaining=%d\n", later, d.Remaining)
 	}
@@ -80,32 +69,38 @@ func ExampleUndo() {
 
 // A state is read through its algorithm's named view: here token_bucket's
 // Bucket after two of three tokens were taken.
-func ExampleState_Bucket() {
+func ExampleViewOf() {
 	lim := algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 3, Period: time.Second}
 	now := time.Unix(1_700_000_000, 0)
 	_, st := algorithms.Take(lim, algorithms.State{}, 2, now)
-	b := st.Bucket()
+	b := algorithms.ViewOf[algorithms.Bucket](st)
 	fmt.Printf("tokens=%d frac=%d last=%s\n", b.Tokens, b.Frac, time.UnixMicro(b.Last).UTC().Format(time.RFC3339))
 	// Output:
 	// tokens=1 frac=0 last=2023-11-14T22:13:20Z
 }
 
-// Record is Take for usage already consumed, such as an LLM response's
+// A Usage op records usage already consumed, such as an LLM response's
 // token count reported when it ends: it is always recorded, past the limit
-// too, and later requests wait until the overdraft has passed. Horizon is
-// how long a state can matter, the longest TTL a store needs to keep it.
-func ExampleRecord() {
+// too, and later requests wait until the overdraft has passed. The state's
+// ExpiresAt is when it no longer matters: the TTL a store keeps it for.
+func ExampleOp_usage() {
 	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1000, Period: time.Minute}
 	now := time.Unix(1_700_000_040, 0) // a minute starts
 	var st algorithms.State
-	d, st := algorithms.Record(lim, st, 900, now)
+	record := func(tokens uint64, at time.Time) algorithms.Decision {
+		b := algorithms.TakeAll([]algorithms.Op{{Key: "k", Limit: lim, Hits: tokens, Usage: true}},
+			func(string) algorithms.State { return st }, at)
+		st = b.Writes["k"]
+		return b.Decisions[0]
+	}
+	d := record(900, now)
 	fmt.Printf("900 tokens: allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
-	d, st = algorithms.Record(lim, st, 200, now.Add(time.Second))
+	d = record(200, now.Add(time.Second))
 	fmt.Printf("200 more: allowed=%v remaining=%d retry_after=%s\n", d.Allowed, d.Remaining, d.RetryAfter)
 	d, _ = algorithms.Take(lim, st, 0, now.Add(2*time.Second))
-	fmt.Printf("check: allowed=%v; keep the state at most %s\n", d.Allowed, lim.Horizon())
+	fmt.Printf("check: allowed=%v; keep the state until %s\n", d.Allowed, time.UnixMicro(st.ExpiresAt).UTC().Format(time.TimeOnly))
 	// Output:
 	// 900 tokens: allowed=true remaining=100
 	// 200 more: allowed=false remaining=0 retry_after=59s
-	// check: allowed=false; keep the state at most 1m0s
+	// check: allowed=false; keep the state until 22:15:00
 }

@@ -10,7 +10,7 @@ import "time"
 func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 	start, end := windowAt(lim, now)
 	count := int64(0)
-	if w := st.Window(); w.Start == start && w.Count > 0 {
+	if w := st.window(); w.Start == start && w.Count > 0 {
 		count = w.Count
 	}
 	limit := int64(lim.Requests)
@@ -25,7 +25,7 @@ func fixedWindow(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 	}
 	count += int64(hits)
 	return Decision{Allowed: true, Remaining: uint64(limit - count), ResetAfter: micros(reset)},
-		Window{Start: start, Count: count}.State(end)
+		Window{Start: start, Count: count}.state(end)
 }
 
 // micros converts µs to a Duration.
@@ -38,25 +38,25 @@ func micros(us int64) time.Duration {
 func fixedWindowForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	start, end := windowAt(lim, now)
 	count := int64(0)
-	if w := st.Window(); w.Start == start && w.Count > 0 {
+	if w := st.window(); w.Start == start && w.Count > 0 {
 		count = w.Count
 	}
 	next := max(min(count+int64(hits), MaxCount), count)
-	return Window{Start: start, Count: next}.State(end), uint64(next - count)
+	return Window{Start: start, Count: next}.state(end), uint64(next - count)
 }
 
 func fixedWindowHorizon(l Limit) int64 { return longestWindow(l) }
 
 func fixedWindowValid(_ Limit, st State, _, _ int64) bool {
-	return between(st.Window().Count, 0, MaxCount)
+	return between(st.window().Count, 0, MaxCount)
 }
 
-func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
-	w := st.Window()
-	if w.Start == ch.After.Window().Start {
+func fixedWindowUndo(_ Limit, st State, ch Charge, _ int64) State {
+	w := st.window()
+	if w.Start == ch.After.window().Start {
 		w.Count = max(w.Count-int64(ch.Applied), 0)
 	}
-	return w.State(st.ExpiresAt)
+	return w.state(st.ExpiresAt)
 }
 
 // fixedWindowRefund takes hits off the count of the current window, down
@@ -64,20 +64,20 @@ func fixedWindowUndo(_ Limit, st State, ch Charged, _ int64) State {
 // already gone: there is nothing to give back.
 func fixedWindowRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	start, _ := windowAt(lim, now)
-	w := st.Window()
+	w := st.window()
 	if st.ExpiresAt == 0 || w.Start != start || w.Count <= 0 {
 		return st, 0
 	}
 	given := min(int64(hits), w.Count)
 	w.Count -= given
-	return w.State(st.ExpiresAt), uint64(given)
+	return w.state(st.ExpiresAt), uint64(given)
 }
 
 // fixedWindowCanonical is the current window's count, fresh at 0.
 func fixedWindowCanonical(lim Limit, st State, now int64) State {
 	start, end := windowAt(lim, now)
-	if w := st.Window(); w.Start == start && w.Count > 0 {
-		return Window{Start: start, Count: w.Count}.State(end)
+	if w := st.window(); w.Start == start && w.Count > 0 {
+		return Window{Start: start, Count: w.Count}.state(end)
 	}
 	return State{}
 }

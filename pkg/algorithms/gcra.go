@@ -42,7 +42,7 @@ func gcra(lim Limit, st State, hits uint64, now int64) (Decision, State) {
 			Remaining:  uint64(capacity - ceilDiv(next-now, r, nextFrac, p)),
 			ResetAfter: micros(expires - now),
 		},
-		Arrival{TAT: next, Frac: nextFrac}.State(expires)
+		Arrival{TAT: next, Frac: nextFrac}.state(expires)
 }
 
 // ceilDiv is ceil((a*b + c) / d).
@@ -59,7 +59,7 @@ func gcraAt(lim Limit, st State, now int64) (tat, frac int64) {
 	tat = now
 	if st.ExpiresAt != 0 {
 		q2, rem2 := mad(2*capacity, p, 0, r)
-		a := st.Arrival()
+		a := st.arrival()
 		tat, frac = a.TAT, clamp(a.Frac, 0, r-1)
 		if tat > now+q2 || (tat == now+q2 && frac > rem2) {
 			tat, frac = now+q2, rem2
@@ -88,7 +88,7 @@ func gcraForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if frac > 0 {
 		expires++
 	}
-	return Arrival{TAT: tat, Frac: frac}.State(expires), uint64(k)
+	return Arrival{TAT: tat, Frac: frac}.state(expires), uint64(k)
 }
 
 // gcraHorizon is how far ahead the TAT may run, plus its fraction.
@@ -100,17 +100,17 @@ func gcraHorizon(l Limit) int64 {
 // A TAT up to one horizon beyond the clamp is a lowered rule's (gcra clamps
 // it); further ahead it is not from any rule of this size.
 func gcraValid(_ Limit, st State, now, h int64) bool {
-	a := st.Arrival()
+	a := st.arrival()
 	return between(a.Frac, 0, MaxCount) && a.TAT <= now+2*h
 }
 
 // gcraUndo moves the TAT back by min(hits*T, how far the charged TAT was
 // still ahead of now): a TAT the clock overtook forgot the charge, and
 // another request after that started from the clock, not from the charge.
-func gcraUndo(lim Limit, st State, ch Charged, now int64) State {
+func gcraUndo(lim Limit, st State, ch Charge, now int64) State {
 	p, r := lim.Period.Microseconds(), int64(lim.Requests)
 	back, backFrac := mad(int64(ch.Applied), p, 0, r)
-	charged, cur := ch.After.Arrival(), st.Arrival()
+	charged, cur := ch.After.arrival(), st.arrival()
 	ahead, aheadFrac := charged.TAT-now, clamp(charged.Frac, 0, r-1)
 	if ahead < 0 {
 		ahead, aheadFrac = 0, 0
@@ -125,7 +125,7 @@ func gcraUndo(lim Limit, st State, ch Charged, now int64) State {
 	if tat < now {
 		tat, frac = now, 0
 	}
-	return Arrival{TAT: tat, Frac: frac}.State(st.ExpiresAt)
+	return Arrival{TAT: tat, Frac: frac}.state(st.ExpiresAt)
 }
 
 // gcraRefund moves the TAT back by hits emission intervals, never before
@@ -143,7 +143,7 @@ func gcraRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	// more) reaches now; fewer leave the TAT ahead of it.
 	taken := ceilDiv(tat-now, r, frac, p)
 	if int64(hits) >= taken {
-		return Arrival{TAT: now}.State(now), uint64(taken) // as fresh
+		return Arrival{TAT: now}.state(now), uint64(taken) // as fresh
 	}
 	back, backFrac := mad(int64(hits), p, 0, r)
 	tat, frac = tat-back, frac-backFrac
@@ -154,7 +154,7 @@ func gcraRefund(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	if frac > 0 {
 		expires++
 	}
-	return Arrival{TAT: tat, Frac: frac}.State(expires), hits
+	return Arrival{TAT: tat, Frac: frac}.state(expires), hits
 }
 
 // gcraCanonical is the TAT at now, fresh at the clock.
@@ -170,5 +170,5 @@ func gcraCanonical(lim Limit, st State, now int64) State {
 	if frac > 0 {
 		expires++
 	}
-	return Arrival{TAT: tat, Frac: frac}.State(expires)
+	return Arrival{TAT: tat, Frac: frac}.state(expires)
 }

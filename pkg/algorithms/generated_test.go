@@ -81,7 +81,7 @@ func usedTable() string {
 	b.WriteString("| algorithm | capacity | `used` |\n|---|---|---|\n")
 	for _, a := range algorithms.All() {
 		capacity := "`requests_per_unit`"
-		if a.Bucket() {
+		if a.Info().Bucket {
 			capacity = "`burst`"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", a, capacity, a.UsedMeans())
@@ -117,10 +117,10 @@ func algorithmsSchema() []byte {
 					map[string]any{"type": "string", "pattern": caseless(names)},
 				},
 			},
-			"bucketAlgorithm":  def("The algorithms burst applies to", algorithms.Algorithm.Bucket),
-			"steppedAlgorithm": def("The algorithms refill_interval and max_debt apply to", algorithms.Algorithm.Stepped),
+			"bucketAlgorithm":  def("The algorithms burst applies to", func(a algorithms.Algorithm) bool { return a.Info().Bucket }),
+			"steppedAlgorithm": def("The algorithms refill_interval and max_debt apply to", func(a algorithms.Algorithm) bool { return a.Info().Stepped }),
 			"leasingAlgorithm": def("The algorithms whose counters replicas may lease (lease: true; docs/leases.md)",
-				func(a algorithms.Algorithm) bool { return a.Lease() != algorithms.NoLease }),
+				func(a algorithms.Algorithm) bool { i := a.Info(); return i.WindowLease || i.BucketLease }),
 		},
 	}
 	var b bytes.Buffer

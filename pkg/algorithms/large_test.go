@@ -32,13 +32,13 @@ func TestLargeValues(t *testing.T) {
 			}
 			d := take(half, 5e8)
 			switch {
-			case !alg.Bucket() && lim.Horizon() == lim.Period:
+			case !alg.Info().Bucket && lim.horizon() == lim.Period:
 				// A window (or log) of one period still holds 1e9 hits
 				// for another half year.
 				if d.Allowed || d.RetryAfter != half {
 					t.Fatalf("5e8 hits after half a year: %s, want a retry after %s", fmtD(d), half)
 				}
-			case !alg.Bucket():
+			case !alg.Info().Bucket:
 				// A sliding window, whose horizon is two periods.
 				// At 1.5 years the previous window's 1e9 weighs 5e8.
 				if d.Allowed || d.RetryAfter != year {

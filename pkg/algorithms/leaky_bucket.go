@@ -29,7 +29,7 @@ func leakyBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		}, st
 	}
 	level += int64(hits)
-	next := Meter{Last: anchor, Level: level, Frac: frac}.State(now)
+	next := Meter{Last: anchor, Level: level, Frac: frac}.state(now)
 	if level > 0 {
 		next.ExpiresAt = at(0)
 	}
@@ -47,7 +47,7 @@ func leakyBucketAt(lim Limit, st State, now int64) (level, frac, anchor int64) {
 	if st.ExpiresAt == 0 {
 		return 0, 0, now
 	}
-	m := st.Meter()
+	m := st.meter()
 	level, frac, anchor = clamp(m.Level, 0, 2*capacity), clamp(m.Frac, 0, p-1), max(m.Last, now)
 	if level == 0 {
 		return 0, 0, anchor
@@ -71,7 +71,7 @@ func leakyBucketForce(lim Limit, st State, hits uint64, now int64) (State, uint6
 	p, r, capacity := lim.Period.Microseconds(), int64(lim.Requests), int64(lim.Capacity())
 	level, frac, anchor := leakyBucketAt(lim, st, now)
 	next := max(min(level+int64(min(hits, MaxCount)), 2*capacity), level)
-	return Meter{Last: anchor, Level: next, Frac: frac}.State(anchor + refillTime(next, frac, p, r)), uint64(next - level)
+	return Meter{Last: anchor, Level: next, Frac: frac}.state(anchor + refillTime(next, frac, p, r)), uint64(next - level)
 }
 
 // leakyBucketHorizon is the time to drain the fullest meter usage leaves.
@@ -80,13 +80,13 @@ func leakyBucketHorizon(l Limit) int64 {
 }
 
 func leakyBucketValid(_ Limit, st State, now, h int64) bool {
-	m := st.Meter()
+	m := st.meter()
 	return between(m.Level, 0, MaxCount) && between(m.Frac, 0, maxPeriodMicros) && m.Last <= now+h
 }
 
 // leakyBucketUndo drains min(hits, the charged meter's level at now had
 // nothing else happened) from the level: draining paid back the rest.
-func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
+func leakyBucketUndo(lim Limit, st State, ch Charge, now int64) State {
 	p := lim.Period.Microseconds()
 	level, frac, anchor := leakyBucketAt(lim, st, now)
 	projected, pfrac, _ := leakyBucketAt(lim, ch.After, now)
@@ -102,7 +102,7 @@ func leakyBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	if level <= 0 {
 		level, frac = 0, 0
 	}
-	return Meter{Last: anchor, Level: level, Frac: frac}.State(st.ExpiresAt)
+	return Meter{Last: anchor, Level: level, Frac: frac}.state(st.ExpiresAt)
 }
 
 // leakyBucketRefund drains hits from the meter's level, down to empty.
@@ -116,10 +116,10 @@ func leakyBucketRefund(lim Limit, st State, hits uint64, now int64) (State, uint
 		return st, 0
 	}
 	if int64(hits) >= level {
-		return Meter{Last: anchor}.State(now), uint64(level) // empty: as fresh
+		return Meter{Last: anchor}.state(now), uint64(level) // empty: as fresh
 	}
 	level -= int64(hits)
-	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, p, r)), hits
+	return Meter{Last: anchor, Level: level, Frac: frac}.state(anchor + refillTime(level, frac, p, r)), hits
 }
 
 // leakyBucketCanonical is the meter drained to now, fresh when empty.
@@ -131,5 +131,5 @@ func leakyBucketCanonical(lim Limit, st State, now int64) State {
 	if level <= 0 {
 		return State{}
 	}
-	return Meter{Last: anchor, Level: level, Frac: frac}.State(anchor + refillTime(level, frac, lim.Period.Microseconds(), int64(lim.Requests)))
+	return Meter{Last: anchor, Level: level, Frac: frac}.state(anchor + refillTime(level, frac, lim.Period.Microseconds(), int64(lim.Requests)))
 }

@@ -22,7 +22,7 @@ const (
 	// never recorded past its limit: an admitted batch charges it when it
 	// was allowed, a denied batch never does.
 	Spare
-	// NegativeHits: Hits given back (Envoy's is_negative_hits), as Refund
+	// NegativeHits: Hits given back (Envoy's is_negative_hits), as refund
 	// gives them: never below the key's fresh state, never denied. A batch
 	// applies these refunds before anything else, whatever their place in
 	// it and whatever its verdict, and decides its other ops on the
@@ -38,7 +38,7 @@ type Op struct {
 	Hits  uint64
 	Mode  Mode
 	// Usage says Hits were already consumed (a token count Envoy reports
-	// when a response ends): they are recorded as Record does, past the
+	// when a response ends): they are recorded as record does, past the
 	// limit too, whatever the batch's verdict. Its decision still says
 	// whether the key is within its limit afterwards, and counts in the
 	// verdict by Mode.

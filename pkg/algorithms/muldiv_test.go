@@ -16,7 +16,7 @@ func bigMulAddDivMod(a, b, c, d uint64) (q, r *big.Int) {
 var edgeValues = []uint64{
 	0, 1, 2, 3, 7, 999, 1000, 1_000_000, 1e9, MaxCount - 1, MaxCount, MaxCount + 1,
 	1<<52 - 1, 1 << 52, 1<<53 - 1, 1 << 53, 1<<63 - 1, 1 << 63, math.MaxUint64 - 1, math.MaxUint64,
-	uint64(MaxPeriod.Microseconds()), uint64(MaxUnixMicro),
+	uint64(MaxPeriod.Microseconds()), uint64(maxUnixMicro),
 }
 
 func TestMulAddDivMod(t *testing.T) {

@@ -17,10 +17,10 @@ func randLimit(rng *rand.Rand, alg Algorithm, debt bool) Limit {
 			Requests:  []uint64{1, 2, 3, 7, 10, 100, 1e6}[rng.IntN(7)],
 			Period:    propPeriods[rng.IntN(len(propPeriods))],
 		}
-		if alg.Bucket() && rng.IntN(2) == 0 {
+		if alg.Info().Bucket && rng.IntN(2) == 0 {
 			lim.Burst = 1 + rng.Uint64N(3*lim.Requests)
 		}
-		if alg.Stepped() {
+		if alg.Info().Stepped {
 			if rng.IntN(2) == 0 {
 				lim.RefillInterval = time.Duration(1+rng.Int64N(lim.Period.Microseconds())) * us
 			}
@@ -37,7 +37,7 @@ func randLimit(rng *rand.Rand, alg Algorithm, debt bool) Limit {
 // maybeCalendar makes a third of the window limits calendar months (1 to
 // 3 of them), so that every property holds for months of every length.
 func maybeCalendar(rng *rand.Rand, lim Limit) Limit {
-	if !lim.Algorithm.Calendar() || rng.IntN(3) > 0 {
+	if !lim.Algorithm.Info().Calendar || rng.IntN(3) > 0 {
 		return lim
 	}
 	lim.Calendar, lim.Period = true, time.Duration(1+rng.IntN(3))*Month
@@ -109,7 +109,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 					t.Errorf("denied with ResetAfter %s < RetryAfter %s", d.ResetAfter, d.RetryAfter)
 				}
 				if d.RetryAfter == Never {
-					if hits <= lim.Capacity()+lim.MaxDebt && alg.Bucket() {
+					if hits <= lim.Capacity()+lim.MaxDebt && alg.Info().Bucket {
 						t.Errorf("%d hits fit a bucket of %d but RetryAfter is never", hits, lim.Capacity()+lim.MaxDebt)
 					}
 					return
@@ -182,7 +182,7 @@ func TestBucketsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var algs []Algorithm
 	for _, a := range All() {
-		if a.Bucket() {
+		if a.Info().Bucket {
 			algs = append(algs, a)
 		}
 	}
@@ -251,11 +251,11 @@ func TestAdmittedWithinRate(t *testing.T) {
 						}
 						var bound uint64
 						switch {
-						case !alg.Bucket() && span >= p:
+						case !alg.Info().Bucket && span >= p:
 							continue
-						case alg.Family() == Log:
+						case alg.Info().Log:
 							bound = lim.Requests
-						case !alg.Bucket():
+						case !alg.Info().Bucket:
 							bound = 2 * lim.Requests
 						default:
 							// Stepped refill may credit one step early relative to span.

@@ -61,7 +61,7 @@ func TestRecord(t *testing.T) {
 				if d.Allowed {
 					t.Fatalf("%d hits Take denies were recorded as allowed", hits)
 				}
-				if hits == 0 || (lim.Requests == 0 && !alg.CountsAtZero()) {
+				if hits == 0 || (lim.Requests == 0 && !alg.Info().CountsAtZero) {
 					if !sameState(next, st) && st.ExpiresAt != 0 && now.UnixMicro() < st.ExpiresAt {
 						t.Fatalf("a check or a zero rate changed the state")
 					}
@@ -73,8 +73,8 @@ func TestRecord(t *testing.T) {
 				if !inRange(spec, lim, next, at) {
 					t.Fatalf("recorded state %+v is out of its algorithm's range", next)
 				}
-				if ttl := next.ExpiresAt - at; ttl <= 0 || ttl > 2*lim.Horizon().Microseconds() {
-					t.Fatalf("recorded state expires in %dµs, want 1..%d", ttl, 2*lim.Horizon().Microseconds())
+				if ttl := next.ExpiresAt - at; ttl <= 0 || ttl > 2*lim.horizon().Microseconds() {
+					t.Fatalf("recorded state expires in %dµs, want 1..%d", ttl, 2*lim.horizon().Microseconds())
 				}
 				// The key is over its limit: a check fails until RetryAfter,
 				// exactly, and the report is forgotten within Horizon.
@@ -94,10 +94,10 @@ func TestRecord(t *testing.T) {
 						t.Errorf("a check passes 1µs before RetryAfter %s", d.RetryAfter)
 					}
 				}
-				later := now.Add(lim.Horizon())
+				later := now.Add(lim.horizon())
 				fresh, _ := Take(lim, State{}, 0, later)
 				if got, _ := Take(lim, next, 0, later); got != fresh {
-					t.Errorf("one Horizon (%s) after the report the key reads %+v, a fresh key %+v", lim.Horizon(), got, fresh)
+					t.Errorf("one Horizon (%s) after the report the key reads %+v, a fresh key %+v", lim.horizon(), got, fresh)
 				}
 			})
 		})
@@ -113,15 +113,15 @@ func TestRecordBounds(t *testing.T) {
 		check func(State) bool
 	}{
 		"fixed_window counts up to MaxCount": {Limit{Algorithm: FixedWindow, Requests: 10, Period: time.Minute},
-			func(st State) bool { return st.Window().Count == MaxCount }},
+			func(st State) bool { return st.window().Count == MaxCount }},
 		"sliding_window counts up to MaxCount": {Limit{Algorithm: SlidingWindow, Requests: 10, Period: time.Minute},
-			func(st State) bool { return st.Window().Count == MaxCount }},
+			func(st State) bool { return st.window().Count == MaxCount }},
 		"token_bucket owes at most a bucket past max_debt": {Limit{Algorithm: TokenBucket, Requests: 10, Period: time.Minute, Burst: 20, MaxDebt: 5},
-			func(st State) bool { return st.Bucket().Tokens == -25 }},
+			func(st State) bool { return st.bucket().Tokens == -25 }},
 		"leaky_bucket fills to twice its capacity": {Limit{Algorithm: LeakyBucket, Requests: 10, Period: time.Minute},
-			func(st State) bool { return st.Meter().Level == 20 }},
+			func(st State) bool { return st.meter().Level == 20 }},
 		"gcra runs two bursts ahead": {Limit{Algorithm: GCRA, Requests: 10, Period: time.Minute},
-			func(st State) bool { return st.Arrival().TAT == now.UnixMicro()+120e6 }},
+			func(st State) bool { return st.arrival().TAT == now.UnixMicro()+120e6 }},
 		"sliding_log logs up to MaxCount": {Limit{Algorithm: SlidingLog, Requests: 10, Period: time.Minute},
 			func(st State) bool { return len(st.Log) == 1 && st.Log[0].Hits == MaxCount }},
 	}
@@ -150,11 +150,11 @@ func TestHorizonAtZeroLimit(t *testing.T) {
 		{Algorithm: FixedWindow, Requests: 1, Period: Month, Calendar: true},
 	} {
 		_, st := Record(lim, State{}, 2, jan1)
-		later := jan1.Add(lim.Horizon())
+		later := jan1.Add(lim.horizon())
 		got, _ := Take(lim, st, 0, later)
 		fresh, _ := Take(lim, State{}, 0, later)
 		if got != fresh {
-			t.Errorf("%+v: one Horizon (%s) after a record the key reads %s, a fresh key %s", lim, lim.Horizon(), fmtD(got), fmtD(fresh))
+			t.Errorf("%+v: one Horizon (%s) after a record the key reads %s, a fresh key %s", lim, lim.horizon(), fmtD(got), fmtD(fresh))
 		}
 	}
 }
@@ -164,19 +164,19 @@ func TestHorizonAtZeroLimit(t *testing.T) {
 // room back, and applies 0, not a negative amount.
 func TestRecordPastMaxCountKeepsTheCount(t *testing.T) {
 	for _, alg := range All() {
-		if !alg.CountsAtZero() {
+		if !alg.Info().CountsAtZero {
 			continue
 		}
 		t.Run(alg.String(), func(t *testing.T) {
 			lim := Limit{Algorithm: alg, Requests: 0, Period: time.Minute}
 			_, st := Record(lim, State{}, MaxCount, t0)
-			w := st.Window()
+			w := st.window()
 			w.Count = MaxCount + 1
-			st = w.State(st.ExpiresAt)
+			st = w.state(st.ExpiresAt)
 			b := TakeAll([]Op{{Key: "k", Limit: lim, Hits: 3, Usage: true}}, func(string) State { return st }, t0)
 			after := w.Count
 			if next, ok := b.Writes["k"]; ok {
-				after = next.Window().Count
+				after = next.window().Count
 			}
 			if after < w.Count || b.Applied[0] != 0 {
 				t.Errorf("count %d before the report, %d after, applied %d: want it kept and 0 applied", w.Count, after, b.Applied[0])

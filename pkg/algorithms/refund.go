@@ -2,18 +2,13 @@ package algorithms
 
 import "time"
 
-// Refund gives hits back to st at now under lim (Envoy's is_negative_hits,
-// returning what an estimate over-charged): never below the fresh state, never
-// denied, answered as a check on the state after it but allowed, as
-// envoyproxy answers a refund OK. What each algorithm gives back, and what
-// gives nothing back: docs/algorithms.md#refunds.
-func Refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
-	d, next, _ := refund(lim, st, hits, now)
-	return d, next
-}
-
-// refund is Refund, also saying what it gave back (Batch.Applied; 0: it
-// changed nothing, so a store writes nothing).
+// refund gives hits back to st at now under lim (a NegativeHits op: Envoy's
+// is_negative_hits, returning what an estimate over-charged): never below
+// the fresh state, never denied, answered as a check on the state after it
+// but allowed, as envoyproxy answers a refund OK. It also says what it gave
+// back (Batch.Applied; 0: it changed nothing, so a store writes nothing).
+// What each algorithm gives back, and what gives nothing back:
+// docs/algorithms.md#refunds.
 func refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State, uint64) {
 	alg, read, us, ok := read(lim, st, now)
 	if !ok {
@@ -22,7 +17,7 @@ func refund(lim Limit, st State, hits uint64, now time.Time) (Decision, State, u
 	next, given := read, uint64(0)
 	if hits > 0 && read.ExpiresAt != 0 {
 		next, given = alg.refund(lim, read, min(hits, MaxCount), us)
-		next = next.As(alg.family)
+		next = next.as(alg.family)
 	}
 	if given == 0 {
 		next = st
@@ -92,5 +87,5 @@ func takeRefunded(ops []Op, load func(key string) State, now time.Time) Batch {
 			writes[key] = settle(refunded[key], now)
 		}
 	}
-	return Batch{Decisions: decisions, Applied: applied, Writes: writes, Charges: b.Charges}
+	return Batch{Decisions: decisions, Denied: b.Denied, Applied: applied, Writes: writes, Charges: b.Charges}
 }

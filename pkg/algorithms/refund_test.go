@@ -109,40 +109,40 @@ func TestRefundRule(t *testing.T) {
 		hits uint64
 		want State
 	}{
-		{"fixed_window: off the count", win, Window{Start: start, Count: 7}.State(start + 60e6), 3,
-			Window{Start: start, Count: 4}.State(start + 60e6)},
-		{"fixed_window: down to 0", win, Window{Start: start, Count: 7}.State(start + 60e6), 9,
-			Window{Start: start, Count: 0}.State(start + 60e6)},
-		{"fixed_window: past the limit too", win, Window{Start: start, Count: 25}.State(start + 60e6), 9,
-			Window{Start: start, Count: 16}.State(start + 60e6)},
-		{"fixed_window: a stale window gives nothing", win, Window{Start: start - 60e6, Count: 7}.State(start + 60e6), 3,
-			Window{Start: start - 60e6, Count: 7}.State(start + 60e6)},
-		{"sliding_window: the current window first", slw, Window{Start: start, Count: 3, Prev: 8}.State(start + 120e6), 5,
-			Window{Start: start, Count: 0, Prev: 6}.State(start + 60e6)},
-		{"sliding_window: within the current window", slw, Window{Start: start, Count: 3, Prev: 8}.State(start + 120e6), 2,
-			Window{Start: start, Count: 1, Prev: 8}.State(start + 120e6)},
-		{"sliding_window: a previous window read as such", slw, Window{Start: start - 60e6, Count: 4}.State(start + 60e6), 1,
-			Window{Start: start, Count: 0, Prev: 3}.State(start + 60e6)},
-		{"sliding_window: everything is fresh", slw, Window{Start: start, Count: 3, Prev: 8}.State(start + 120e6), 20,
-			Window{Start: start}.State(nowUs)},
+		{"fixed_window: off the count", win, Window{Start: start, Count: 7}.state(start + 60e6), 3,
+			Window{Start: start, Count: 4}.state(start + 60e6)},
+		{"fixed_window: down to 0", win, Window{Start: start, Count: 7}.state(start + 60e6), 9,
+			Window{Start: start, Count: 0}.state(start + 60e6)},
+		{"fixed_window: past the limit too", win, Window{Start: start, Count: 25}.state(start + 60e6), 9,
+			Window{Start: start, Count: 16}.state(start + 60e6)},
+		{"fixed_window: a stale window gives nothing", win, Window{Start: start - 60e6, Count: 7}.state(start + 60e6), 3,
+			Window{Start: start - 60e6, Count: 7}.state(start + 60e6)},
+		{"sliding_window: the current window first", slw, Window{Start: start, Count: 3, Prev: 8}.state(start + 120e6), 5,
+			Window{Start: start, Count: 0, Prev: 6}.state(start + 60e6)},
+		{"sliding_window: within the current window", slw, Window{Start: start, Count: 3, Prev: 8}.state(start + 120e6), 2,
+			Window{Start: start, Count: 1, Prev: 8}.state(start + 120e6)},
+		{"sliding_window: a previous window read as such", slw, Window{Start: start - 60e6, Count: 4}.state(start + 60e6), 1,
+			Window{Start: start, Count: 0, Prev: 3}.state(start + 60e6)},
+		{"sliding_window: everything is fresh", slw, Window{Start: start, Count: 3, Prev: 8}.state(start + 120e6), 20,
+			Window{Start: start}.state(nowUs)},
 		{"sliding_log: newest entries first", log, State{Log: []LogEntry{{nowUs - 70e6, 1, 4}, {nowUs - 30e6, 1, 2}, {nowUs - 10e6, 1, 3}, {nowUs - 10e6, 2, 1}}, ExpiresAt: nowUs + 50e6}, 3,
 			State{Log: []LogEntry{{nowUs - 30e6, 1, 2}, {nowUs - 10e6, 1, 1}}, ExpiresAt: nowUs + 50e6}},
 		{"sliding_log: an empty log is fresh", log, State{Log: []LogEntry{{nowUs - 10e6, 1, 3}}, ExpiresAt: nowUs + 50e6}, 3,
 			State{ExpiresAt: 1}},
-		{"token_bucket: tokens back", tb, Bucket{Last: nowUs, Tokens: 2, Frac: 5}.State(nowUs + 8e6), 3,
-			Bucket{Last: nowUs, Tokens: 5, Frac: 5}.State(nowUs + 5e6)},
-		{"token_bucket: debt repaid first", Limit{Algorithm: TokenBucket, Requests: 10, Period: 10 * s, MaxDebt: 5}, Bucket{Last: nowUs, Tokens: -4}.State(nowUs + 14e6), 6,
-			Bucket{Last: nowUs, Tokens: 2}.State(nowUs + 8e6)},
-		{"token_bucket: capped at the capacity", tb, Bucket{Last: nowUs, Tokens: 8}.State(nowUs + 2e6), 5,
-			Bucket{Last: nowUs, Tokens: 10}.State(nowUs)},
-		{"leaky_bucket: the level down", lb, Meter{Last: nowUs, Level: 6}.State(nowUs + 6e6), 4,
-			Meter{Last: nowUs, Level: 2}.State(nowUs + 2e6)},
-		{"leaky_bucket: down to empty", lb, Meter{Last: nowUs, Level: 6}.State(nowUs + 6e6), 9,
-			Meter{Last: nowUs}.State(nowUs)},
-		{"gcra: the TAT back", gc, Arrival{TAT: nowUs + 5e6}.State(nowUs + 5e6), 2,
-			Arrival{TAT: nowUs + 3e6}.State(nowUs + 3e6)},
-		{"gcra: never before now", gc, Arrival{TAT: nowUs + 5e6}.State(nowUs + 5e6), 9,
-			Arrival{TAT: nowUs}.State(nowUs)},
+		{"token_bucket: tokens back", tb, Bucket{Last: nowUs, Tokens: 2, Frac: 5}.state(nowUs + 8e6), 3,
+			Bucket{Last: nowUs, Tokens: 5, Frac: 5}.state(nowUs + 5e6)},
+		{"token_bucket: debt repaid first", Limit{Algorithm: TokenBucket, Requests: 10, Period: 10 * s, MaxDebt: 5}, Bucket{Last: nowUs, Tokens: -4}.state(nowUs + 14e6), 6,
+			Bucket{Last: nowUs, Tokens: 2}.state(nowUs + 8e6)},
+		{"token_bucket: capped at the capacity", tb, Bucket{Last: nowUs, Tokens: 8}.state(nowUs + 2e6), 5,
+			Bucket{Last: nowUs, Tokens: 10}.state(nowUs)},
+		{"leaky_bucket: the level down", lb, Meter{Last: nowUs, Level: 6}.state(nowUs + 6e6), 4,
+			Meter{Last: nowUs, Level: 2}.state(nowUs + 2e6)},
+		{"leaky_bucket: down to empty", lb, Meter{Last: nowUs, Level: 6}.state(nowUs + 6e6), 9,
+			Meter{Last: nowUs}.state(nowUs)},
+		{"gcra: the TAT back", gc, Arrival{TAT: nowUs + 5e6}.state(nowUs + 5e6), 2,
+			Arrival{TAT: nowUs + 3e6}.state(nowUs + 3e6)},
+		{"gcra: never before now", gc, Arrival{TAT: nowUs + 5e6}.state(nowUs + 5e6), 9,
+			Arrival{TAT: nowUs}.state(nowUs)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,7 +168,7 @@ func TestRefundNothing(t *testing.T) {
 	now := t0 // 20 s into a minute window
 	nowUs := now.UnixMicro()
 	start := nowUs - 20e6
-	counted := Window{Start: start, Count: 7}.State(start + 60e6)
+	counted := Window{Start: start, Count: 7}.state(start + 60e6)
 	tests := []struct {
 		name    string
 		lim     Limit
@@ -178,10 +178,10 @@ func TestRefundNothing(t *testing.T) {
 	}{
 		{"zero hits", Limit{Algorithm: FixedWindow, Requests: 10, Period: time.Minute}, counted, 0, false},
 		{"a fresh key", Limit{Algorithm: GCRA, Requests: 10, Period: time.Minute}, State{}, 3, false},
-		{"an expired key", Limit{Algorithm: FixedWindow, Requests: 10, Period: time.Minute}, Window{Start: start, Count: 7}.State(nowUs), 3, false},
+		{"an expired key", Limit{Algorithm: FixedWindow, Requests: 10, Period: time.Minute}, Window{Start: start, Count: 7}.state(nowUs), 3, false},
 		{"an invalid limit", Limit{Algorithm: FixedWindow, Requests: 10}, counted, 3, false},
-		{"a zero rate", Limit{Algorithm: TokenBucket, Period: time.Minute}, Bucket{Last: nowUs, Tokens: -3}.State(nowUs + 1e6), 3, false},
-		{"a zero rate, sliding_window", Limit{Algorithm: SlidingWindow, Period: time.Minute}, Window{Start: start, Count: 3}.State(start + 120e6), 3, false},
+		{"a zero rate", Limit{Algorithm: TokenBucket, Period: time.Minute}, Bucket{Last: nowUs, Tokens: -3}.state(nowUs + 1e6), 3, false},
+		{"a zero rate, sliding_window", Limit{Algorithm: SlidingWindow, Period: time.Minute}, Window{Start: start, Count: 3}.state(start + 120e6), 3, false},
 		{"a zero rate, sliding_log", Limit{Algorithm: SlidingLog, Period: time.Minute}, State{Log: []LogEntry{{nowUs - 1e6, 1, 3}}, ExpiresAt: nowUs + 59e6}, 3, false},
 		{"fixed_window keeps its count at a zero rate", Limit{Algorithm: FixedWindow, Period: time.Minute}, counted, 3, true},
 	}

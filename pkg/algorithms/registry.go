@@ -17,23 +17,24 @@ const (
 	GCRA
 )
 
-// Family is the shape of an algorithm's State, and so how a store keeps it
-// and how it takes a charge back (Undo). Zero means unset.
-type Family uint8
+// family is the shape of an algorithm's State, and so how a store keeps it
+// and how it takes a charge back (Undo). Zero means unset. The values are
+// the Lua scripts' (internal/scripts generates them into the script).
+type family uint8
 
 const (
-	// Registers: a few named integers (State.Window, Bucket, Meter or
-	// Arrival); Redis keeps them packed in one string (registers.go), and
-	// an undo rewrites that string.
-	Registers Family = iota + 1
-	// Log: State.Log, one entry per admitted request; Redis keeps a ZSET,
-	// and an undo removes the entries the charge added.
-	Log
-	// Counter: one count of the current window (State.Window's Start and
+	// familyRegisters: a few named integers (a view: Window, Bucket, Meter
+	// or Arrival); Redis keeps them packed in one string, and an undo
+	// rewrites that string.
+	familyRegisters family = iota + 1
+	// familyLog: State.Log, one entry per admitted request; Redis keeps a
+	// ZSET, and an undo removes the entries the charge added.
+	familyLog
+	// familyCounter: one count of the current window (Window's Start and
 	// Count); Redis keeps it as one integer string that INCRBY moves (the
 	// count and a tag of its window, internal/scripts/lua/counter.lua), and
 	// an undo decrements it, floored at 0, while its window is current.
-	Counter
+	familyCounter
 )
 
 // atZero is what a limit of zero requests does.
@@ -49,21 +50,14 @@ const (
 	zeroCounts
 )
 
-// LeaseKind says whether replicas may lease blocks of an algorithm's
-// counter (pkg/store/lease), and what happens to a block's unused hits.
-type LeaseKind uint8
+// leaseKind says whether replicas may lease blocks of an algorithm's
+// counter (Info.WindowLease, Info.BucketLease).
+type leaseKind uint8
 
 const (
-	// NoLease: the algorithm's hits cannot be admitted after they were
-	// charged without the bound moving (sliding_log: each entry's time is
-	// its admission time).
-	NoLease LeaseKind = iota
-	// WindowLease: a block is hits of the window it was charged in; what a
-	// replica did not use goes back to the counter (Lender.Return).
-	WindowLease
-	// BucketLease: a block is emission slots reserved ahead of now; unused
-	// slots lapse as time passes and are never returned.
-	BucketLease
+	noLease leaseKind = iota
+	windowLease
+	bucketLease
 )
 
 // spec is everything the rest of the code derives from an algorithm.
@@ -75,30 +69,30 @@ type spec struct {
 	// when the stored layout changed, so that a store never reads a layout
 	// it did not write (old keys expire with their window).
 	key    string
-	family Family
+	family family
 	// bucket: a capacity that refills (Limit.Burst applies); stepped: its
 	// refill may step and go into debt (RefillInterval, MaxDebt apply).
 	bucket  bool
 	stepped bool
 	// lease: whether and how replicas may lease blocks of a counter
-	// (pkg/store/lease; see Limit.Leasable); lag: see Algorithm.ResetLag.
-	lease LeaseKind
+	// (pkg/store/lease; see lease.Leasable); lag: see Info.ResetLag.
+	lease leaseKind
 	lag   int64
 	zero  atZero
 	// calendar: its windows may be calendar months (Limit.Calendar).
 	calendar bool
-	// used is what the counters API's used (Limit.Used) is of a counter.
+	// used is what the counters API's used (Capacity − Remaining) is of a counter.
 	used string
 	take func(Limit, State, uint64, int64) (Decision, State)
-	// force charges hits past the limit (see Record): the state take would
+	// force charges hits past the limit (see record): the state take would
 	// have written had the hits fitted, bounded as its doc comment says,
 	// and what that applied (Batch.Applied).
 	force func(Limit, State, uint64, int64) (State, uint64)
-	undo  func(Limit, State, Charged, int64) State
-	// refund gives hits back (see Refund) from a state read as Take reads
+	undo  func(Limit, State, Charge, int64) State
+	// refund gives hits back (see refund) from a state read as Take reads
 	// it, reporting what it gave (0: nothing changed).
 	refund func(Limit, State, uint64, int64) (State, uint64)
-	// horizon and valid: see Limit.Horizon and inRange.
+	// horizon and valid: see Limit.horizon and inRange.
 	horizon func(Limit) int64
 	valid   func(lim Limit, st State, now, horizon int64) bool
 	// canonical is what a state read as Take reads it stands for at now,
@@ -114,8 +108,8 @@ var registry = [...]spec{
 		name:      "fixed_window",
 		calendar:  true,
 		key:       "fixed_window.int",
-		family:    Counter,
-		lease:     WindowLease,
+		family:    familyCounter,
+		lease:     windowLease,
 		zero:      zeroCounts,
 		used:      "hits admitted in the current window",
 		take:      fixedWindow,
@@ -128,7 +122,7 @@ var registry = [...]spec{
 	},
 	SlidingLog - 1: {
 		name:      "sliding_log",
-		family:    Log,
+		family:    familyLog,
 		used:      "hits logged in the last period",
 		take:      slidingLog,
 		force:     slidingLogForce,
@@ -141,8 +135,8 @@ var registry = [...]spec{
 	SlidingWindow - 1: {
 		name:      "sliding_window",
 		calendar:  true,
-		family:    Registers,
-		lease:     WindowLease,
+		family:    familyRegisters,
+		lease:     windowLease,
 		lag:       1,
 		used:      "the weighted count: this window's hits plus the previous window's, weighted by how much of it the sliding period still covers",
 		take:      slidingWindow,
@@ -155,10 +149,10 @@ var registry = [...]spec{
 	},
 	TokenBucket - 1: {
 		name:      "token_bucket",
-		family:    Registers,
+		family:    familyRegisters,
 		bucket:    true,
 		stepped:   true,
-		lease:     BucketLease,
+		lease:     bucketLease,
 		used:      "tokens missing from a full bucket (all of them while in debt)",
 		take:      tokenBucket,
 		force:     tokenBucketForce,
@@ -170,9 +164,9 @@ var registry = [...]spec{
 	},
 	LeakyBucket - 1: {
 		name:      "leaky_bucket",
-		family:    Registers,
+		family:    familyRegisters,
 		bucket:    true,
-		lease:     BucketLease,
+		lease:     bucketLease,
 		used:      "the meter's level",
 		take:      leakyBucket,
 		force:     leakyBucketForce,
@@ -184,9 +178,9 @@ var registry = [...]spec{
 	},
 	GCRA - 1: {
 		name:      "gcra",
-		family:    Registers,
+		family:    familyRegisters,
 		bucket:    true,
-		lease:     BucketLease,
+		lease:     bucketLease,
 		used:      "slots taken: `burst` − hits admissible now",
 		take:      gcra,
 		force:     gcraForce,

@@ -16,10 +16,10 @@ func TestRegistryRowsAreComplete(t *testing.T) {
 			s.undo == nil || s.refund == nil || s.horizon == nil || s.valid == nil || s.canonical == nil {
 			t.Errorf("row %d (%q) misses a field: %+v", a, s.name, s)
 		}
-		if names[s.name] || keys[a.KeyName()] {
-			t.Errorf("%s: name or key name %q used twice", s.name, a.KeyName())
+		if names[s.name] || keys[a.Info().KeyName] {
+			t.Errorf("%s: name or key name %q used twice", s.name, a.Info().KeyName)
 		}
-		names[s.name], keys[a.KeyName()] = true, true
+		names[s.name], keys[a.Info().KeyName] = true, true
 		if _, err := os.Stat(s.name + ".go"); err != nil {
 			t.Errorf("%s: no %s.go with its take, force, undo, refund, range check and horizon: %v", s.name, s.name, err)
 		}

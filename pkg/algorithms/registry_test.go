@@ -11,21 +11,11 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
-func TestRegistryParseRoundTrip(t *testing.T) {
+// TestRegistryNames: every algorithm is valid and named by its Info.
+func TestRegistryNames(t *testing.T) {
 	for _, a := range algorithms.All() {
-		for _, name := range []string{a.String(), strings.ToUpper(a.String())} {
-			got, err := algorithms.Parse(name)
-			if err != nil || got != a {
-				t.Errorf("Parse(%q) = %v, %v; want %v", name, got, err, a)
-			}
-		}
-		if !a.Valid() || a.Family() == 0 {
-			t.Errorf("%s: Valid %v, Family %d", a, a.Valid(), a.Family())
-		}
-	}
-	for _, name := range []string{"", "fixed", "gcra ", "token-bucket"} {
-		if a, err := algorithms.Parse(name); err == nil {
-			t.Errorf("Parse(%q) = %v, want an error", name, a)
+		if !a.Valid() || a.Info().Name != a.String() || !strings.HasPrefix(a.Info().KeyName, a.String()) {
+			t.Errorf("%s: Valid %v, Info %+v", a, a.Valid(), a.Info())
 		}
 	}
 }
@@ -35,8 +25,8 @@ func TestRegistryParseRoundTrip(t *testing.T) {
 func TestUnknownAlgorithmIsNeverDefaulted(t *testing.T) {
 	for _, a := range []algorithms.Algorithm{0, algorithms.Algorithm(len(algorithms.All()) + 1), 255} {
 		lim := algorithms.Limit{Algorithm: a, Requests: 10, Period: time.Second}
-		if a.Valid() || lim.Validate() == nil || a.Family() != 0 || a.Bucket() {
-			t.Errorf("%s: Valid %v, Validate %v, Family %d, Bucket %v", a, a.Valid(), lim.Validate(), a.Family(), a.Bucket())
+		if a.Valid() || lim.Validate() == nil || a.Info() != (algorithms.Info{}) {
+			t.Errorf("%s: Valid %v, Validate %v, Info %+v", a, a.Valid(), lim.Validate(), a.Info())
 		}
 		d, _ := algorithms.Take(lim, algorithms.State{}, 1, time.UnixMicro(1e15))
 		if d.Allowed || d.RetryAfter != algorithms.Never {
@@ -55,7 +45,7 @@ func TestDocsHaveASectionPerAlgorithm(t *testing.T) {
 	}
 	var sections, rows []string
 	for _, m := range regexp.MustCompile(`(?m)^## ([a-z_]+)$`).FindAllStringSubmatch(string(raw), -1) {
-		if _, err := algorithms.Parse(m[1]); err == nil {
+		if slices.Contains(algorithms.Names(), m[1]) {
 			sections = append(sections, m[1])
 		}
 	}

@@ -104,7 +104,7 @@ func slidingLogValid(_ Limit, st State, now, h int64) bool {
 	return between(sum, 1, MaxCount) && st.ExpiresAt <= now+2*h && st.Log[len(st.Log)-1].At <= now+h
 }
 
-func slidingLogUndo(lim Limit, st State, ch Charged, _ int64) State {
+func slidingLogUndo(lim Limit, st State, ch Charge, _ int64) State {
 	log := slices.DeleteFunc(slices.Clone(st.Log), func(e LogEntry) bool {
 		return slices.Contains(ch.After.Log, e)
 	})

@@ -31,7 +31,7 @@ func slidingWindow(lim Limit, st State, hits uint64, now int64) (Decision, State
 		return Decision{Remaining: uint64(max(room, 0)), ResetAfter: micros(slidingWindowExpiry(lim, end, cur, prev, now) - now), RetryAfter: micros(at - now)}, st
 	}
 	cur += int64(hits)
-	next := Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now))
+	next := Window{Start: start, Count: cur, Prev: prev}.state(slidingWindowExpiry(lim, end, cur, prev, now))
 	return Decision{
 		Allowed:    true,
 		Remaining:  uint64(room - int64(hits)),
@@ -56,7 +56,7 @@ func slidingWindowExpiry(lim Limit, end, cur, prev, now int64) int64 {
 // count and the previous window's.
 func slidingWindowAt(lim Limit, st State, now int64) (start, end, cur, prev int64) {
 	start, end = windowAt(lim, now)
-	if w := st.Window(); st.ExpiresAt != 0 {
+	if w := st.window(); st.ExpiresAt != 0 {
 		switch {
 		case w.Start == start:
 			cur, prev = w.Count, w.Prev
@@ -76,26 +76,26 @@ func slidingWindowAt(lim Limit, st State, now int64) (start, end, cur, prev int6
 func slidingWindowForce(lim Limit, st State, hits uint64, now int64) (State, uint64) {
 	start, end, cur, prev := slidingWindowAt(lim, st, now)
 	next := max(min(cur+int64(hits), MaxCount), cur)
-	return Window{Start: start, Count: next, Prev: prev}.State(windowAfter(lim, end)), uint64(next - cur)
+	return Window{Start: start, Count: next, Prev: prev}.state(windowAfter(lim, end)), uint64(next - cur)
 }
 
 func slidingWindowHorizon(l Limit) int64 { return 2 * longestWindow(l) }
 
 // A window start one window ahead is a clock that went back a window.
 func slidingWindowValid(lim Limit, st State, now, _ int64) bool {
-	w := st.Window()
+	w := st.window()
 	return between(w.Count, 0, MaxCount) && between(w.Prev, 0, MaxCount) && w.Start <= now+longestWindow(lim)
 }
 
-func slidingWindowUndo(lim Limit, st State, ch Charged, _ int64) State {
-	w, charged := st.Window(), ch.After.Window().Start
+func slidingWindowUndo(lim Limit, st State, ch Charge, _ int64) State {
+	w, charged := st.window(), ch.After.window().Start
 	switch h := int64(ch.Applied); w.Start {
 	case charged:
 		w.Count = max(w.Count-h, 0)
 	case windowAfter(lim, charged):
 		w.Prev = max(w.Prev-h, 0)
 	}
-	return w.State(st.ExpiresAt)
+	return w.state(st.ExpiresAt)
 }
 
 // slidingWindowRefund takes hits off the current window's count first,
@@ -109,7 +109,7 @@ func slidingWindowRefund(lim Limit, st State, hits uint64, now int64) (State, ui
 	fromCur := min(cur, h)
 	fromPrev := min(prev, h-fromCur)
 	cur, prev = cur-fromCur, prev-fromPrev
-	return Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now)), uint64(fromCur + fromPrev)
+	return Window{Start: start, Count: cur, Prev: prev}.state(slidingWindowExpiry(lim, end, cur, prev, now)), uint64(fromCur + fromPrev)
 }
 
 // slidingWindowCanonical is the counts of the window current at now and
@@ -122,5 +122,5 @@ func slidingWindowCanonical(lim Limit, st State, now int64) State {
 	if cur == 0 && prev == 0 {
 		return State{}
 	}
-	return Window{Start: start, Count: cur, Prev: prev}.State(slidingWindowExpiry(lim, end, cur, prev, now))
+	return Window{Start: start, Count: cur, Prev: prev}.state(slidingWindowExpiry(lim, end, cur, prev, now))
 }

@@ -1,18 +1,17 @@
 package algorithms
 
 // State is the persisted state of one key; the zero State is a fresh key.
-// Each algorithm reads and writes it through its family's named view:
-// Window (fixed_window, sliding_window), Bucket (token_bucket), Meter
-// (leaky_bucket), Arrival (gcra), or Log (sliding_log).
+// Each algorithm reads and writes it through its named view (ViewOf,
+// StateOf): Window (fixed_window, sliding_window), Bucket (token_bucket),
+// Meter (leaky_bucket), Arrival (gcra), or Log (sliding_log).
 type State struct {
-	// family is the Family of the algorithm that wrote the state (Take,
-	// Record and Undo mark what they return), zero for a state built from
-	// a view, which any family but Log reads as its own. Another family
-	// reads it as fresh, as a store reads another layout as absent.
-	family Family
-	// regs holds the named fields of the register views, in the order
-	// Redis keeps them (registers.go); unexported so that nothing reads
-	// them by position.
+	// family is the family of the algorithm that wrote the state (Take,
+	// record and Undo mark what they return, StateOf what it builds), zero
+	// for a fresh state. Another family reads it as fresh, as a store reads
+	// another layout as absent.
+	family family
+	// regs holds the named fields of the register views (ViewOf);
+	// unexported so that nothing reads them by position.
 	regs [3]int64
 	// Log holds sliding_log's admitted hits, oldest first.
 	Log []LogEntry
@@ -57,65 +56,101 @@ type Arrival struct {
 	Frac int64 // TAT's fraction of a µs, in 1/Requests units
 }
 
-// Window reads st as a Window.
-func (st State) Window() Window {
+// The register views read and write the same three registers of a State
+// (internal/scripts keeps them, in this order, as Redis's a, b and c).
+func (st State) window() Window {
 	return Window{Start: st.regs[0], Count: st.regs[1], Prev: st.regs[2]}
 }
 
-// Bucket reads st as a Bucket.
-func (st State) Bucket() Bucket {
+func (st State) bucket() Bucket {
 	return Bucket{Last: st.regs[0], Tokens: st.regs[1], Frac: st.regs[2]}
 }
 
-// Meter reads st as a Meter.
-func (st State) Meter() Meter { return Meter{Last: st.regs[0], Level: st.regs[1], Frac: st.regs[2]} }
+func (st State) meter() Meter { return Meter{Last: st.regs[0], Level: st.regs[1], Frac: st.regs[2]} }
 
-// Arrival reads st as an Arrival.
-func (st State) Arrival() Arrival { return Arrival{TAT: st.regs[0], Frac: st.regs[1]} }
+func (st State) arrival() Arrival { return Arrival{TAT: st.regs[0], Frac: st.regs[1]} }
 
-// State is w as a State that expires at expiresAt (Unix µs).
-func (w Window) State(expiresAt int64) State {
+func (w Window) state(expiresAt int64) State {
 	return State{regs: [3]int64{w.Start, w.Count, w.Prev}, ExpiresAt: expiresAt}
 }
 
-// State is b as a State that expires at expiresAt (Unix µs).
-func (b Bucket) State(expiresAt int64) State {
+func (b Bucket) state(expiresAt int64) State {
 	return State{regs: [3]int64{b.Last, b.Tokens, b.Frac}, ExpiresAt: expiresAt}
 }
 
-// State is m as a State that expires at expiresAt (Unix µs).
-func (m Meter) State(expiresAt int64) State {
+func (m Meter) state(expiresAt int64) State {
 	return State{regs: [3]int64{m.Last, m.Level, m.Frac}, ExpiresAt: expiresAt}
 }
 
-// State is a as a State that expires at expiresAt (Unix µs).
-func (a Arrival) State(expiresAt int64) State {
+func (a Arrival) state(expiresAt int64) State {
 	return State{regs: [3]int64{a.TAT, a.Frac}, ExpiresAt: expiresAt}
 }
 
-// Family is the family of the algorithm that wrote st: Log for a log,
-// else the one Take, Record or Undo marked it with, zero for a state built
-// from a view (read as its own by every family but Log).
-func (st State) Family() Family {
-	if len(st.Log) > 0 {
-		return Log
+// ViewOf reads st as the view V of its algorithm: Window for fixed_window
+// and sliding_window, Bucket for token_bucket, Meter for leaky_bucket,
+// Arrival for gcra (sliding_log's state is State.Log). Every view names
+// the same three integers, in field order (Arrival's third is 0), so a
+// store may keep any of these states as one view's fields and ExpiresAt,
+// and restore it with StateOf.
+func ViewOf[V Window | Bucket | Meter | Arrival](st State) V {
+	var v V
+	switch p := any(&v).(type) {
+	case *Window:
+		*p = st.window()
+	case *Bucket:
+		*p = st.bucket()
+	case *Meter:
+		*p = st.meter()
+	case *Arrival:
+		*p = st.arrival()
 	}
-	return st.family
+	return v
 }
 
-// As is st marked as written by family f, as a store that decodes its
+// StateOf is the state of a key under algorithm a whose view (see ViewOf)
+// is v and that expires at expiresAt (Unix µs): what a store restores from
+// what it kept. A state with ExpiresAt 0 is a fresh one.
+func StateOf[V Window | Bucket | Meter | Arrival](a Algorithm, v V, expiresAt int64) State {
+	var st State
+	switch v := any(v).(type) {
+	case Window:
+		st = v.state(expiresAt)
+	case Bucket:
+		st = v.state(expiresAt)
+	case Meter:
+		st = v.state(expiresAt)
+	case Arrival:
+		st = v.state(expiresAt)
+	}
+	if s, ok := a.lookup(); ok && s.family != familyLog {
+		st = st.as(s.family)
+	}
+	return st
+}
+
+// as is st marked as written by family f, as a store that decodes its
 // layout knows it was (a fresh state, ExpiresAt 0, stays unmarked).
-func (st State) As(f Family) State {
+func (st State) as(f family) State {
 	if st.ExpiresAt != 0 {
 		st.family = f
 	}
 	return st
 }
 
+// familyOf is the family of the algorithm that wrote st: familyLog for a
+// log, else the one Take, record or Undo marked it with, zero for a state
+// built from a view (read as its own by every family but familyLog).
+func (st State) familyOf() family {
+	if len(st.Log) > 0 {
+		return familyLog
+	}
+	return st.family
+}
+
 // readableAs reports whether an algorithm of family f reads st as its own
 // state rather than a fresh one.
-func (st State) readableAs(f Family) bool {
-	if (f == Log) != (len(st.Log) > 0) {
+func (st State) readableAs(f family) bool {
+	if (f == familyLog) != (len(st.Log) > 0) {
 		return false
 	}
 	return st.family == 0 || st.family == f

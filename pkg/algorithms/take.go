@@ -13,26 +13,26 @@ const Never = time.Duration(math.MaxInt64)
 // The returned state is the one to persist when the caller commits.
 //
 // A limit that fails Validate denies everything with RetryAfter Never. A
-// state written by another family (State.Family: say sliding_log's log,
+// state written by another family (say sliding_log's log,
 // the registers of sliding_window or fixed_window's counter) reads as a
 // fresh one, so changing a rule's algorithm never misreads old state; so
 // does a state out of its algorithm's range (see valid.go). now is clamped
-// to 0..MaxUnixMicro.
+// to the Unix epoch .. the year 2155 (every stored time stays exact in Lua).
 func Take(lim Limit, st State, hits uint64, now time.Time) (Decision, State) {
 	alg, st, us, ok := read(lim, st, now)
 	if !ok {
 		return Decision{RetryAfter: Never}, st
 	}
 	d, next := alg.take(lim, st, hits, us)
-	return d, next.As(alg.family)
+	return d, next.as(alg.family)
 }
 
-// read is how Take (and Refund) read st under lim at now: the clock clamped
-// to 0..MaxUnixMicro in µs, and the state as the algorithm sees it (an
+// read is how Take (and refund) read st under lim at now: the clock clamped
+// to 0..maxUnixMicro in µs, and the state as the algorithm sees it (an
 // expired one, one of the other family or one out of range as fresh).
 // ok is false for a limit that fails Validate (st then only expired).
 func read(lim Limit, st State, now time.Time) (*spec, State, int64, bool) {
-	us := min(max(now.UnixMicro(), 0), MaxUnixMicro)
+	us := min(max(now.UnixMicro(), 0), maxUnixMicro)
 	if st.ExpiresAt != 0 && us >= st.ExpiresAt {
 		st = State{}
 	}

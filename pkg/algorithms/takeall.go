@@ -33,7 +33,7 @@ func takeGeneral(ops []Op, load func(key string) State, now time.Time) Batch {
 		k.acc.add(op, b.Applied[i], before, k.pending, now)
 		verdict.Add(op.Mode, op.Joined, b.Decisions[i].Allowed)
 	}
-	if !verdict.Denied() {
+	if b.Denied = verdict.Denied(); !b.Denied {
 		b.Writes = writesOf(runs, now)
 		for _, key := range order {
 			k := runs[key]
@@ -110,6 +110,7 @@ func takeDistinct(ops []Op, load func(key string) State, save func(key string, s
 		verdict.Add(op.Mode, op.Joined, b.Decisions[i].Allowed)
 	}
 	denied := verdict.Denied()
+	b.Denied = denied
 	for i, op := range ops {
 		p := &pass[i]
 		if denied && !op.Usage {

@@ -11,16 +11,16 @@ var takeAllSpare = map[string]takeAllCase{
 		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 1}, {Key: "b", Limit: fwMinute(5), Hits: 3, Mode: Spare}},
 		want: []Decision{ok(4, 40*s), ok(2, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.state(t0.UnixMicro() + 40e6),
+			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a denied Spare op denies nothing and is not charged": {
-		stored: map[string]State{"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6)},
+		stored: map[string]State{"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6)},
 		ops:    []Op{{Key: "a", Limit: fwMinute(5), Hits: 1}, {Key: "b", Limit: fwMinute(3), Hits: 2, Mode: Spare}},
 		want:   []Decision{ok(4, 40*s), no(1, 40*s, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a Spare op alone over its limit is denied and writes nothing": {
@@ -35,21 +35,21 @@ var takeAllSpare = map[string]takeAllCase{
 		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 3}, {Key: "a", Limit: fwMinute(5), Hits: 3, Mode: Spare}},
 		want: []Decision{ok(2, 40*s), no(2, 40*s, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a Spare op that fits the running total is charged with it": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 3}, {Key: "a", Limit: fwMinute(5), Hits: 2, Mode: Spare}},
 		want: []Decision{ok(2, 40*s), ok(0, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"an Enforce op after a denied Spare op on one key is not held back by it": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(5), Hits: 6, Mode: Spare}, {Key: "a", Limit: fwMinute(5), Hits: 5}},
 		want: []Decision{no(5, 40*s, Never), ok(0, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 }
@@ -85,27 +85,27 @@ var takeAllAtRest = map[string]takeAllCase{
 // verdict; the other ops are judged on the refunded states.
 var takeAllRefunds = map[string]takeAllCase{
 	"a refund is kept in a denied batch": {
-		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6)},
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.state(t0.UnixMicro() + 40e6)},
 		ops:    []Op{{Key: "a", Limit: fwMinute(5), Hits: 3, Mode: NegativeHits}, {Key: "d", Limit: fwMinute(1), Hits: 2}},
 		want:   []Decision{ok(3, 40*s), no(1, 40*s, Never)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"an admission is judged after the refunds, wherever they are": {
-		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6)},
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.state(t0.UnixMicro() + 40e6)},
 		ops:    []Op{{Key: "a", Limit: fwMinute(5), Hits: 2}, {Key: "a", Limit: fwMinute(5), Hits: 3, Mode: NegativeHits}},
 		want:   []Decision{ok(1, 40*s), ok(3, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a refund is allowed past the limit too": {
-		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 25}.State(t0.UnixMicro() + 40e6)},
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 25}.state(t0.UnixMicro() + 40e6)},
 		ops:    []Op{{Key: "a", Limit: fwMinute(10), Hits: 3, Mode: NegativeHits}},
 		want:   []Decision{ok(0, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 22}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 22}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a refund of a fresh key writes nothing": {
@@ -120,12 +120,12 @@ var takeAllRefunds = map[string]takeAllCase{
 		},
 		want: []Decision{recorded(1, 40*s, 40*s), ok(5, 40*s), ok(3, 40*s)},
 		wantWrites: map[string]State{
-			"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-			"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6),
+			"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"usage, an admission and a refund on one key": {
-		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 9}.State(t0.UnixMicro() + 40e6)},
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 9}.state(t0.UnixMicro() + 40e6)},
 		ops: []Op{
 			{Key: "a", Limit: fwMinute(10), Hits: 2},
 			{Key: "a", Limit: fwMinute(10), Hits: 4, Usage: true},
@@ -133,11 +133,11 @@ var takeAllRefunds = map[string]takeAllCase{
 		},
 		want: []Decision{ok(4, 40*s), ok(0, 40*s), ok(6, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a refund to fresh writes the key expired": {
-		stored: map[string]State{"a": Bucket{Last: t0.UnixMicro(), Tokens: 4}.State(t0.UnixMicro() + 600e3)},
+		stored: map[string]State{"a": Bucket{Last: t0.UnixMicro(), Tokens: 4}.state(t0.UnixMicro() + 600e3)},
 		ops:    []Op{{Key: "a", Limit: tb10, Hits: 7, Mode: NegativeHits}},
 		want:   []Decision{ok(10, 0)},
 		wantWrites: map[string]State{

@@ -131,7 +131,7 @@ func TestTakeAllIntoMatchesTakeAll(t *testing.T) {
 			t.Fatalf("step %d %+v: TakeAllInto %v %v saved %v, TakeAll %v %v writes %v", step, ops, gotD, gotA, got, wantD, want.Applied, wantW)
 		}
 		for k, w := range wantW {
-			if g, found := got[k]; !found || !sameState(g, w) || g.Family() != w.Family() {
+			if g, found := got[k]; !found || !sameState(g, w) || g.familyOf() != w.familyOf() {
 				t.Fatalf("step %d: %s saved %+v, TakeAll writes %+v", step, k, g, w)
 			}
 			stored[k] = w

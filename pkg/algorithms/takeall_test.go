@@ -26,8 +26,8 @@ var takeAllBasics = map[string]takeAllCase{
 		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1}, {Key: "b", Limit: fwMinute(5), Hits: 2}, {Key: "c", Limit: fwMinute(5), Hits: 0}},
 		want: []Decision{ok(1, 40*s), ok(3, 40*s), ok(5, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.state(t0.UnixMicro() + 40e6),
+			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"one denial consumes nothing and reports checks": {
@@ -38,15 +38,15 @@ var takeAllBasics = map[string]takeAllCase{
 		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1}, {Key: "b", Limit: fwMinute(1), Hits: 2, Mode: Shadow}},
 		want: []Decision{ok(1, 40*s), recorded(1, 40*s, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
-			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.state(t0.UnixMicro() + 40e6),
+			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"an allowed shadow op is charged": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(2), Hits: 1, Mode: Shadow}},
 		want: []Decision{ok(1, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"an enforced denial writes no shadow op either": {
@@ -57,9 +57,9 @@ var takeAllBasics = map[string]takeAllCase{
 		ops:  []Op{{Key: "q1", Limit: fwMinute(1), Hits: 2, Mode: Quota}, {Key: "q2", Limit: fwMinute(3), Hits: 2, Mode: Quota}, {Key: "e", Limit: fwMinute(5), Hits: 2}},
 		want: []Decision{recorded(1, 40*s, 40*s), ok(1, 40*s), ok(3, 40*s)},
 		wantWrites: map[string]State{
-			"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-			"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
-			"e":  Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6),
+			"q1": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6),
+			"q2": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6),
+			"e":  Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"every quota op denied denies the batch": {
@@ -70,43 +70,43 @@ var takeAllBasics = map[string]takeAllCase{
 		ops:  []Op{{Key: "u", Limit: fwMinute(3), Hits: 5, Usage: true}, {Key: "t", Limit: fwMinute(10), Hits: 5, Usage: true}},
 		want: []Decision{recorded(3, 40*s, 40*s), ok(5, 40*s)},
 		wantWrites: map[string]State{
-			"u": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
-			"t": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.State(t0.UnixMicro() + 40e6),
+			"u": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.state(t0.UnixMicro() + 40e6),
+			"t": Window{Start: t0.UnixMicro() - 20e6, Count: 5}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a denied batch records its usage only": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(3), Hits: 1}, {Key: "u", Limit: fwMinute(10), Hits: 4, Usage: true}, {Key: "d", Limit: fwMinute(1), Hits: 2}},
 		want: []Decision{ok(3, 40*s), ok(6, 40*s), no(1, 40*s, Never)},
 		wantWrites: map[string]State{
-			"u": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.State(t0.UnixMicro() + 40e6),
+			"u": Window{Start: t0.UnixMicro() - 20e6, Count: 4}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a check after usage on one key sees the running total": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(10), Hits: 1699, Usage: true}, {Key: "a", Limit: fwMinute(10), Hits: 1}},
 		want: []Decision{recorded(10, 40*s, 40*s), no(0, 40*s, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1699}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 1699}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"usage over only with the request's admission stays denied with it": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(7), Hits: 2}, {Key: "a", Limit: fwMinute(7), Hits: 6, Usage: true}, {Key: "b", Limit: fwMinute(7), Hits: 2}},
 		want: []Decision{ok(7, 40*s), recorded(5, 40*s, 40*s), ok(7, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 6}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 6}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a usage exactly at the limit is allowed": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(10), Hits: 10, Usage: true}, {Key: "a", Limit: fwMinute(10), Hits: 0}},
 		want: []Decision{ok(0, 40*s), ok(0, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 10}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a repeated key is charged twice": {
 		ops:  []Op{{Key: "a", Limit: fwMinute(3), Hits: 2}, {Key: "a", Limit: fwMinute(3), Hits: 1}},
 		want: []Decision{ok(1, 40*s), ok(0, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"a repeated key over the limit denies both": {
@@ -114,16 +114,16 @@ var takeAllBasics = map[string]takeAllCase{
 		want: []Decision{ok(3, 40*s), no(1, 40*s, 40*s)},
 	},
 	"stored state counts": {
-		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.State(t0.UnixMicro() + 40e6)},
+		stored: map[string]State{"a": Window{Start: t0.UnixMicro() - 20e6, Count: 2}.state(t0.UnixMicro() + 40e6)},
 		ops:    []Op{{Key: "a", Limit: fwMinute(3), Hits: 1}, {Key: "b", Limit: fwMinute(3), Hits: 1}},
 		want:   []Decision{ok(0, 40*s), ok(2, 40*s)},
 		wantWrites: map[string]State{
-			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.State(t0.UnixMicro() + 40e6),
-			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.State(t0.UnixMicro() + 40e6),
+			"a": Window{Start: t0.UnixMicro() - 20e6, Count: 3}.state(t0.UnixMicro() + 40e6),
+			"b": Window{Start: t0.UnixMicro() - 20e6, Count: 1}.state(t0.UnixMicro() + 40e6),
 		},
 	},
 	"expired state reads as fresh": {
-		stored: map[string]State{"a": Window{Start: 1, Count: 99}.State(t0.UnixMicro())},
+		stored: map[string]State{"a": Window{Start: 1, Count: 99}.state(t0.UnixMicro())},
 		ops:    []Op{{Key: "a", Limit: fwMinute(3), Hits: 0}},
 		want:   []Decision{ok(3, 40*s)},
 	},
@@ -132,7 +132,7 @@ var takeAllBasics = map[string]takeAllCase{
 		ops:    []Op{{Key: "a", Limit: tb10, Hits: 10}},
 		want:   []Decision{ok(0, s)},
 		wantWrites: map[string]State{
-			"a": Bucket{Last: t0.UnixMicro(), Tokens: 0}.State(t0.UnixMicro() + 1e6),
+			"a": Bucket{Last: t0.UnixMicro(), Tokens: 0}.state(t0.UnixMicro() + 1e6),
 		},
 	},
 	"an invalid limit denies the batch": {

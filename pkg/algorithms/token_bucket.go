@@ -32,7 +32,7 @@ func tokenBucket(lim Limit, st State, hits uint64, now int64) (Decision, State) 
 		}, st
 	}
 	tokens -= int64(hits)
-	next := Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(now)
+	next := Bucket{Last: anchor, Tokens: tokens, Frac: frac}.state(now)
 	if tokens < capacity {
 		next.ExpiresAt = at(capacity)
 	}
@@ -53,7 +53,7 @@ func tokenBucketAt(lim Limit, st State, now int64) (tokens, frac, anchor int64) 
 	if st.ExpiresAt == 0 {
 		return capacity, 0, boundary
 	}
-	b := st.Bucket()
+	b := st.bucket()
 	tokens, frac, anchor = clamp(b.Tokens, -(capacity+debt), capacity), clamp(b.Frac, 0, p-1), max(b.Last, boundary)
 	if tokens == capacity {
 		return tokens, 0, anchor
@@ -80,7 +80,7 @@ func tokenBucketForce(lim Limit, st State, hits uint64, now int64) (State, uint6
 	step := max(lim.RefillInterval.Microseconds(), 1)
 	tokens, frac, anchor := tokenBucketAt(lim, st, now)
 	next := min(max(tokens-int64(min(hits, MaxCount)), -(capacity+debt)), tokens)
-	return Bucket{Last: anchor, Tokens: next, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-next, frac, p, r), step)), uint64(tokens - next)
+	return Bucket{Last: anchor, Tokens: next, Frac: frac}.state(ceilTo(anchor+refillTime(capacity-next, frac, p, r), step)), uint64(tokens - next)
 }
 
 // tokenBucketHorizon is the time to refill from the floor usage may reach.
@@ -90,14 +90,14 @@ func tokenBucketHorizon(l Limit) int64 {
 }
 
 func tokenBucketValid(_ Limit, st State, now, h int64) bool {
-	b := st.Bucket()
+	b := st.bucket()
 	return between(b.Tokens, -MaxCount, MaxCount) && between(b.Frac, 0, maxPeriodMicros) && b.Last <= now+h
 }
 
 // tokenBucketUndo returns min(hits, what the charged bucket would still
 // lack at now had nothing else happened): a deficit refill repays in order,
 // so that part of the charge is the most the key can owe back.
-func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
+func tokenBucketUndo(lim Limit, st State, ch Charge, now int64) State {
 	p, capacity := lim.Period.Microseconds(), int64(lim.Capacity())
 	tokens, frac, anchor := tokenBucketAt(lim, st, now)
 	projected, pfrac, _ := tokenBucketAt(lim, ch.After, now)
@@ -116,7 +116,7 @@ func tokenBucketUndo(lim Limit, st State, ch Charged, now int64) State {
 	if tokens >= capacity {
 		tokens, frac = capacity, 0
 	}
-	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(st.ExpiresAt)
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.state(st.ExpiresAt)
 }
 
 // tokenBucketRefund puts hits back in the bucket, up to its capacity (a
@@ -133,10 +133,10 @@ func tokenBucketRefund(lim Limit, st State, hits uint64, now int64) (State, uint
 	}
 	// tokens >= -(capacity+debt) and hits <= MaxCount: no overflow.
 	if tokens+int64(hits) >= capacity {
-		return Bucket{Last: anchor, Tokens: capacity}.State(now), uint64(capacity - tokens) // full: as fresh
+		return Bucket{Last: anchor, Tokens: capacity}.state(now), uint64(capacity - tokens) // full: as fresh
 	}
 	tokens += int64(hits)
-	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step)), hits
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.state(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step)), hits
 }
 
 // tokenBucketCanonical is the bucket refilled to now, fresh when full.
@@ -150,5 +150,5 @@ func tokenBucketCanonical(lim Limit, st State, now int64) State {
 		return State{}
 	}
 	step := max(lim.RefillInterval.Microseconds(), 1)
-	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.State(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step))
+	return Bucket{Last: anchor, Tokens: tokens, Frac: frac}.state(ceilTo(anchor+refillTime(capacity-tokens, frac, p, r), step))
 }

@@ -16,9 +16,9 @@ func apply(lim Limit, st State, hits uint64, now time.Time) State {
 	return st
 }
 
-// chargedBy is the Charged record of a take of hits from before to after.
-func chargedBy(hits uint64, before, after State) Charged {
-	ch := Charged{Applied: hits, After: after}
+// chargedBy is the Charge of a take of hits under lim from before to after.
+func chargedBy(lim Limit, hits uint64, before, after State) Charge {
+	ch := Charge{Limit: lim, Applied: hits, After: after}
 	if len(after.Log) > 0 {
 		ch.After.Log = nil
 		for _, e := range after.Log {
@@ -56,7 +56,7 @@ func TestUndoNeverGivesMoreRoom(t *testing.T) {
 				if !d.Allowed {
 					continue
 				}
-				ch := chargedBy(hits, st, charged)
+				ch := chargedBy(lim, hits, st, charged)
 				never, cur := st, charged
 				quiet := rng.IntN(3) == 0
 				for range rng.IntN(5) {
@@ -75,7 +75,7 @@ func TestUndoNeverGivesMoreRoom(t *testing.T) {
 						}
 					}
 				}
-				u := Undo(lim, cur, ch, now)
+				u := Undo(cur, ch, now)
 				undone++
 				if quiet {
 					quietRuns++
@@ -126,8 +126,8 @@ func TestUndoAtZeroLimit(t *testing.T) {
 		if len(b.Charges) != 1 || b.Charges[0].Applied != 3 {
 			t.Fatalf("%+v: charges %+v, want one of 3 hits", lim, b.Charges)
 		}
-		undone := Undo(lim, b.Writes["k"], b.Charges[0].Charged, now)
-		if got := undone.Window().Count; got != 2 {
+		undone := Undo(b.Writes["k"], b.Charges[0], now)
+		if got := undone.window().Count; got != 2 {
 			t.Errorf("%+v: count %d after the undo, want the 2 before the charge", lim, got)
 		}
 	}

@@ -9,18 +9,18 @@ import "time"
 // the next charge overwrites it; internal/scripts does the same in Lua.
 //
 // Every time a state carries is bounded by now plus the rule's horizon
-// (Horizon), so every TTL a take writes is at most twice the horizon.
+// (horizon), so every TTL a take writes is at most twice the horizon.
 
 // maxExact bounds every stored integer: Lua's numbers are exact below it.
 const maxExact = 1 << 53
 
-// Horizon is how long the state of one take can matter under this limit:
+// horizon is how long the state of one take can matter under this limit:
 // a window (fixed_window, sliding_log), two windows (sliding_window), the
 // time to refill an empty bucket (token_bucket: from full debt, plus a
 // refill step; leaky_bucket; gcra). Zero for an invalid limit. With zero
 // Requests only fixed_window writes a state, for one window (Period, or
 // the longest calendar months).
-func (l Limit) Horizon() time.Duration {
+func (l Limit) horizon() time.Duration {
 	alg, ok := l.Algorithm.lookup()
 	switch {
 	case !ok || l.Validate() != nil:

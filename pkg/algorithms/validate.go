@@ -11,12 +11,12 @@ import (
 // binary64 numbers (integers up to 2^53): timestamps in microseconds are
 // about 2^51 today, no count exceeds MaxCount, and no state outlives its
 // write by more than 2*MaxPeriod (a sliding window's previous window), so
-// every stored time stays below 2^53 while now <= MaxUnixMicro.
+// every stored time stays below 2^53 while now <= maxUnixMicro.
 const (
 	MaxPeriod = 50 * 365 * 24 * time.Hour
 	MaxCount  = 1 << 40
-	// MaxUnixMicro is the latest supported clock (year 2155) in Unix µs.
-	MaxUnixMicro = 1<<53 - 1 - 2*int64(MaxPeriod/time.Microsecond)
+	// maxUnixMicro is the latest supported clock (year 2155) in Unix µs.
+	maxUnixMicro = 1<<53 - 1 - 2*int64(MaxPeriod/time.Microsecond)
 )
 
 // Validate reports a Limit the algorithms cannot evaluate exactly. It is
@@ -40,11 +40,11 @@ func (l Limit) Validate() error {
 	}
 	// An option the algorithm ignores is refused rather than dropped: the
 	// operator meant something by it.
-	if l.Burst != 0 && l.Algorithm.valid() && !l.Algorithm.Bucket() {
-		errs = append(errs, fmt.Errorf("burst applies to %s only, not %s", NamesOf(Algorithm.Bucket), l.Algorithm))
+	if l.Burst != 0 && l.Algorithm.valid() && !l.Algorithm.Info().Bucket {
+		errs = append(errs, fmt.Errorf("burst applies to %s only, not %s", namesOf(func(a Algorithm) bool { return a.Info().Bucket }), l.Algorithm))
 	}
-	if (l.RefillInterval != 0 || l.MaxDebt != 0) && !l.Algorithm.Stepped() {
-		errs = append(errs, fmt.Errorf("refill_interval and max_debt apply to %s only", NamesOf(Algorithm.Stepped)))
+	if (l.RefillInterval != 0 || l.MaxDebt != 0) && !l.Algorithm.Info().Stepped {
+		errs = append(errs, fmt.Errorf("refill_interval and max_debt apply to %s only", namesOf(func(a Algorithm) bool { return a.Info().Stepped })))
 	}
 	if l.Calendar {
 		errs = append(errs, l.validateCalendar()...)
@@ -57,10 +57,10 @@ func (l Limit) Validate() error {
 
 // refillsInTime reports whether a bucket (token_bucket, leaky_bucket, gcra)
 // goes from the deepest debt recorded usage may leave (one bucket below
-// -MaxDebt, see Record) to full, plus one refill step, within MaxPeriod:
+// -MaxDebt, see record) to full, plus one refill step, within MaxPeriod:
 // every time a bucket stores or reports is bounded by that.
 func (l Limit) refillsInTime() bool {
-	if !l.Algorithm.Bucket() || l.Requests == 0 {
+	if !l.Algorithm.Info().Bucket || l.Requests == 0 {
 		return true
 	}
 	// (2*Capacity+MaxDebt) * Period <= (MaxPeriod - RefillInterval) * Requests
@@ -71,12 +71,12 @@ func (l Limit) refillsInTime() bool {
 }
 
 // validateCalendar checks a Limit with Calendar set: a window algorithm
-// (Algorithm.Calendar), and a Period of whole Months no longer, at the
+// (Info.Calendar), and a Period of whole Months (n Month) no longer, at the
 // longest months, than MaxPeriod.
 func (l Limit) validateCalendar() []error {
 	var errs []error
-	if l.Algorithm.valid() && !l.Algorithm.Calendar() {
-		errs = append(errs, fmt.Errorf("calendar months apply to %s only, not %s", NamesOf(Algorithm.Calendar), l.Algorithm))
+	if l.Algorithm.valid() && !l.Algorithm.Info().Calendar {
+		errs = append(errs, fmt.Errorf("calendar months apply to %s only, not %s", namesOf(func(a Algorithm) bool { return a.Info().Calendar }), l.Algorithm))
 	}
 	if l.Period < Month || l.Period%Month != 0 || l.Period/Month*longestMonth > MaxPeriod {
 		errs = append(errs, fmt.Errorf("a calendar period must be 1 to %d months of %s, not %s", MaxPeriod/longestMonth, Month, l.Period))

@@ -56,15 +56,15 @@ func TestValidateOptionsFollowRegistry(t *testing.T) {
 	for _, a := range All() {
 		t.Run(a.String(), func(t *testing.T) {
 			burst := Limit{Algorithm: a, Requests: 10, Period: time.Second, Burst: 5}
-			if err := burst.Validate(); (err == nil) != a.Bucket() {
-				t.Errorf("burst: Validate() = %v, bucket %v", err, a.Bucket())
+			if err := burst.Validate(); (err == nil) != a.Info().Bucket {
+				t.Errorf("burst: Validate() = %v, bucket %v", err, a.Info().Bucket)
 			}
 			for name, lim := range map[string]Limit{
 				"refill_interval": {Algorithm: a, Requests: 10, Period: time.Second, RefillInterval: time.Millisecond},
 				"max_debt":        {Algorithm: a, Requests: 10, Period: time.Second, MaxDebt: 1},
 			} {
-				if err := lim.Validate(); (err == nil) != a.Stepped() {
-					t.Errorf("%s: Validate() = %v, stepped %v", name, err, a.Stepped())
+				if err := lim.Validate(); (err == nil) != a.Info().Stepped {
+					t.Errorf("%s: Validate() = %v, stepped %v", name, err, a.Info().Stepped)
 				}
 			}
 		})
@@ -88,8 +88,8 @@ func TestNamesOf(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := NamesOf(tc.has); got != tc.want {
-				t.Errorf("NamesOf = %q, want %q", got, tc.want)
+			if got := namesOf(tc.has); got != tc.want {
+				t.Errorf("namesOf = %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -97,11 +97,11 @@ func TestNamesOf(t *testing.T) {
 
 // Every valid limit keeps the times it stores under 2^53 µs.
 func TestBoundsFitBinary64(t *testing.T) {
-	if MaxUnixMicro+2*MaxPeriod.Microseconds() >= 1<<53 {
-		t.Fatal("MaxUnixMicro + 2*MaxPeriod reaches 2^53")
+	if maxUnixMicro+2*MaxPeriod.Microseconds() >= 1<<53 {
+		t.Fatal("maxUnixMicro + 2*MaxPeriod reaches 2^53")
 	}
-	if MaxUnixMicro < time.Date(2150, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() {
-		t.Fatalf("MaxUnixMicro is %s", time.UnixMicro(MaxUnixMicro).UTC())
+	if maxUnixMicro < time.Date(2150, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() {
+		t.Fatalf("maxUnixMicro is %s", time.UnixMicro(maxUnixMicro).UTC())
 	}
 	if MaxPeriod.Microseconds() >= 1<<52 {
 		t.Fatal("mulAddDivMod's Lua twin needs divisors below 2^52")

@@ -9,7 +9,7 @@ package algorithms
 // never denied anyway), or a denied alternative beside an allowed one,
 // denies nothing.
 // The zero Verdict is an empty, admitted batch; add every op in batch order
-// with Add, or build it with VerdictOf.
+// with Add (in place: a request's ops need not be copied into []Op).
 type Verdict struct {
 	enforcedDenied     bool
 	quotaOps, quotaDen int
@@ -18,22 +18,13 @@ type Verdict struct {
 	inQuota, altDenied bool
 }
 
-// VerdictOf is the verdict of ops decided as ds (same length and order).
-func VerdictOf(ops []Op, ds []Decision) Verdict {
-	var v Verdict
-	for i, op := range ops {
-		v.Add(op.Mode, op.Joined, ds[i].Allowed)
-	}
-	return v
-}
-
 // Add counts the next op of the batch: its mode m, whether it is Joined to
 // the op before it, and whether it was allowed.
 func (v *Verdict) Add(m Mode, joined, allowed bool) {
 	if m != Quota {
 		v.inQuota = false
 		// Shadow, Spare and NegativeHits ops never deny: a Spare op is a lease
-		// top-up the request itself did not ask for, a Refund gives back.
+		// top-up the request itself did not ask for, a refund gives back.
 		if m != Shadow && m != Spare && m != NegativeHits {
 			v.enforcedDenied = v.enforcedDenied || !allowed
 		}
@@ -52,11 +43,12 @@ func (v *Verdict) Add(m Mode, joined, allowed bool) {
 
 // Denied reports whether the batch is denied.
 func (v Verdict) Denied() bool {
-	return v.enforcedDenied || v.QuotaDenied()
+	return v.enforcedDenied || v.quotaDenied()
 }
 
-// QuotaDenied reports whether the batch had Quota alternatives and every
-// one was denied: then any one of them getting room would admit it.
-func (v Verdict) QuotaDenied() bool {
+// quotaDenied reports whether the batch had Quota alternatives and every
+// one was denied. (A caller outside reads it as the Verdict of the same
+// ops with every op but Quota ones added as allowed.)
+func (v Verdict) quotaDenied() bool {
 	return v.quotaOps > 0 && v.quotaDen == v.quotaOps
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
 )
 
-// A Store decides a batch of requests atomically; algorithms.VerdictOf reads
+// A Store decides a batch of requests atomically; VerdictOf reads
 // whether the batch as a whole was denied. The embedded memstore needs no
 // server; redisstore behaves the same against Redis.
 func ExampleStore() {

@@ -79,9 +79,9 @@ type Store interface {
 
 // Charge is what an admitted batch charged one key: what its ops applied
 // there and the state written, which is what taking it back exactly needs
-// (algorithms.Undo). It is algorithms.KeyCharge, the type the Go reference
+// (algorithms.Undo). It is algorithms.Charge, the type the Go reference
 // (algorithms.Batch's Charges) and the script's reply both produce.
-type Charge = algorithms.KeyCharge
+type Charge = algorithms.Charge
 
 // Lender is a Store that also tells what an admitted batch charged and
 // takes part of a charge back: what leases need (pkg/store/lease).
@@ -104,8 +104,8 @@ type Lender interface {
 // API answers it with INVALID_ARGUMENT).
 var ErrBadCursor = errors.New("bad page token")
 
-// VerdictOf is algorithms.VerdictOf for requests: the verdict of reqs
-// decided as res (same length and order), read in place.
+// VerdictOf is the algorithms.Verdict of reqs decided as res (same length
+// and order), read in place.
 func VerdictOf(reqs []Request, res []Result) algorithms.Verdict {
 	var v algorithms.Verdict
 	for i, r := range reqs {

@@ -18,7 +18,7 @@ func (s *Store) plan(reqs []store.Request, b *batch) []store.Request {
 			continue
 		}
 		e := s.shards[b.idx[i]].entries[op.Key]
-		if e == nil || e.inflight || !e.known || e.limit != op.Limit || !op.Limit.Leasable() {
+		if e == nil || e.inflight || !e.known || e.limit != op.Limit || !Leasable(op.Limit) {
 			continue
 		}
 		if usageOn(reqs, op.Key) {
@@ -164,7 +164,7 @@ func (s *Store) install(sh uint8, e *entry, sp store.Request, d algorithms.Decis
 	case nl.kind == window:
 		nl.after = ch.After
 		l := &e.lease
-		if l.kind == window && l.limit == nl.limit && l.after.Window().Start == nl.after.Window().Start && l.room(now) > 0 {
+		if l.kind == window && l.limit == nl.limit && algorithms.ViewOf[algorithms.Window](l.after).Start == algorithms.ViewOf[algorithms.Window](nl.after).Start && l.room(now) > 0 {
 			// Same window: one lease, one return of what is left of both.
 			l.size += size
 			l.deadline = min(l.deadline, nl.deadline)

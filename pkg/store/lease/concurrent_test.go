@@ -19,7 +19,7 @@ import (
 // window: once they close, the backend counts exactly the hits they
 // admitted (every unused hit came back), never more than the limit.
 func TestConcurrent(t *testing.T) {
-	for _, lim := range leasing(algorithms.WindowLease, 3000, time.Hour) {
+	for _, lim := range leasing(windowLease, 3000, time.Hour) {
 		t.Run(lim.Algorithm.String(), func(t *testing.T) {
 			clock := storetest.NewClock(storetest.Epoch())
 			mem := memstore.New(memstore.WithClock(clock.Now), memstore.WithSweep(0, 0))

@@ -8,23 +8,24 @@
 // first: leases can only under-admit.
 //
 // Which limits lease, and how, is the algorithm registry's
-// (algorithms.Algorithm.Lease; algorithms.Limit.Leasable checks the limit):
+// (algorithms.Info's WindowLease and BucketLease; Leasable checks the
+// limit):
 //
-//   - algorithms.WindowLease (fixed_window, sliding_window): a block belongs
+//   - WindowLease (fixed_window, sliding_window): a block belongs
 //     to the window it was charged in and ends at that window's end
 //     (measured from the local clock read before the round trip, so early,
-//     never late; Algorithm.ResetLag says how far before ResetAfter that
+//     never late; Info.ResetLag says how far before ResetAfter that
 //     is). Its unused hits go back exactly (store.Lender.Return) when it
 //     ends on idle, max age, a rule change, ReturnAll or Close, and so do
 //     those a renewal trims off; at the window's end there is nothing to
 //     give back (the window rolled over).
-//   - algorithms.BucketLease (gcra, leaky_bucket, continuous token_bucket):
+//   - BucketLease (gcra, leaky_bucket, continuous token_bucket):
 //     a block is b emission slots reserved ahead; slot k of a block may be
 //     used only while the local clock is at or before the slot's start (see
 //     lease in entry.go). Unused slots lapse by the block's last slot's
 //     deadline and are never given back: giving slots back would move the
 //     bucket's arrival time back under another replica's later slots.
-//   - algorithms.NoLease (sliding_log), stepped or indebted token buckets,
+//   - neither (sliding_log), stepped or indebted token buckets,
 //     zero or invalid limits: not leased.
 //
 // A crashed replica returns nothing: at most its unused blocks stay charged

@@ -117,7 +117,7 @@ var windowEnds = []windowEnd{{
 // the hits admitted, plus what a live lease still holds. Every algorithm
 // the registry says leases windows is run.
 func TestWindowLeaseEnds(t *testing.T) {
-	for _, lim := range leasing(algorithms.WindowLease, 1000, time.Minute) {
+	for _, lim := range leasing(windowLease, 1000, time.Minute) {
 		for _, e := range windowEnds {
 			t.Run(lim.Algorithm.String()+"/"+e.name, func(t *testing.T) {
 				r := newRig(t, e.opts...)

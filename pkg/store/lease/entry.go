@@ -85,12 +85,26 @@ func (e *entry) estimate(now, interval int64) uint64 {
 	return satmath.Add(e.cur, uint64(math.Ceil(float64(e.prev)*float64(left)/float64(interval))))
 }
 
-// What a lease reserves: its algorithm's algorithms.LeaseKind.
+// leaseKind is what a lease reserves (algorithms.Info's WindowLease and
+// BucketLease).
+type leaseKind uint8
+
 const (
-	none   = algorithms.NoLease
-	window = algorithms.WindowLease // hits of one window
-	bucket = algorithms.BucketLease // emission slots of a continuous bucket
+	none   leaseKind = iota
+	window           // hits of one window
+	bucket           // emission slots of a continuous bucket
 )
+
+// kindOf is what a lease of a's counters reserves.
+func kindOf(a algorithms.Algorithm) leaseKind {
+	switch info := a.Info(); {
+	case info.WindowLease:
+		return window
+	case info.BucketLease:
+		return bucket
+	}
+	return none
+}
 
 // lease is the blocks a replica holds of one counter.
 //
@@ -109,7 +123,7 @@ const (
 // in any [a, b] number at most capacity + (b-a)/T: the bucket's own bound.
 // Slots are used earliest first; a slot whose deadline passed lapses.
 type lease struct {
-	kind  algorithms.LeaseKind
+	kind  leaseKind
 	limit algorithms.Limit
 	size  uint64 // hits charged (window: all blocks; bucket: the block's slots)
 	// used is hits used (window), or the next slot to use (bucket: slots

@@ -30,7 +30,7 @@ func TestLeasable(t *testing.T) {
 		{"unset", algorithms.Limit{Requests: 10, Period: time.Second}, false},
 	}
 	for _, tt := range tests {
-		if got := tt.lim.Leasable(); got != tt.want {
+		if got := lease.Leasable(tt.lim); got != tt.want {
 			t.Errorf("%s: Leasable = %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 	"github.com/ratelimitd/ratelimitd/pkg/store/lease"
 	"github.com/ratelimitd/ratelimitd/pkg/store/memstore"
@@ -96,7 +95,7 @@ func TestSetRules(t *testing.T) {
 // own hits only: a block taken then could never be used (a stopped store
 // holds none), and would stay charged, denying hits below the limit.
 func TestNoBlockAfterStop(t *testing.T) {
-	for _, lim := range append(leasing(algorithms.WindowLease, 1000, time.Hour), leasing(algorithms.BucketLease, 1000, time.Hour)...) {
+	for _, lim := range append(leasing(windowLease, 1000, time.Hour), leasing(bucketLease, 1000, time.Hour)...) {
 		t.Run(lim.Algorithm.String(), func(t *testing.T) {
 			r := newRig(t)
 			r.clock.Advance(time.Second)

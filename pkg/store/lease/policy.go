@@ -43,7 +43,7 @@ func (s *Store) blockSize(e *entry, now int64, hits uint64) uint64 {
 // it each of the counter's hits is a round trip of its own. Bucket blocks
 // are left out: their slots lapse long before such a counter's next hit.
 func (s *Store) returning(e *entry) bool {
-	if e.limit.Algorithm.Lease() != algorithms.WindowLease {
+	if !e.limit.Algorithm.Info().WindowLease {
 		return false
 	}
 	return s.idle > 0 && e.seenBefore != 0 && (e.seen-e.seenBefore <= s.idle || e.paid)
@@ -56,10 +56,10 @@ func (s *Store) returning(e *entry) bool {
 // end, or ResetLag periods past it. A bucket block's deadline is its last
 // slot's end, which each slot's counts back from (lease in entry.go).
 func newLease(lim algorithms.Limit, b uint64, d algorithms.Decision, now int64) lease {
-	l := lease{kind: lim.Algorithm.Lease(), limit: lim, size: b, born: now, lastUse: now}
+	l := lease{kind: kindOf(lim.Algorithm), limit: lim, size: b, born: now, lastUse: now}
 	l.deadline = satAddI(now, d.ResetAfter.Microseconds())
 	if l.kind == window {
-		l.deadline -= lim.Algorithm.ResetLag() * lim.Period.Microseconds()
+		l.deadline -= lim.Algorithm.Info().ResetLag * lim.Period.Microseconds()
 	}
 	return l
 }

@@ -11,7 +11,7 @@ import (
 // and what the replica knows of the counter follows it: the next hit
 // answered from the block reports the room the refund gave back.
 func TestRefundOfALeasedCounter(t *testing.T) {
-	for _, lim := range leasing(algorithms.WindowLease, 1000, time.Minute) {
+	for _, lim := range leasing(windowLease, 1000, time.Minute) {
 		t.Run(lim.Algorithm.String(), func(t *testing.T) {
 			r := newRig(t)
 			r.clock.Advance(time.Second)

@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 
-	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 	"github.com/ratelimitd/ratelimitd/pkg/store"
 )
 
@@ -48,7 +47,7 @@ func (s *Store) endInto(sh uint8, e *entry, now int64) (store.Charge, bool) {
 // back, which they leave Outstanding for.
 func (s *Store) giveBackCharge(sh uint8, key string, l *lease, hits uint64) store.Charge {
 	s.shards[sh].counters.outstanding -= int64(hits)
-	return store.Charge{Key: key, Limit: l.limit, Charged: algorithms.Charged{Applied: hits, After: l.after}}
+	return store.Charge{Key: key, Limit: l.limit, Applied: hits, After: l.after}
 }
 
 // ReturnAll ends every lease now and gives the unused hits of window

@@ -252,12 +252,16 @@ func sliding(n uint64, period time.Duration) algorithms.Limit {
 // leasing is a limit of n per period for every algorithm whose leases are
 // of kind, as the registry says: a new algorithm is tested as soon as its
 // row says it leases.
-func leasing(kind algorithms.LeaseKind, n uint64, period time.Duration) []algorithms.Limit {
+func leasing(kind func(algorithms.Info) bool, n uint64, period time.Duration) []algorithms.Limit {
 	var out []algorithms.Limit
 	for _, a := range algorithms.All() {
-		if a.Lease() == kind {
+		if kind(a.Info()) {
 			out = append(out, algorithms.Limit{Algorithm: a, Requests: n, Period: period})
 		}
 	}
 	return out
 }
+
+// The kinds of lease (leasing).
+func windowLease(i algorithms.Info) bool { return i.WindowLease }
+func bucketLease(i algorithms.Info) bool { return i.BucketLease }

@@ -32,7 +32,7 @@ func TestFirstLive(t *testing.T) {
 			kind:     bucket,
 			limit:    algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 1 + rng.Uint64N(algorithms.MaxCount), Period: period},
 			size:     2 + rng.Uint64N(1<<uint(1+rng.IntN(40))),
-			deadline: algorithms.MaxUnixMicro/2 + rng.Int64N(1<<40),
+			deadline: 1<<51 + rng.Int64N(1<<40),
 		}
 		if rng.IntN(2) == 0 {
 			l.limit.Requests = 1 + rng.Uint64N(10000)

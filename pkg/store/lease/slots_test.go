@@ -27,7 +27,7 @@ func slotDeadline(tSend time.Time, ra time.Duration, b, k uint64, lim algorithms
 // slots is run, and gcra with a burst below its rate too.
 func TestBucketSlots(t *testing.T) {
 	// T = 3s/7000: not a whole number of µs.
-	limits := append(leasing(algorithms.BucketLease, 7000, 3*time.Second),
+	limits := append(leasing(bucketLease, 7000, 3*time.Second),
 		algorithms.Limit{Algorithm: algorithms.GCRA, Requests: 7000, Period: 3 * time.Second, Burst: 700})
 	for _, lim := range limits {
 		for _, how := range []string{"idle", "ReturnAll", "Close", "last slot"} {

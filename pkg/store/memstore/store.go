@@ -181,7 +181,7 @@ func (s *Store) Return(ctx context.Context, charges []store.Charge) error {
 		if st.ExpiresAt == 0 {
 			continue // absent or expired: the window or bucket already forgot it
 		}
-		sh.save(c.Key, algorithms.Undo(c.Limit, st, c.Charged, now))
+		sh.save(c.Key, algorithms.Undo(st, c, now))
 	}
 	return nil
 }

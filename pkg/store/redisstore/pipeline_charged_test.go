@@ -147,7 +147,7 @@ func checkChargedReplies(t *testing.T, replies []chargedReply, charged func(call
 			t.Fatalf("caller %d call %d: charges %+v, want one", c, i, r.charges)
 		}
 		ch := r.charges[0]
-		_, count, _ := ch.After.Registers()
+		count := algorithms.ViewOf[algorithms.Window](ch.After).Count
 		if ch.Key != "shared" || ch.Limit != window(lim) || ch.Applied != 1+spare || uint64(count) != lim-last.Remaining {
 			t.Fatalf("caller %d call %d: charge %+v (count %d) for %+v, want %d hits leaving %d", c, i, ch, count, r.res, 1+spare, lim-last.Remaining)
 		}

@@ -105,7 +105,11 @@ func (s *Store) takeSpread(ctx context.Context, reqs []store.Request, groups [][
 		s.undoLate(ctx, runs, now)
 		return scripts.Outcome{}, errors.Join(errs...)
 	}
-	if algorithms.VerdictOf(store.Ops(reqs), out.Decisions).Denied() {
+	var verdict algorithms.Verdict
+	for i, r := range reqs {
+		verdict.Add(r.Mode, r.Joined, out.Decisions[i].Allowed)
+	}
+	if verdict.Denied() {
 		s.undo(ctx, runs, now)
 		for gi, g := range groups {
 			for k, j := range g {

@@ -72,7 +72,7 @@ func TestCrossSlotAllOrNothing(t *testing.T) {
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
 			lim := algorithms.Limit{Algorithm: alg, Requests: 3, Period: time.Minute}
-			if alg.Bucket() {
+			if alg.Info().Bucket {
 				lim.Burst = 3
 			}
 			r := crossSlotRig{t: t, s: s, admins: admins, keys: keysOnMasters(t, admins, alg.String()), lim: lim}

@@ -17,7 +17,7 @@ import (
 func Bench(b *testing.B, s store.Store) {
 	for _, a := range algorithms.All() {
 		lim := algorithms.Limit{Algorithm: a, Requests: 1 << 30, Period: time.Hour}
-		if a.Family() == algorithms.Log {
+		if a.Info().Log {
 			lim.Requests = 100 // the log holds one entry per admitted request
 		}
 		for _, n := range []int{1, 3, 10} {

@@ -167,7 +167,7 @@ func (x *exactRun) read(t *testing.T, keys []string, limits map[string]algorithm
 // deniedByReference reports whether the reference denies reqs now, without
 // changing its states.
 func (x *exactRun) deniedByReference(reqs []store.Request) bool {
-	return algorithms.VerdictOf(store.Ops(reqs), x.h.model.peek(reqs, x.h.clock.Now()).Decisions).Denied()
+	return x.h.model.peek(reqs, x.h.clock.Now()).Denied
 }
 
 // recordsOn reports whether a usage op or a refund of reqs names key: the
@@ -188,8 +188,9 @@ func fmtState(st algorithms.State) string {
 	if len(st.Log) > 0 {
 		return fmt.Sprintf("log %v until %d", st.Log, st.ExpiresAt)
 	}
-	a, b, c := st.Registers()
-	return fmt.Sprintf("(%d %d %d) until %d", a, b, c, st.ExpiresAt)
+	// Every view names the same three registers: Window's shows them all.
+	w := algorithms.ViewOf[algorithms.Window](st)
+	return fmt.Sprintf("(%d %d %d) until %d", w.Start, w.Count, w.Prev, st.ExpiresAt)
 }
 
 func fmtReqs(reqs []store.Request) string {

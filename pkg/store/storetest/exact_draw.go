@@ -30,16 +30,16 @@ func (x *exactRun) limit() algorithms.Limit {
 			Requests:  []uint64{1, 2, 3, 5, 10}[rng.IntN(5)],
 			Period:    []time.Duration{time.Second, 10 * time.Second, time.Minute}[rng.IntN(3)],
 		}
-		if x.a.Bucket() && rng.IntN(2) == 0 {
+		if x.a.Info().Bucket && rng.IntN(2) == 0 {
 			lim.Burst = 1 + rng.Uint64N(2*lim.Requests)
 		}
-		if x.a.Stepped() && rng.IntN(3) == 0 {
+		if x.a.Info().Stepped && rng.IntN(3) == 0 {
 			lim.RefillInterval = lim.Period / time.Duration(1+rng.IntN(4))
 		}
-		if x.a.Stepped() && rng.IntN(3) == 0 {
+		if x.a.Info().Stepped && rng.IntN(3) == 0 {
 			lim.MaxDebt = 1 + rng.Uint64N(3)
 		}
-		if x.a.Calendar() && rng.IntN(4) == 0 {
+		if x.a.Info().Calendar && rng.IntN(4) == 0 {
 			lim.Calendar, lim.Period = true, algorithms.Month
 		}
 		if lim.Validate() == nil {

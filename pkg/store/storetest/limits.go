@@ -96,7 +96,7 @@ func testLimitChange(t *testing.T, newStore Factory) {
 				basic(to, 20),
 				{Algorithm: to, Requests: 10, Period: 3 * time.Second},
 			}
-			if to.Bucket() {
+			if to.Info().Bucket {
 				edits = append(edits, algorithms.Limit{Algorithm: to, Requests: 10, Period: 10 * time.Second, Burst: 2})
 			}
 			for _, lim := range edits {

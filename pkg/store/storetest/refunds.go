@@ -71,7 +71,7 @@ var refundCases = []modeCase{{
 		batch := reqs(p.refund("small", 1), p.refund("q1", 1))
 		got := p.h.take(batch...)
 		allowedAre(t, "refunds of a key past its limit and of a fresh one", got, true, true)
-		if algorithms.VerdictOf(store.Ops(batch), got).Denied() {
+		if deniedAs(batch, got) {
 			t.Errorf("a batch of refunds is denied: %v", got)
 		}
 	},

@@ -29,7 +29,7 @@ func Seeds(n int) Option { return func(s *scale) { s.seeds = uint64(max(n, 1)) }
 func Periods(n int) Option { return func(s *scale) { s.periods = max(n, 4) } }
 
 // Limits are the leasable limits the property runs over, one per
-// algorithm the registry says leases (algorithms.Algorithm.Lease), so that
+// algorithm the registry says leases (algorithms.Info), so that
 // a new one is covered as soon as its row says it leases. Windows get 500
 // a second; buckets take turns over the bucket shapes: a burst below the
 // rate, none, and a burst above a rate whose emission interval (1s/700)
@@ -44,10 +44,10 @@ func Limits() []algorithms.Limit {
 	buckets := 0
 	for _, a := range algorithms.All() {
 		lim := algorithms.Limit{Requests: 500, Period: time.Second}
-		switch a.Lease() {
-		case algorithms.NoLease:
+		switch info := a.Info(); {
+		case !info.WindowLease && !info.BucketLease:
 			continue
-		case algorithms.BucketLease:
+		case info.BucketLease:
 			lim = bucketShapes[buckets%len(bucketShapes)]
 			buckets++
 		}

@@ -255,5 +255,5 @@ func hot(t *testing.T, clock *storetest.Clock, newLender func() store.Lender, li
 // windowed reports whether lim's leases are window leases, which count at
 // most Requests per window and which the sweeper refills ahead.
 func windowed(lim algorithms.Limit) bool {
-	return lim.Algorithm.Lease() == algorithms.WindowLease
+	return lim.Algorithm.Info().WindowLease
 }
