@@ -5,7 +5,7 @@ IMAGE   ?= ratelimitd:$(VERSION)
 # docker, else podman; override with ENGINE=...
 ENGINE  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 
-.PHONY: build run test test-soak bench bench-go bench-load fmt lint image
+.PHONY: build run test test-race test-soak bench bench-go bench-load fmt lint image
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ratelimitd
@@ -24,25 +24,35 @@ TEST_MODULES := api/schema deploy/examples deploy/monitoring
 # test/image, deploy/monitoring), built once.
 TEST_BIN := $(CURDIR)/bin/test/ratelimitd
 
-# Every package compiles twice, no more: once with CGO_ENABLED=0 (the
-# image's build, which go vet, the test binary, the load drivers the
-# integration tests build and the test modules share) and once with the race
-# detector (which needs cgo). The test modules only decode files, so they
-# run without it. go test's own vet pass would repeat a subset of go vet's.
-# The packages whose tests run longest, mostly waiting on processes they
-# start, come first, so that they run while the rest compiles: go test
-# builds and runs packages in the order given, and -p 4 keeps two workers
-# compiling while they run.
+# One build configuration, CGO_ENABLED=0 (the image's): go vet, the binary
+# the integration tests run, their load drivers and grpcurl, every test and
+# the test modules share it, so every package compiles once; a fresh clone's
+# make test is mostly that compile (CONTRIBUTING.md has the figures).
+# go test's own vet pass would repeat a subset of go vet's. The packages
+# whose tests run longest, mostly waiting on processes they start, come
+# first, so that they run while the rest compiles: go test builds and runs
+# packages in the order given, and -p 4 keeps two workers compiling while
+# they run; the integration tests run two at a time (-parallel 2, on any
+# machine), their waits overlapping.
+# make test-race runs the module's packages again under the race detector
+# (a second compile, with cgo); .ci/run runs both.
 SLOW_TESTS := ./test/integration ./pkg/store/redisstore ./internal/scripts
 test:
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(TEST_BIN) ./cmd/ratelimitd
-	RATELIMITD_BIN=$(TEST_BIN) $(GO) test -race -vet=off -count=1 -p 4 $(SLOW_TESTS) ./...
+	CGO_ENABLED=0 RATELIMITD_BIN=$(TEST_BIN) $(GO) test -vet=off -count=1 -p 4 -parallel 2 $(SLOW_TESTS) ./...
 	@set -e; for m in $(TEST_MODULES); do \
 		echo "== $$m (own go.mod)"; \
 		CGO_ENABLED=0 $(GO) -C $$m vet ./...; \
 		CGO_ENABLED=0 RATELIMITD_BIN=$(TEST_BIN) $(GO) -C $$m test -vet=off -count=1 ./...; \
 	done
+
+# The race detector over the packages with code of their own (test/ holds
+# black-box tests of processes, whose instrumented side would be the test
+# client only).
+RACE_PKGS := ./cmd/... ./internal/... ./pkg/...
+test-race:
+	$(GO) test -race -vet=off -count=1 -p 4 ./pkg/store/redisstore ./internal/scripts $(RACE_PKGS)
 
 # The integration tests N times in a row (default 10), so that a flaky test
 # shows up as a failure instead of a rare red CI run; -failfast stops at the

@@ -90,6 +90,7 @@ func aclUser(t *testing.T, password, prefix string) []any {
 // reset reach the other replica's cache, and Redis refused nothing (empty
 // ACL LOGs, no NOPERM in the logs, no notice errors counted).
 func TestLeastPrivilegeACL(t *testing.T) {
+	t.Parallel()
 	for _, be := range []backend{redisBackend, sentinelBackend, clusterBackend} {
 		t.Run(be.name, func(t *testing.T) { testACL(t, be) })
 	}

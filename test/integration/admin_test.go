@@ -70,6 +70,7 @@ func debugPost(t *testing.T, svc *service, path, auth, body string) (int, string
 // TestCountersAPI drives Get, Reset and List against the binary on each
 // backend, with the token and without it.
 func TestCountersAPI(t *testing.T) {
+	t.Parallel()
 	for _, be := range []backend{memoryBackend, redisBackend, sentinelBackend, clusterBackend} {
 		t.Run(be.name, func(t *testing.T) {
 			env := []string{"ADMIN_TOKEN_FILE=" + tokenFile(t, adminToken)}

@@ -23,6 +23,7 @@ import (
 // Without a credential the API does not exist: not on the gRPC port, not
 // on the debug port.
 func TestCountersAPIOff(t *testing.T) {
+	t.Parallel()
 	root, _ := newConfigRoot(t, map[string]string{"shop.yaml": adminConfig})
 	svc := startService(t, root, "BACKEND_TYPE=memory")
 	svc.call(request("shop", desc("user", "alice")))
@@ -66,6 +67,7 @@ func tlsClients(t *testing.T, addr string, ca *testcerts.CA, client testcerts.Pa
 // ADMIN_CLIENT_SAN: over the gRPC port's mutual TLS, only a client
 // certificate carrying the admin name may read or reset.
 func TestCountersAPIClientCertificate(t *testing.T) {
+	t.Parallel()
 	ca := testcerts.NewCA(t, "admin")
 	root, _ := newConfigRoot(t, map[string]string{"shop.yaml": adminConfig})
 	server := ca.Server(t, "server")

@@ -77,6 +77,7 @@ func pct(l []time.Duration, p float64) time.Duration {
 // 3 s), and the valid calls' latencies are logged, not bounded (decoding
 // cost 400 ms each; under load 8-28 a bound of 1 s failed with no bomb).
 func TestAdversarialMessagesStayBounded(t *testing.T) {
+	t.Parallel()
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
 	svc := startService(t, root)
 	for range 100 {
@@ -143,6 +144,7 @@ func TestAdversarialMessagesStayBounded(t *testing.T) {
 // TestAdversarialJSONStaysBounded: 16 parallel posts of 1 MiB of {} to
 // /json are refused after the 65th descriptor, without buffering the body.
 func TestAdversarialJSONStaysBounded(t *testing.T) {
+	t.Parallel()
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
 	svc := startService(t, root)
 	pid := svc.cmd.Process.Pid
@@ -187,6 +189,7 @@ func TestAdversarialJSONStaysBounded(t *testing.T) {
 // TestBombSender is the attacker of TestAdversarialMessagesStayBounded, run
 // in a process of its own; it does nothing unless that test starts it.
 func TestBombSender(t *testing.T) {
+	t.Parallel()
 	addr := os.Getenv("RATELIMITD_BOMB_ADDR")
 	if addr == "" {
 		t.Skip("run by TestAdversarialMessagesStayBounded")

@@ -32,6 +32,7 @@ const undoFailures = "ratelimitd_redis_undo_failures_total"
 // have left its charges: each is one hit of slack on every counter, and
 // the only slack.
 func TestClusterCrossSlotConcurrency(t *testing.T) {
+	t.Parallel()
 	nodes := redistest.StartCluster(t, 3)
 	masters := redistest.Clients(t, nodes)
 	root, _ := newConfigRoot(t, map[string]string{"scale.yaml": scaleConfig})

@@ -18,6 +18,7 @@ import (
 // Moving the hot slot to another master under load: no error answered, no
 // hit lost or charged twice.
 func TestClusterReshardUnderLoad(t *testing.T) {
+	t.Parallel()
 	nodes := redistest.StartCluster(t, 3)
 	masters := redistest.Clients(t, nodes)
 	// A hot value in one of the first 10 slots, which reshard moves first.

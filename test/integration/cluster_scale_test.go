@@ -60,6 +60,7 @@ func remaining(t *testing.T, svc *service, key, value string) uint64 {
 // its replica is promoted (+1 s), never a call past its deadline nor a hit
 // charged twice.
 func TestClusterScaleOut(t *testing.T) {
+	t.Parallel()
 	nodes := redistest.StartClusterWithReplicas(t, 3, 1, time.Second)
 	r := &scaleRig{clients: redistest.Clients(t, nodes)}
 	for i, n := range nodes {

@@ -16,6 +16,7 @@ import (
 // request's counters may span masters (one script per slot group, all or
 // nothing), and every domain's counters spread over the shards.
 func TestRedisClusterOfThreeMasters(t *testing.T) {
+	t.Parallel()
 	nodes := redistest.StartCluster(t, 3)
 	var cfg strings.Builder
 	files := map[string]string{}

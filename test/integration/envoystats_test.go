@@ -153,6 +153,7 @@ func (m *envoyModel) decide(key, counter string, limit, hits uint64, shadow bool
 // and what PROMETHEUS_ADDR serves under ratelimit_service_* to the model:
 // every name, label and value; with the local cache, its gauges too.
 func TestEnvoyproxyStats(t *testing.T) {
+	t.Parallel()
 	t.Run("without local cache", func(t *testing.T) { testEnvoyproxyStats(t, false) })
 	t.Run("with LOCAL_CACHE_SIZE_IN_BYTES", func(t *testing.T) { testEnvoyproxyStats(t, true) })
 }

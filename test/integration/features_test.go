@@ -32,6 +32,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestShareThresholdMetricsAndDebugPort(t *testing.T) {
+	t.Parallel()
 	svc, _ := startWithRedis(t, featuresConfig)
 
 	// share_threshold: every value under /files/ shares one counter of 2.

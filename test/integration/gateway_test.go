@@ -35,13 +35,13 @@ import (
 // Prometheus on PROMETHEUS_ADDR with a statsd mapping file, and OTLP
 // tracing.
 func TestEnvoyGatewayContract(t *testing.T) {
+	t.Parallel()
 	ca := testcerts.NewCA(t, "envoy-gateway")
 	xdsServerPair := ca.Server(t, "envoy-gateway")
 	rlServerPair := ca.Server(t, "envoy-ratelimit")
 	rlClientPair := ca.Client(t, "envoy-ratelimit-client")
 	redisPair := ca.Server(t, "redis")
 	rds := redistest.StartMutualTLS(t, redisPair.CertFile, redisPair.KeyFile, ca.File, rlClientPair.CertFile, rlClientPair.KeyFile)
-
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.CertPEM)
 	xdsAddr, cache := gatewayXDS(t, pool, xdsServerPair)

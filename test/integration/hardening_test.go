@@ -19,6 +19,7 @@ import (
 // endpoint of the debug port, with pprof off (the default) or on, and not in
 // the logs.
 func TestDebugPortShowsNoSecret(t *testing.T) {
+	t.Parallel()
 	const password = "pw-Dbg7x"
 	rds := redistest.Start(t, "--requirepass", password)
 	for _, pprof := range []bool{false, true} {
@@ -53,6 +54,7 @@ func TestDebugPortShowsNoSecret(t *testing.T) {
 // TestRedisAuthFile: the password can come from a file, so it is in neither
 // the environment nor the command line.
 func TestRedisAuthFile(t *testing.T) {
+	t.Parallel()
 	const password = "pw-File3q"
 	rds := redistest.Start(t, "--requirepass", password)
 	dir := t.TempDir()
@@ -106,6 +108,7 @@ func writeTemp(t *testing.T, body string) string {
 }
 
 func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(binPath, "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ratelimitd --help: %v\n%s", err, out)
@@ -123,6 +126,7 @@ func TestHelpExitsZero(t *testing.T) {
 // TestEmptiedConfigDirectoryWarns: removing every file applies the empty
 // config, as envoyproxy does, with a warning and a metric.
 func TestEmptiedConfigDirectoryWarns(t *testing.T) {
+	t.Parallel()
 	root, dir := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
 	svc := startService(t, root)
 	if err := os.Remove(filepath.Join(dir, "it.yaml")); err != nil {
@@ -145,6 +149,7 @@ func TestEmptiedConfigDirectoryWarns(t *testing.T) {
 // TestCheckReportsSyntaxErrorLine: `ratelimitd check` names the line of a
 // YAML syntax error, and gives a non-UTF-8 file a line too.
 func TestCheckReportsSyntaxErrorLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files := map[string]string{
 		"indent.yaml": "domain: a\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n     requests_per_unit: 1\n",

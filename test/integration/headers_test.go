@@ -9,6 +9,7 @@ import (
 )
 
 func TestResponseHeadersFromTheBinary(t *testing.T) {
+	t.Parallel()
 	svc, _ := startWithRedis(t, itConfig,
 		"LIMIT_RESPONSE_HEADERS_ENABLED=true", "LIMIT_RESET_HEADER=X-RateLimit-Reset",
 		"LIMIT_DRAFT_HEADERS_ENABLED=true", "LIMIT_RETRY_AFTER_HEADER_ENABLED=true")
@@ -44,6 +45,7 @@ func TestResponseHeadersFromTheBinary(t *testing.T) {
 // adds a pair per counted limit, under SHADOW_MODE too (a rollout where the
 // backend sees its quota while Envoy admits everything).
 func TestRequestAndAllLimitsHeadersFromTheBinary(t *testing.T) {
+	t.Parallel()
 	svc, _ := startWithRedis(t, itConfig, "SHADOW_MODE=true",
 		"LIMIT_RESPONSE_HEADERS_ENABLED=true", "LIMIT_ALL_DESCRIPTORS_HEADERS_ENABLED=true",
 		"LIMIT_REQUEST_HEADERS_ENABLED=true", "LIMIT_REQUEST_REMAINING_HEADER=X-Upstream-Remaining")

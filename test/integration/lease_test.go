@@ -47,6 +47,7 @@ descriptors:
 // stopped with SIGTERM gives its unused hits back before it exits, so the
 // counter holds exactly the hits admitted.
 func TestLeasesNeverOverAdmit(t *testing.T) {
+	t.Parallel()
 	for _, b := range []backend{redisBackend, clusterBackend} {
 		t.Run(b.name, func(t *testing.T) {
 			// The limits are per day: a replica's run must not straddle

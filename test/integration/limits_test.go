@@ -50,6 +50,7 @@ func decided(t *testing.T, step string, resp *rlsv3.RateLimitResponse, err error
 // filled with usage (the descriptor's own hits_addend, recorded on every
 // limit past its limit) so the test does not wait 100 seconds.
 func TestSeveralLimitsPerDescriptor(t *testing.T) {
+	t.Parallel()
 	for _, be := range []backend{memoryBackend, redisBackend, clusterBackend} {
 		t.Run(be.name, func(t *testing.T) {
 			svc, _ := startLimits(t, be)
@@ -115,6 +116,7 @@ func secondOfHits(t *testing.T, svc *service, user *rlsv3.RateLimitRequest) bool
 // A quota descriptor is over when any of its limits is; two of them, each
 // with two limits, are decided in one request.
 func TestSeveralLimitsQuota(t *testing.T) {
+	t.Parallel()
 	for _, be := range []backend{memoryBackend, redisBackend, clusterBackend} {
 		t.Run(be.name, func(t *testing.T) {
 			svc, _ := startLimits(t, be)
@@ -154,6 +156,7 @@ func TestSeveralLimitsQuota(t *testing.T) {
 // Several limits per descriptor still cost one script call per request on
 // Redis (INFO commandstats), and one per slot group on a Cluster.
 func TestSeveralLimitsScriptCalls(t *testing.T) {
+	t.Parallel()
 	svc, rds := startLimits(t, redisBackend, "REDIS_PIPELINE_WINDOW=0")
 	req := request("limits", desc("user", "u1"), desc("user", "u2"), desc("team", "t1"))
 	warmUp(t, svc, "u1")
@@ -180,6 +183,7 @@ func warmUp(t *testing.T, svc *service, value string) {
 }
 
 func TestSeveralLimitsClusterOneSlotPerDescriptor(t *testing.T) {
+	t.Parallel()
 	svc, nodes := startLimits(t, clusterBackend, "REDIS_PIPELINE_WINDOW=0")
 	masters := redistest.Clients(t, nodes)
 	warmUp(t, svc, "solo")
@@ -220,6 +224,7 @@ func userOn(t *testing.T, masters []*redis.Client, i int) string {
 // A request whose descriptors' limits span masters is still all or
 // nothing: the group that charged is undone when another denies.
 func TestSeveralLimitsClusterAcrossSlots(t *testing.T) {
+	t.Parallel()
 	svc, nodes := startLimits(t, clusterBackend)
 	masters := redistest.Clients(t, nodes)
 	a, b := userOn(t, masters, 0), userOn(t, masters, 1)

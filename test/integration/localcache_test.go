@@ -18,6 +18,7 @@ func scriptCalls(t *testing.T, addr string) int {
 }
 
 func TestLocalCacheSparesRedis(t *testing.T) {
+	t.Parallel()
 	// LOCAL_CACHE_MAX_AGE=0: the 20 calls below must not go back to Redis
 	// however slowly this box runs them.
 	svc, rds := startWithRedis(t, itConfig, "LOCAL_CACHE_SIZE_IN_BYTES=1048576", "LOCAL_CACHE_MAX_AGE=0")

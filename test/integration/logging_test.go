@@ -14,6 +14,7 @@ import (
 // startup warnings to what a library reports later (OpenTelemetry's SDK
 // writes a failed export as a plain line of Go's log unless routed).
 func TestLogLevelAndFormatFromTheFirstLine(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		level string
 		// want: the messages that must appear (the level lets them through;

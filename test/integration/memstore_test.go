@@ -17,6 +17,7 @@ import (
 // TestMemstoreEvictionsCounted: past MEMORY_MAX_KEYS the embedded store
 // evicts, and /metrics says how many.
 func TestMemstoreEvictionsCounted(t *testing.T) {
+	t.Parallel()
 	const cfg = "domain: ev\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"
 	root, _ := newConfigRoot(t, map[string]string{"ev.yaml": cfg})
 	svc := startService(t, root, "MEMORY_MAX_KEYS=10")
@@ -43,6 +44,7 @@ func TestMemstoreEvictionsCounted(t *testing.T) {
 // (RATELIMITD_SOAK set); make test covers the same on memstore's fake clock:
 // TestRequestsLeaveExpiryToTheSweeper and TestSweeperFreesMemoryOnceIdle.
 func TestMemstoreWindowBoundary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || !testkit.Soak() {
 		t.Skip("fills 200,000 keys and waits for a window boundary; make test-soak runs it")
 	}

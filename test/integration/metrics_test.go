@@ -29,6 +29,7 @@ func scrape(t *testing.T, svc *service) string {
 }
 
 func TestPrometheusMetrics(t *testing.T) {
+	t.Parallel()
 	svc, _ := startWithRedis(t, itConfig)
 	for range 4 {
 		if _, err := svc.call(request("it", desc("generic_key", "fixed"))); err != nil {
@@ -78,6 +79,7 @@ func procStatusKiB(t *testing.T, pid int, field string) int {
 // TestSoakUniqueValuesStayBounded sends 10^5 requests with unique values to
 // a detailed_metric rule: the metric series stay capped and memory bounded.
 func TestSoakUniqueValuesStayBounded(t *testing.T) {
+	t.Parallel()
 	const soakConfig = `domain: soak
 descriptors:
   - key: user

@@ -23,6 +23,7 @@ import (
 )
 
 func TestGrpcurlWithoutProtoFiles(t *testing.T) {
+	t.Parallel()
 	needGrpcurl(t)
 	svc, _ := startWithRedis(t, itConfig)
 	out, err := exec.Command(grpcurlPath, "-plaintext", svc.grpcAddr, "list").CombinedOutput()
@@ -87,6 +88,7 @@ func countAdmitted(t *testing.T, services []*service, clients, perClient int, re
 }
 
 func TestReplicasShareOneRedisExactly(t *testing.T) {
+	t.Parallel()
 	rds := redistest.Start(t)
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
 	env := []string{"REDIS_URL=" + rds.Addr, "REDIS_TYPE=SINGLE", "REDIS_POOL_SIZE=32"}
@@ -111,6 +113,7 @@ func TestReplicasShareOneRedisExactly(t *testing.T) {
 }
 
 func TestHotReload(t *testing.T) {
+	t.Parallel()
 	rds := redistest.StartProcess(t)
 	v1 := "domain: reload\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 1}\n"
 	v2 := "domain: reload\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, requests_per_unit: 5}\n"
@@ -147,6 +150,7 @@ func TestHotReload(t *testing.T) {
 }
 
 func TestRedisFailureIsUnavailableWithinDeadline(t *testing.T) {
+	t.Parallel()
 	svc, rds := startWithRedis(t, itConfig, "REDIS_TIMEOUT=10s")
 	if _, err := svc.call(request("it", desc("global", "before"))); err != nil {
 		t.Fatalf("before kill: %v", err)
@@ -183,6 +187,7 @@ func TestRedisFailureIsUnavailableWithinDeadline(t *testing.T) {
 }
 
 func TestEmbeddedStoreWithoutRedis(t *testing.T) {
+	t.Parallel()
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
 	svc := startService(t, root, "REDIS_URL=", "BACKEND_TYPE=")
 	var got []rlsv3.RateLimitResponse_Code

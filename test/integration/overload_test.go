@@ -48,6 +48,7 @@ func stallCalls(svc *service, n int, timeout time.Duration) (wait func() map[cod
 // call Redis does not UNAVAILABLE before REDIS_TIMEOUT or the caller's
 // deadline would.
 func TestOverloadAdmission(t *testing.T) {
+	t.Parallel()
 	rds := redistest.StartProcess(t)
 	svc := startWithRedisAt(t, rds.Addr, itConfig, "MAX_CONCURRENT_REQUESTS=3", "REDIS_TIMEOUT=30s")
 	if _, err := svc.call(request("it", desc("generic_key", "shared"))); err != nil {
@@ -103,6 +104,7 @@ func TestOverloadAdmission(t *testing.T) {
 // Envoy would open another connection); 0 is gRPC's own bound, none, as in
 // envoyproxy.
 func TestGRPCMaxConcurrentStreams(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		setting   string
 		calls     int

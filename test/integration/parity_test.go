@@ -26,6 +26,7 @@ descriptors:
 `
 
 func TestEnvoyproxySwitches(t *testing.T) {
+	t.Parallel()
 	t.Run("RESPONSE_DYNAMIC_METADATA", func(t *testing.T) {
 		svc, _ := startWithRedis(t, metadataConfig, "RESPONSE_DYNAMIC_METADATA=true")
 		resp, err := svc.call(request("md", desc("model", "small")))

@@ -38,6 +38,7 @@ func commandCalls(t *testing.T, admin *redis.Client) (int64, map[string]int64) {
 // replicas of the binary: due-time delivery to 20 long-polling consumers,
 // a replica killed while holding claims, and the idle cost of long polls.
 func TestDelayQueueReplicas(t *testing.T) {
+	t.Parallel()
 	rds := redistest.Start(t)
 	admin := redis.NewClient(&redis.Options{Addr: rds.Addr})
 	t.Cleanup(func() { _ = admin.Close() })

@@ -36,6 +36,7 @@ descriptors:
 // denied once every model is out, on Redis (one script call deciding the
 // group as one quota alternative).
 func TestQuotaGroupsFromTheBinary(t *testing.T) {
+	t.Parallel()
 	svc, _ := startWithRedis(t, quotaGroupsConfig, "QUOTA_GROUP_BY_BACKEND=true", "RESPONSE_DYNAMIC_METADATA=true")
 	req := request("ai-gateway-quota",
 		desc("backend_name", "default/openai", "model_name_override", "gpt-4o", "tenant", "acme"),

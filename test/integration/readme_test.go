@@ -69,6 +69,7 @@ var readmeExamples = []struct {
 // its examples moved to) verbatim against the example config on the
 // embedded store, as `make run` serves it, each page on a fresh service.
 func TestReadmeExamples(t *testing.T) {
+	t.Parallel()
 	needGrpcurl(t)
 	for _, page := range readmeExamples {
 		t.Run(page.doc, func(t *testing.T) {
@@ -151,6 +152,7 @@ func readmeScripts(t *testing.T, doc, needle string) []string {
 // TestReadmeQueueExamples runs the delay queue's examples in docs/queue.md
 // verbatim, as one script, on the embedded store as `make run` serves it.
 func TestReadmeQueueExamples(t *testing.T) {
+	t.Parallel()
 	needGrpcurl(t)
 	scripts := readmeScripts(t, "docs/queue.md", "ratelimitd.queue.v1.DelayQueue/")
 	if len(scripts) != 1 {
@@ -205,6 +207,7 @@ func startExample(t *testing.T, env ...string) *service {
 // docs/counters.md verbatim, as one script, against the example config with
 // a token file.
 func TestReadmeCountersExamples(t *testing.T) {
+	t.Parallel()
 	needGrpcurl(t)
 	scripts := readmeScripts(t, "docs/counters.md", "ratelimitd.admin.v1.Counters/")
 	if len(scripts) != 1 {

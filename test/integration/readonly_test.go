@@ -31,6 +31,7 @@ descriptors:
 // retried on a new connection, to the new master. No call fails and every
 // admission is counted once.
 func TestFailoverBehindOneAddress(t *testing.T) {
+	t.Parallel()
 	oldMaster := redistest.Start(t)
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", portOf(oldMaster.Addr))
 	proxy := newSwitchProxy(t, oldMaster.Addr)

@@ -29,6 +29,7 @@ type answer struct {
 // every call is answered again after a restart. It counts calls and lines,
 // never times them (docs/redis.md has the measured figures).
 func TestRedisDownFailsFast(t *testing.T) {
+	t.Parallel()
 	const callers = 20
 	rds := redistest.StartProcess(t) // restarted below
 	svc := startWithRedisAt(t, rds.Addr, itConfig, "REDIS_TIMEOUT=10s", "QUEUE_ENABLED=true")

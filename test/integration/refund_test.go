@@ -12,6 +12,7 @@ import (
 // wiring (the refund subscription found under the lease decorator) and the
 // take script's publishing both have to work.
 func TestRefundReachesTheOtherReplica(t *testing.T) {
+	t.Parallel()
 	_, rds := startWithRedis(t, itConfig)
 	env := []string{"LOCAL_CACHE_SIZE_IN_BYTES=1048576", "LOCAL_CACHE_MAX_AGE=1h", "LEASE_ENABLED=true"}
 	a := startWithRedisAt(t, rds.Addr, itConfig, env...)

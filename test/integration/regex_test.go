@@ -30,6 +30,7 @@ descriptors:
 `
 
 func TestValueRegexRanking(t *testing.T) {
+	t.Parallel()
 	for _, be := range []backend{memoryBackend, redisBackend} {
 		t.Run(be.name, func(t *testing.T) {
 			svc, _ := startOn(t, be, regexConfig)

@@ -35,6 +35,7 @@ descriptors:
 // (RLQS_MEM_ENV adds settings, say "RLQS_MAX_BUCKETS=50000
 // GOMEMLIMIT=120MiB", to measure others; the cap check then fails).
 func TestRLQSMemory(t *testing.T) {
+	t.Parallel()
 	const streams, ids, rounds = 10, 10_000, 3
 	rs := redistest.Start(t)
 	root, _ := newConfigRoot(t, map[string]string{"edge.yaml": tenantRules})

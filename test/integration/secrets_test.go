@@ -13,6 +13,7 @@ import (
 // Credentials reach Redis but never the logs, including the error lines
 // logged while Redis is down.
 func TestRedisCredentialsNeverLogged(t *testing.T) {
+	t.Parallel()
 	const password = "pw-Zq8v3"
 	tests := map[string]func(addr string) []string{
 		"REDIS_AUTH":          func(addr string) []string { return []string{"REDIS_URL=" + addr, "REDIS_AUTH=" + password} },

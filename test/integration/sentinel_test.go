@@ -16,6 +16,7 @@ import (
 // "master,sentinel"), through a real failover: the master dies, Sentinel
 // promotes the replica, and ratelimitd follows it without a restart.
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	master := redistest.Start(t)
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", portOf(master.Addr))
 	sentinel := redistest.StartSentinel(t, "mymaster", master.Addr)

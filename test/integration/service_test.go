@@ -28,6 +28,7 @@ func startWithRedisAt(t *testing.T, addr, config string, env ...string) *service
 }
 
 func TestShouldRateLimitSemantics(t *testing.T) {
+	t.Parallel()
 	svc, _ := startWithRedis(t, itConfig)
 
 	for _, sub := range []struct {

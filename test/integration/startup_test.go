@@ -20,6 +20,7 @@ import (
 )
 
 func TestCheckCommand(t *testing.T) {
+	t.Parallel()
 	_, good := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
 	out, err := exec.Command(binPath, "check", "--config", good).CombinedOutput()
 	if err != nil || !regexp.MustCompile(`: OK, 1 domain\(s\), \d+ rule\(s\): it \(\d+\)\n$`).Match(out) {
@@ -52,6 +53,7 @@ func httpStatus(t *testing.T, url string) int {
 }
 
 func TestForceStartWithoutInitialConfig(t *testing.T) {
+	t.Parallel()
 	root, dir := newConfigRoot(t, map[string]string{"it.yaml": "domain: it\nbogus: true\n"})
 	svc := spawnService(t, root, "FORCE_START_WITHOUT_INITIAL_CONFIG=true", "BACKEND_TYPE=memory")
 	testkit.WaitFor(t, 15*time.Second, "the HTTP port to answer", func() bool { return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") != 0 })
@@ -77,6 +79,7 @@ func TestForceStartWithoutInitialConfig(t *testing.T) {
 }
 
 func TestWithoutForceStartABadConfigFailsTheStart(t *testing.T) {
+	t.Parallel()
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": "domain: it\nbogus: true\n"})
 	cmd := exec.Command(binPath)
 	cmd.Env = append(cmd.Environ(), "RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=ratelimit", "BACKEND_TYPE=memory",
@@ -88,6 +91,7 @@ func TestWithoutForceStartABadConfigFailsTheStart(t *testing.T) {
 }
 
 func TestHealthyWithAtLeastOneConfigLoaded(t *testing.T) {
+	t.Parallel()
 	root, dir := newConfigRoot(t, map[string]string{})
 	svc := spawnService(t, root, "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED=true", "BACKEND_TYPE=memory")
 	testkit.WaitFor(t, 15*time.Second, "the HTTP port to answer", func() bool { return httpStatus(t, "http://"+svc.httpAddr+"/healthcheck") != 0 })
@@ -121,6 +125,7 @@ func TestHealthyWithAtLeastOneConfigLoaded(t *testing.T) {
 // `ratelimitd check` reads the directory and MERGE_DOMAIN_CONFIG from the
 // environment the service runs with, and takes envoyproxy's flags too.
 func TestCheckCommandLikeTheService(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		"a.yaml": "domain: shared\ndescriptors:\n  - key: a\n    rate_limit: {unit: day, requests_per_unit: 1}\n",
 		"b.yaml": "domain: shared\ndescriptors:\n  - key: b\n    rate_limit: {unit: day, requests_per_unit: 2}\n",
@@ -160,6 +165,7 @@ func TestCheckCommandLikeTheService(t *testing.T) {
 // yet): the service serves UNAVAILABLE until the directory appears with a
 // valid file, with either watch setting.
 func TestForceStartWithoutConfigDirectory(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		watchRoot string

@@ -27,6 +27,7 @@ descriptors:
 `
 
 func TestOnStoreErrorWithRedisStopped(t *testing.T) {
+	t.Parallel()
 	rds := redistest.StartProcess(t) // restarted below
 	svc := startWithRedisAt(t, rds.Addr, storeErrorConfig, "REDIS_TIMEOUT=1s")
 	cases := []storeErrorCase{

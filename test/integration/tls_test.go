@@ -64,6 +64,7 @@ func servedSerial(t *testing.T, addr string, ca *testcerts.CA, client *testcerts
 }
 
 func TestGRPCServerTLS(t *testing.T) {
+	t.Parallel()
 	ca := testcerts.NewCA(t, "grpc")
 	server := ca.Server(t, "server")
 	root, _ := newConfigRoot(t, map[string]string{"it.yaml": itConfig})
@@ -127,6 +128,7 @@ func TestGRPCServerTLS(t *testing.T) {
 }
 
 func TestRedisTLS(t *testing.T) {
+	t.Parallel()
 	ca := testcerts.NewCA(t, "redis")
 	server := ca.Server(t, "redis-server")
 
@@ -157,7 +159,10 @@ func TestRedisTLS(t *testing.T) {
 		if err == nil {
 			t.Fatalf("call without a client certificate answered: %v", resp)
 		}
-		if !strings.Contains(err.Error(), "certificate required") {
+		// TLS 1.3 finishes the client's side of the handshake before Redis
+		// checks the certificate: its refusal reaches the first command as
+		// the alert, or, when Redis has already closed, as a reset.
+		if msg := err.Error(); !strings.Contains(msg, "certificate required") && !strings.Contains(msg, "connection reset by peer") && !strings.Contains(msg, "broken pipe") {
 			t.Fatalf("call without a client certificate: %v, want Redis' TLS refusal", err)
 		}
 	})

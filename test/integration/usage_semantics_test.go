@@ -40,6 +40,7 @@ descriptors:
 // denied request's two counters live on different masters, so the charged
 // master's share must be undone.
 func TestUsageSemantics(t *testing.T) {
+	t.Parallel()
 	for _, be := range []backend{memoryBackend, redisBackend, clusterBackend} {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()

@@ -181,6 +181,7 @@ func holders(t *testing.T, masters []*redis.Client, value string) []int {
 // every store, with the rules from files and from xDS, with the user
 // descriptor alone and with user and team in one request.
 func TestUsageReportTable(t *testing.T) {
+	t.Parallel()
 	xdsAddr := startUsageXDS(t)
 	sources := []struct {
 		name  string
