@@ -24,11 +24,20 @@ import (
 const (
 	diffSequences = 100
 	diffSteps     = 100 // diffSequences*diffSteps = 10^4 steps per algorithm
-	// evalSequences is TestDifferential's share in make test: the EVAL
-	// script runs the library's code, which TestDifferentialFunction runs
-	// at full size (RATELIMITD_SOAK runs both so).
-	evalSequences = 25
+	// make test runs fewer sequences (RATELIMITD_SOAK: diffSequences):
+	// the EVAL script runs the library's code, which FCALL runs at twice
+	// its share.
+	evalSequences     = 25
+	functionSequences = 50
 )
+
+// sequencesOf is n, or diffSequences under RATELIMITD_SOAK.
+func sequencesOf(n int) int {
+	if testkit.Soak() {
+		return diffSequences
+	}
+	return n
+}
 
 func TestDifferential(t *testing.T) {
 	rdb := newRedis(t)
@@ -43,13 +52,9 @@ func TestDifferential(t *testing.T) {
 	queue := func(ctx context.Context, pipe redis.Pipeliner, keys []string, args []any) *redis.Cmd {
 		return pipe.EvalSha(ctx, hash, keys, args...)
 	}
-	seqs := evalSequences
-	if testkit.Soak() {
-		seqs = diffSequences
-	}
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
-			differential(t, rdb, queue, alg, seqs)
+			differential(t, rdb, queue, alg, sequencesOf(evalSequences))
 		})
 	}
 }
@@ -70,7 +75,7 @@ func TestDifferentialFunction(t *testing.T) {
 	}
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
-			differential(t, rdb, queue, alg, diffSequences)
+			differential(t, rdb, queue, alg, sequencesOf(functionSequences))
 		})
 	}
 }

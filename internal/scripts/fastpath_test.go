@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/internal/testkit"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
@@ -29,7 +30,12 @@ import (
 // caches between calls.
 func TestFixedWindowFastPath(t *testing.T) {
 	r := newFastPathRig(t)
-	const seqs, steps = 50, 200
+	// 25 x 200 batches explore every outcome several hundred times over;
+	// RATELIMITD_SOAK runs twice as many.
+	seqs, steps := 25, 200
+	if testkit.Soak() {
+		seqs = 50
+	}
 	for s := range seqs {
 		keys := func(side string) []string {
 			out := make([]string, 4)

@@ -23,10 +23,10 @@ import (
 // and admit at least 95% of it at twice the load. The scripts read the
 // test's clock (WithClock), so the replay is exact. memstore's run
 // (pkg/store/lease) has the full size; here each step is a round trip, so
-// make test runs one "sound" run of 8 periods per algorithm and store, and
+// make test runs one "sound" run of 6 periods per algorithm and store, and
 // RATELIMITD_SOAK the full size.
 func TestLeaseProperty(t *testing.T) {
-	scale := []leasetest.Option{leasetest.Seeds(1), leasetest.Periods(8)}
+	scale := []leasetest.Option{leasetest.Seeds(1), leasetest.Periods(6)}
 	if testkit.Soak() {
 		scale = nil
 	}
