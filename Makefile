@@ -24,13 +24,12 @@ TEST_MODULES := api/schema deploy/examples deploy/monitoring
 # test/image, deploy/monitoring), built once.
 TEST_BIN := $(CURDIR)/bin/test/ratelimitd
 
-# One build configuration, CGO_ENABLED=0 (the image's): the binary the
-# integration tests run, their load drivers and grpcurl, every test, go vet
-# and the test modules share it, so every package compiles once; a fresh
-# clone's make test is mostly that compile (CONTRIBUTING.md has the
-# figures). go vet comes last, when everything is compiled: the compile
-# then overlaps the tests that wait on processes. go test's own vet pass
-# would repeat a subset of go vet's. The packages
+# One build configuration, CGO_ENABLED=0 (the image's): go vet, the binary
+# the integration tests run, their load drivers and grpcurl, every test and
+# the test modules share it, so every package compiles once; a fresh clone's
+# make test is mostly that compile (CONTRIBUTING.md has the figures; go vet
+# last was no faster). go test's own vet pass would repeat a subset of go
+# vet's. The packages
 # whose tests run longest, mostly waiting on processes they start, come
 # first, so that they run while the rest compiles: go test builds and runs
 # packages in the order given, and -p 4 keeps two workers compiling while
@@ -40,9 +39,9 @@ TEST_BIN := $(CURDIR)/bin/test/ratelimitd
 # (a second compile, with cgo); .ci/run runs both.
 SLOW_TESTS := ./test/integration ./pkg/store/redisstore ./internal/scripts
 test:
+	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(TEST_BIN) ./cmd/ratelimitd
 	CGO_ENABLED=0 RATELIMITD_BIN=$(TEST_BIN) $(GO) test -vet=off -count=1 -p 4 -parallel 2 $(SLOW_TESTS) ./...
-	CGO_ENABLED=0 $(GO) vet ./...
 	@set -e; for m in $(TEST_MODULES); do \
 		echo "== $$m (own go.mod)"; \
 		CGO_ENABLED=0 $(GO) -C $$m vet ./...; \
