@@ -37,7 +37,8 @@ TEST_BIN := $(CURDIR)/bin/test/ratelimitd
 # machine), their waits overlapping.
 # make test-race runs the module's packages again under the race detector
 # (a second compile, with cgo); .ci/run runs both.
-SLOW_TESTS := ./test/integration ./pkg/store/redisstore ./internal/scripts
+SLOW_UNITS := ./pkg/store/redisstore ./internal/scripts
+SLOW_TESTS := ./test/integration $(SLOW_UNITS)
 test:
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(TEST_BIN) ./cmd/ratelimitd
@@ -53,7 +54,7 @@ test:
 # client only).
 RACE_PKGS := ./cmd/... ./internal/... ./pkg/...
 test-race:
-	$(GO) test -race -vet=off -count=1 -p 4 ./pkg/store/redisstore ./internal/scripts $(RACE_PKGS)
+	$(GO) test -race -vet=off -count=1 -p 4 $(SLOW_UNITS) $(RACE_PKGS)
 
 # The integration tests N times in a row (default 10), so that a flaky test
 # shows up as a failure instead of a rare red CI run; -failfast stops at the

@@ -19,8 +19,9 @@ import (
 // beyond the capacity, limit changes, multi-op batches with repeated keys and
 // mixed algorithms, and states corrupted out of every algorithm's range) must
 // give the same decisions and leave the same state in Lua on a real
-// redis-server as algorithms.TakeAll does in Go, and no TTL may exceed twice
-// the horizon of the rules that wrote it.
+// redis-server as algorithms.TakeAll does in Go, and every TTL must end at
+// the state's ExpiresAt (which pkg/algorithms bounds by twice the rules'
+// horizon).
 const (
 	diffSequences = 100
 	diffSteps     = 100 // diffSequences*diffSteps = 10^4 steps per algorithm
@@ -30,14 +31,6 @@ const (
 	evalSequences     = 25
 	functionSequences = 50
 )
-
-// sequencesOf is n, or diffSequences under RATELIMITD_SOAK.
-func sequencesOf(n int) int {
-	if testkit.Soak() {
-		return diffSequences
-	}
-	return n
-}
 
 func TestDifferential(t *testing.T) {
 	rdb := newRedis(t)
@@ -54,7 +47,7 @@ func TestDifferential(t *testing.T) {
 	}
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
-			differential(t, rdb, queue, alg, sequencesOf(evalSequences))
+			differential(t, rdb, queue, alg, testkit.Size(evalSequences, diffSequences))
 		})
 	}
 }
@@ -75,7 +68,7 @@ func TestDifferentialFunction(t *testing.T) {
 	}
 	for _, alg := range algorithms.All() {
 		t.Run(alg.String(), func(t *testing.T) {
-			differential(t, rdb, queue, alg, sequencesOf(functionSequences))
+			differential(t, rdb, queue, alg, testkit.Size(functionSequences, diffSequences))
 		})
 	}
 }

@@ -32,10 +32,7 @@ func TestFixedWindowFastPath(t *testing.T) {
 	r := newFastPathRig(t)
 	// 25 x 200 batches explore every outcome several hundred times over;
 	// RATELIMITD_SOAK runs twice as many.
-	seqs, steps := 25, 200
-	if testkit.Soak() {
-		seqs = 50
-	}
+	seqs, steps := testkit.Size(25, 50), 200
 	for s := range seqs {
 		keys := func(side string) []string {
 			out := make([]string, 4)

@@ -9,3 +9,12 @@ const SoakEnv = "RATELIMITD_SOAK"
 
 // Soak reports whether SoakEnv is set.
 func Soak() bool { return os.Getenv(SoakEnv) != "" }
+
+// Size is quick in make test and full under SoakEnv: how large a run the
+// slow property tests make.
+func Size(quick, full int) int {
+	if Soak() {
+		return full
+	}
+	return quick
+}

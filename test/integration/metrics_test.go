@@ -102,10 +102,7 @@ descriptors:
 	}
 	// make test sends 4 x 10^4 values, make test-soak 10^5 (RSS grew by
 	// about 1 MiB over 10^5 on a quiet box); the RSS bound scales with them.
-	values := 40_000
-	if testkit.Soak() {
-		values = 100_000
-	}
+	values := testkit.Size(40_000, 100_000)
 	load(10_000) // warm up: pools, series, heap
 	before := rssKiB(t, pid)
 	out := load(values)
