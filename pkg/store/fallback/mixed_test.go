@@ -117,16 +117,19 @@ func TestWithoutLocalPassesThrough(t *testing.T) {
 }
 
 // Concurrent requests decided locally while passes reconcile and the
-// backend flaps admit, in all, what the backend ends up holding (run with
-// -race).
+// backend flaps admit, in all, what the backend ends up holding, and at
+// most the limit plus the calls in flight when the backend failed (one per
+// caller: docs/operations.md's bound for one replica; a CI run admitted
+// 1,001 of 1,000). Run with -race.
 func TestConcurrentOutage(t *testing.T) {
 	_, b, r := rig(t)
+	const callers = 4
 	lim := perMinute(1000)
 	var mu sync.Mutex
 	total := 0
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for range 4 {
+	for range callers {
 		wg.Go(func() {
 			for {
 				select {
@@ -150,8 +153,8 @@ func TestConcurrentOutage(t *testing.T) {
 	b.setDown(false)
 	for r.Reconcile(context.Background()) > 0 {
 	}
-	if used := b.used(t, "k", lim); used != uint64(min(total, 1000)) || total > 1000 {
-		t.Errorf("admitted %d, the counter holds %d: want them equal, within 1000", total, used)
+	if used := b.used(t, "k", lim); used != uint64(min(total, 1000)) || total > 1000+callers {
+		t.Errorf("admitted %d, the counter holds %d: want them equal up to 1000, and at most 1000 + %d in flight", total, used, callers)
 	}
 }
 
