@@ -40,11 +40,13 @@ type entry struct {
 	// went local; it stays local until no replica is unconfirmed.
 	confirmed bool
 	inflight  charge
-	seq       uint64
 }
 
 // charge is a reconcile call that may have run: it is sent again with the
 // same marker (seq) until an answer says it ran, never as a new charge.
+// seq is unique to the store (see Store.charges), never to an entry: a
+// counter that goes local again must not find its new charge's marker
+// taken by an old one, which would deny it and lose its hits.
 type charge struct {
 	seq, pending, seed, gen uint64
 	until                   time.Time
