@@ -49,3 +49,50 @@ func TestLocalAgainInTheSameWindow(t *testing.T) {
 		})
 	}
 }
+
+// A counter that goes local again starts from what the backend said when
+// it took the last outage's hits, not from an answer before them, which
+// would admit them a second time.
+func TestLocalAgainStartsFromTheCharges(t *testing.T) {
+	_, b, r := rig(t)
+	lim := perMinute(100)
+	if got := admitted(t, r, 10, local("k", lim)); got != 10 {
+		t.Fatalf("admitted %d of 10 with the backend up", got)
+	}
+	b.setDown(true)
+	if got := admitted(t, r, 100, local("k", lim)); got != 90 {
+		t.Fatalf("admitted %d locally, want the 90 left", got)
+	}
+	b.setDown(false)
+	if left := r.Reconcile(context.Background()); left != 0 {
+		t.Fatalf("%d counters left after a pass", left)
+	}
+	b.setDown(true)
+	if got := admitted(t, r, 10, local("k", lim)); got != 0 {
+		t.Errorf("the second outage admitted %d locally, want none: the backend holds the whole limit", got)
+	}
+}
+
+// An answer that a caller is slow to keep does not replace that of a call
+// sent after it: a counter going local then starts from the newer one, or
+// it would admit the calls between them again.
+func TestSlowAnswerKeepsTheNewerOne(t *testing.T) {
+	_, b, r := rig(t)
+	lim := perMinute(100)
+	ran, resume := b.pauseNext()
+	slow := make(chan int)
+	go func() { slow <- admitted(t, r, 1, local("k", lim)) }()
+	<-ran // its answer says 99 left; it is kept only after the next 20
+	if got := admitted(t, r, 20, local("k", lim)); got != 20 {
+		t.Fatalf("admitted %d of 20 with the backend up", got)
+	}
+	resume()
+	total := 20 + <-slow
+	b.setDown(true)
+	total += admitted(t, r, 100, local("k", lim))
+	b.setDown(false)
+	r.Reconcile(context.Background())
+	if used := b.used(t, "k", lim); total != 100 || used != 100 {
+		t.Errorf("admitted %d in all, the counter holds %d: want the limit, 100, each", total, used)
+	}
+}

@@ -112,14 +112,15 @@ func (s *Store) reconcileKey(ctx context.Context, key string, release bool) bool
 		if !ok {
 			return true
 		}
+		ticket := s.seen.ticket()
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := s.next.Take(cctx, reqs)
+		res, err := s.next.Take(cctx, reqs)
 		cancel()
 		if err != nil {
 			s.unconfirm(key, e)
 			return false
 		}
-		s.settle(key, e, c, release)
+		s.settle(key, e, c, release, res[len(res)-1], ticket)
 	}
 	return true
 }
@@ -189,15 +190,20 @@ func (s *Store) chargeRequests(key string, e *entry, c charge, now time.Time) []
 }
 
 // settle records that the backend took charge c of key's entry e (or
-// answered its check); with release, key goes back to the backend once
-// nothing is pending. An entry forgotten (and made again) meanwhile is
-// not e: the charge says nothing of the new one's hits.
-func (s *Store) settle(key string, e *entry, c charge, release bool) {
+// answered its check), and what it said of key's counter, res; with
+// release, key goes back to the backend once nothing is pending. An entry
+// forgotten (and made again) meanwhile is not e: the charge says nothing
+// of the new one's hits.
+func (s *Store) settle(key string, e *entry, c charge, release bool, res store.Result, ticket uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.entries[key] != e {
 		return
 	}
+	// What a counter going local again starts from: without it, its last
+	// answer would predate the hits charged since, and it would admit them
+	// again.
+	s.seen.keep(key, res, s.now(), ticket)
 	if c.seq != 0 && c.seq == e.inflight.seq {
 		if c.gen == e.gen {
 			e.pending -= min(e.pending, c.pending)

@@ -32,7 +32,12 @@ type backend struct {
 	lost  int // the next lost calls run and fail
 	calls int
 	epoch int // bumped when restarted empty
+	pause *pause
 }
+
+// pause holds the next call that runs after it has run, before it
+// answers: ran is closed then, and the call answers once resume is.
+type pause struct{ ran, resume chan struct{} }
 
 func newBackend(t *testing.T, clock *fakeclock.Clock) *backend {
 	b := &backend{clock: clock, st: memstore.New(memstore.WithClock(clock.Now), memstore.WithSweep(0, 0))}
@@ -48,11 +53,19 @@ func (b *backend) Take(ctx context.Context, reqs []store.Request) ([]store.Resul
 	if lost {
 		b.lost--
 	}
+	var p *pause
+	if !down {
+		p, b.pause = b.pause, nil
+	}
 	b.mu.Unlock()
 	if down {
 		return nil, errDown
 	}
 	res, err := st.Take(ctx, reqs)
+	if p != nil {
+		close(p.ran)
+		<-p.resume
+	}
 	if lost {
 		return nil, errLost
 	}
@@ -65,6 +78,16 @@ func (b *backend) setDown(down bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.down = down
+}
+
+// pauseNext holds the next call that runs until the returned resume is
+// called, once ran is closed (the call has run).
+func (b *backend) pauseNext() (ran <-chan struct{}, resume func()) {
+	p := &pause{ran: make(chan struct{}), resume: make(chan struct{})}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pause = p
+	return p.ran, func() { close(p.resume) }
 }
 
 func (b *backend) loseReplies(n int) {

@@ -97,9 +97,10 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	if s.active.Load() > 0 && !none && s.stuck(reqs) {
 		return s.decide(reqs, true)
 	}
+	ticket := s.seen.ticket()
 	res, err := s.next.Take(ctx, reqs)
 	if err == nil {
-		s.seen.record(reqs, res, s.now())
+		s.seen.record(reqs, res, s.now(), ticket)
 		return res, nil
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
