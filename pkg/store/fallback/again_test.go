@@ -73,26 +73,38 @@ func TestLocalAgainStartsFromTheCharges(t *testing.T) {
 	}
 }
 
-// An answer that a caller is slow to keep does not replace that of a call
-// sent after it: a counter going local then starts from the newer one, or
-// it would admit the calls between them again.
-func TestSlowAnswerKeepsTheNewerOne(t *testing.T) {
-	_, b, r := rig(t)
-	lim := perMinute(100)
-	ran, resume := b.pauseNext()
-	slow := make(chan int)
-	go func() { slow <- admitted(t, r, 1, local("k", lim)) }()
-	<-ran // its answer says 99 left; it is kept only after the next 20
-	if got := admitted(t, r, 20, local("k", lim)); got != 20 {
-		t.Fatalf("admitted %d of 20 with the backend up", got)
-	}
-	resume()
-	total := 20 + <-slow
-	b.setDown(true)
-	total += admitted(t, r, 100, local("k", lim))
-	b.setDown(false)
-	r.Reconcile(context.Background())
-	if used := b.used(t, "k", lim); total != 100 || used != 100 {
-		t.Errorf("admitted %d in all, the counter holds %d: want the limit, 100, each", total, used)
+// Answers kept out of the order the backend ran their calls in leave what
+// a counter going local starts from no older than the calls still in
+// flight: a call that ran first but is kept last does not replace a newer
+// answer, and one sent first but run last is not lost behind an answer
+// kept before it. Otherwise the calls between them are admitted again.
+func TestAnswersKeptOutOfOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before bool // the slow call is held before it runs, not after
+	}{
+		{"run first, kept last", false},
+		{"sent first, run last", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, b, r := rig(t)
+			lim := perMinute(100)
+			at, resume := b.pauseNext(tc.before)
+			slow := make(chan int)
+			go func() { slow <- admitted(t, r, 1, local("k", lim)) }()
+			<-at
+			if got := admitted(t, r, 20, local("k", lim)); got != 20 {
+				t.Fatalf("admitted %d of 20 with the backend up", got)
+			}
+			resume()
+			total := 20 + <-slow
+			b.setDown(true)
+			total += admitted(t, r, 100, local("k", lim))
+			b.setDown(false)
+			r.Reconcile(context.Background())
+			if used := b.used(t, "k", lim); total != 100 || used != 100 {
+				t.Errorf("admitted %d in all, the counter holds %d: want the limit, 100, each", total, used)
+			}
+		})
 	}
 }

@@ -35,9 +35,20 @@ type backend struct {
 	pause *pause
 }
 
-// pause holds the next call that runs after it has run, before it
-// answers: ran is closed then, and the call answers once resume is.
-type pause struct{ ran, resume chan struct{} }
+// pause holds the next call that runs, before it runs (before) or after,
+// before it answers: at is closed then, and the call goes on once resume
+// is.
+type pause struct {
+	before     bool
+	at, resume chan struct{}
+}
+
+func (p *pause) hold(before bool) {
+	if p != nil && p.before == before {
+		close(p.at)
+		<-p.resume
+	}
+}
 
 func newBackend(t *testing.T, clock *fakeclock.Clock) *backend {
 	b := &backend{clock: clock, st: memstore.New(memstore.WithClock(clock.Now), memstore.WithSweep(0, 0))}
@@ -61,11 +72,9 @@ func (b *backend) Take(ctx context.Context, reqs []store.Request) ([]store.Resul
 	if down {
 		return nil, errDown
 	}
+	p.hold(true)
 	res, err := st.Take(ctx, reqs)
-	if p != nil {
-		close(p.ran)
-		<-p.resume
-	}
+	p.hold(false)
 	if lost {
 		return nil, errLost
 	}
@@ -80,14 +89,14 @@ func (b *backend) setDown(down bool) {
 	b.down = down
 }
 
-// pauseNext holds the next call that runs until the returned resume is
-// called, once ran is closed (the call has run).
-func (b *backend) pauseNext() (ran <-chan struct{}, resume func()) {
-	p := &pause{ran: make(chan struct{}), resume: make(chan struct{})}
+// pauseNext holds the next call that runs, before it runs or after, until
+// the returned resume is called, once at is closed (the call is held).
+func (b *backend) pauseNext(before bool) (at <-chan struct{}, resume func()) {
+	p := &pause{before: before, at: make(chan struct{}), resume: make(chan struct{})}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.pause = p
-	return p.ran, func() { close(p.resume) }
+	return p.at, func() { close(p.resume) }
 }
 
 func (b *backend) loseReplies(n int) {

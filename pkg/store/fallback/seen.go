@@ -12,12 +12,12 @@ import (
 )
 
 // answer is the backend's last answer for a counter: what was left, and
-// until when that says anything (the window's end, the bucket full); ticket
-// orders it among the others (see seen.ticket).
+// until when that says anything (the window's end, the bucket full); known
+// is the last ticket taken when it was kept (see seen.ticket).
 type answer struct {
 	remaining uint64
 	until     time.Time
-	ticket    uint64
+	known     uint64
 }
 
 // seen keeps the backend's last answer per counter of a Local request, so
@@ -46,10 +46,11 @@ func newSeen(maxKeys int) *seen {
 	return s
 }
 
-// ticket is taken before a call whose answer is kept: an answer replaces
-// only those of calls sent before it. A caller that is slow to keep its
-// answer would otherwise put back what was left many calls ago, and a
-// counter going local then would admit those calls' hits again.
+// ticket is taken before a call whose answer is kept. A call ticketed
+// after the kept answer came (above its known) ran after it and replaces
+// it; one that overlapped it may have run first or last, so the lower one
+// stays. Only calls in flight are then missing from what a counter going
+// local starts from, however late a slow caller keeps its answer.
 func (s *seen) ticket() uint64 { return s.tickets.Add(1) }
 
 // record keeps the answers to a batch the backend decided, sent with
@@ -63,23 +64,25 @@ func (s *seen) record(reqs []store.Request, res []store.Result, now time.Time, t
 	}
 }
 
-// keep keeps the backend's answer res for key's counter, unless a call
-// sent after ticket's answered already.
+// keep keeps the backend's answer res for key's counter, to a call sent
+// with ticket.
 func (s *seen) keep(key string, res store.Result, now time.Time, ticket uint64) {
+	a := answer{remaining: res.Remaining, until: now.Add(res.ResetAfter)}
 	sh := &s.shards[shardlock.Of(s.seed, key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	old, ok := sh.answers[key]
-	if ok && old.ticket > ticket {
-		return
+	if ok && ticket <= old.known && now.Before(old.until) && (old.remaining <= a.remaining || !now.Before(a.until)) {
+		a = old // overlapping, and still current: the lower one
 	}
+	a.known = s.tickets.Load()
 	if !ok && len(sh.answers) >= s.perMap {
 		for k := range sh.answers {
 			delete(sh.answers, k)
 			break
 		}
 	}
-	sh.answers[key] = answer{remaining: res.Remaining, until: now.Add(res.ResetAfter), ticket: ticket}
+	sh.answers[key] = a
 }
 
 // last is the backend's last answer for key, if it still holds at now.
