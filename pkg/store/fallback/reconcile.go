@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -116,6 +117,9 @@ func (s *Store) reconcileKey(ctx context.Context, key string, release bool) bool
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		res, err := s.next.Take(cctx, reqs)
 		cancel()
+		if err == nil && len(res) != len(reqs) {
+			err = fmt.Errorf("fallback: %d results for a charge of %d requests", len(res), len(reqs))
+		}
 		if err != nil {
 			s.unconfirm(key, e)
 			return false
