@@ -151,12 +151,12 @@ func LoopLibrary() (lib, loop, floor string, ok bool) {
 
 // FailingLibrary is Library with a take that fails, with a Lua error, for a
 // first key named "fail", taken alone (take_keys) or in a batch
-// (batch_take): a stand-in for a take that breaks inside a merged call,
+// (batch_take, batch_plain): a stand-in for a take that breaks inside a merged call,
 // which no well-formed take does.
 func FailingLibrary() (string, bool) {
 	lib := library
 	// Whatever their parameters after k0 are.
-	for _, fn := range []string{"local function take_keys(", "local function batch_take("} {
+	for _, fn := range []string{"local function take_keys(", "local function batch_take(", "local function batch_plain("} {
 		i := strings.Index(lib, fn)
 		if i < 0 {
 			return "", false

@@ -97,8 +97,8 @@ type mergeRig struct {
 	cover         map[algorithms.Algorithm]*mergeSeen
 	packed        int
 	// denials counts merged takes asking for their denials that answered
-	// a denial.
-	denials int
+	// a denial; batched, merged calls take_batch decided.
+	denials, batched int
 }
 
 // draw is one take's ops under lim: a request and its lease top-up, a wide
@@ -142,6 +142,9 @@ func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, as
 	cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
 	_ = r.merged.Process(ctx, cmd)
 	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), len(takes))
+	if _, ok := cmd.Val().(string); ok {
+		r.batched++
+	}
 	for i, ops := range takes {
 		one := redis.NewCmd(ctx, calls[i]...)
 		_ = r.alone.Process(ctx, one)

@@ -80,6 +80,67 @@ local function batch_take(t, n, keys, k0, vals, written, now, out, m, charges)
   return e, written
 end
 
+-- batch_plain is batch_take for a take that asks for no charges: the same
+-- decisions, writes and reply, with fixed_decide and fixed_write inlined
+-- for their plain ops (no top-up, no repeated key, no charge), which is
+-- most of the Lua a merged call runs. BFW holds per op the count it read
+-- (stored_count's), the value a write INCRBYs (or false) and its window.
+local BFW = {}
+local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
+  local o0, admitted, fw = m + 1, true, BFW
+  for i = 1, n do
+    local q, j, o, k = 4 * (i - 1), 3 * (i - 1), o0 + 5 * (i - 1), k0 + i
+    local r, p, h, v = t[q + 1], t[q + 2], t[q + 3], vals[k]
+    if written then
+      local wv = written[keys[k]]
+      if wv ~= nil then v = wv end
+    end
+    local w = WIN
+    if p ~= WIN_P or now ~= WIN_NOW then w = window_of(now, p) end
+    local count, kept = stored_count(v, w, r)
+    local reset, room = w.e - now, r - count
+    if room < 0 or h > room then
+      local retry = reset
+      if h > r then retry = NEVER end
+      if room < 0 then room = 0 end
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 0, room, reset, retry, 0
+      admitted = false
+    else
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, room - h, reset, 0, h
+    end
+    fw[j + 1], fw[j + 2], fw[j + 3] = count, kept, w
+  end
+  local e = o0 + 5 * n
+  out[o0] = e - o0
+  if not admitted then
+    -- Nothing written; an allowed op reports a check on its stored state.
+    for i = 1, n do
+      local o = o0 + 5 * (i - 1)
+      if out[o + 1] == 1 then out[o + 2], out[o + 5] = out[o + 2] + out[o + 5], 0 end
+    end
+    return e, written
+  end
+  for i = 1, n do
+    local h = t[4 * i - 1]
+    if h > 0 then
+      local j, key = 3 * (i - 1), keys[k0 + i]
+      local w, count, kept = fw[j + 3], fw[j + 1] + h, fw[j + 2]
+      if kept then
+        counter_incr(key, incr_of(count - (kept - w.tag) / COUNT_TAGS))
+      else
+        local we = w.e
+        if we ~= TTL_E or now ~= TTL_NOW then
+          TTL, TTL_E, TTL_NOW = ttl_arg(we, now), we, now
+        end
+        counter_set(key, value_of(w, count), TTL)
+      end
+      written = written or {}
+      written[key] = value_of(w, count)
+    end
+  end
+  return e, written
+end
+
 -- take_batch decides every take of the call in one pass when all are
 -- take_fixed's plain takes (no Spare op, no key twice in a take, no
 -- denials asked): one MGET for every key, each take all-or-nothing on its
@@ -101,7 +162,11 @@ local function take_batch(now, keys, takes)
   k0 = 0
   for x = 1, takes do
     local n = TAKE_N[x]
-    m, written = batch_take(TAKE_OPS[x], n, keys, k0, vals, written, now, out, m, TAKE_CHARGES[x])
+    if TAKE_CHARGES[x] then
+      m, written = batch_take(TAKE_OPS[x], n, keys, k0, vals, written, now, out, m, true)
+    else
+      m, written = batch_plain(TAKE_OPS[x], n, keys, k0, vals, written, now, out, m)
+    end
     k0, BATCH_AT = k0 + n, x
   end
   return pack_values(out, 1, m)
