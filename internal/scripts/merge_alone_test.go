@@ -23,26 +23,11 @@ import (
 // repeated within and across takes and Spare ops riding on a key's other
 // ops, as a top-up does.
 func TestMergedRepliesAsAlone(t *testing.T) {
-	ctx := context.Background()
-	// Keys written without their TTLs (RecordingLibrary), as in
-	// TestMergedTakes; the take function's reply is {reply, TTLs} there.
-	lib, _, ok := scripts.RecordingLibrary()
-	if !ok {
-		t.Fatal("RecordingLibrary no longer matches the library")
-	}
-	r := &mergeRig{t: t, merged: newRedis(t), alone: newRedis(t), rng: newRand(t), cover: map[algorithms.Algorithm]*mergeSeen{}}
-	for _, rdb := range []*redis.Client{r.merged, r.alone} {
-		if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.keys = []string{"r:a", "r:b", "r:c", "r:d"}
+	keys := []string{"r:a", "r:b", "r:c", "r:d"}
 	for i := range 12 {
-		r.keys = append(r.keys, "r:wide"+strconv.Itoa(i))
+		keys = append(keys, "r:wide"+strconv.Itoa(i))
 	}
-	for _, alg := range algorithms.All() {
-		r.cover[alg] = &mergeSeen{}
-	}
+	r := newMergeRig(t, keys)
 	lims := map[algorithms.Algorithm]algorithms.Limit{}
 	now := int64(1_700_000_000_000_000)
 	for group := range 400 {
@@ -81,6 +66,26 @@ func TestMergedRepliesAsAlone(t *testing.T) {
 			t.Errorf("%s: %d charged takes charged, %d charges include a Spare op's hits: too few to judge", alg, c.charged, c.spare)
 		}
 	}
+}
+
+// newMergeRig is a rig on two servers running RecordingLibrary, on keys.
+func newMergeRig(t *testing.T, keys []string) *mergeRig {
+	// Keys written without their TTLs (RecordingLibrary), as in
+	// TestMergedTakes; the take function's reply is {reply, TTLs} there.
+	lib, _, ok := scripts.RecordingLibrary()
+	if !ok {
+		t.Fatal("RecordingLibrary no longer matches the library")
+	}
+	r := &mergeRig{t: t, merged: newRedis(t), alone: newRedis(t), rng: newRand(t), keys: keys, cover: map[algorithms.Algorithm]*mergeSeen{}}
+	for _, rdb := range []*redis.Client{r.merged, r.alone} {
+		if err := rdb.FunctionLoadReplace(context.Background(), lib).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, alg := range algorithms.All() {
+		r.cover[alg] = &mergeSeen{}
+	}
+	return r
 }
 
 // mergeSeen is, per algorithm, how many charged takes charged something and

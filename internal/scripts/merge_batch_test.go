@@ -7,7 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
@@ -21,23 +20,12 @@ import (
 // asked). Replies and stored states must equal the takes run alone.
 func TestMergedBatchAsAlone(t *testing.T) {
 	ctx := context.Background()
-	lib, _, ok := scripts.RecordingLibrary()
-	if !ok {
-		t.Fatal("RecordingLibrary no longer matches the library")
-	}
-	r := &mergeRig{t: t, merged: newRedis(t), alone: newRedis(t), rng: newRand(t), cover: map[algorithms.Algorithm]*mergeSeen{}}
-	for _, rdb := range []*redis.Client{r.merged, r.alone} {
-		if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// draw's wide takes need 12 keys; plain takes share the first six.
+	var keys []string
 	for i := range 13 {
-		r.keys = append(r.keys, "b:"+strconv.Itoa(i))
+		keys = append(keys, "b:"+strconv.Itoa(i))
 	}
-	for _, alg := range algorithms.All() {
-		r.cover[alg] = &mergeSeen{}
-	}
+	r := newMergeRig(t, keys)
 	var lim algorithms.Limit
 	now, declined := int64(1_700_000_000_000_000), 0
 	for group := range 600 {
