@@ -95,6 +95,7 @@ func SplitTakes(reply any, err error, n int) ([]any, []error) {
 		if err = splitBatch(batch, vals); err == nil {
 			return vals, errs
 		}
+		clear(vals)
 	} else if err == nil {
 		parts, ok := reply.([]any)
 		if !ok || len(parts) != n {
