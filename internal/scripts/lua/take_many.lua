@@ -29,17 +29,18 @@ local TAKE_OPS, TAKE_N, TAKE_CHARGES, TAKE_DENIALS, BATCH, BATCH_AT = {}, {}, {}
 -- of one struct.pack (its formats are cached by length).
 local BATCH_KEYS, PACK_CHUNK = 4000, 240
 
--- pack_values is out[1 .. m] as one string of little-endian binary64.
+-- pack_values is out[a .. m] as one string of little-endian binary64.
 local function pack_values(out, a, m)
-  local s = ''
-  while a <= m do
+  local s = nil
+  while a <= m or s == nil do
     local b = math.min(a + PACK_CHUNK - 1, m)
     local f = PACK_FORMATS[b - a + 1]
     if f == nil then
       f = '<' .. string.rep('d', b - a + 1)
       PACK_FORMATS[b - a + 1] = f
     end
-    s = s .. struct.pack(f, unpack(out, a, b))
+    local part = struct.pack(f, unpack(out, a, b))
+    if s then s = s .. part else s = part end
     a = b + 1
   end
   return s
