@@ -30,7 +30,9 @@ func TestMergedBatchAsAlone(t *testing.T) {
 	now, declined := int64(1_700_000_000_000_000), 0
 	for group := range 600 {
 		now += r.rng.Int64N(2_000_000)
-		if group%40 == 0 {
+		// Some limits are not take_batch's: drawn often, so that the share
+		// of calls batched varies little from seed to seed.
+		if group%10 == 0 {
 			lim = randomLimit(r.rng, algorithms.FixedWindow)
 		}
 		r.spoil(ctx)
@@ -53,7 +55,7 @@ func TestMergedBatchAsAlone(t *testing.T) {
 		r.compare(group, takes, calls, asks)
 	}
 	t.Logf("%d of 600 calls batched, %d with a take it declines", r.batched, declined)
-	if r.batched < 300 || declined < 50 {
+	if r.batched < 250 || declined < 50 {
 		t.Errorf("%d calls batched, %d declined: too few to judge", r.batched, declined)
 	}
 	if r.cover[algorithms.FixedWindow].charged < 100 {
