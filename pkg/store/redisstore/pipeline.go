@@ -74,12 +74,17 @@ type coalescer struct {
 }
 
 // pendingCall is one caller's command, copied so the pipeline never writes
-// to a command its caller may already have given up on.
+// to a command its caller may already have given up on. done is buffered:
+// the sender signals it once and never waits for a caller that has gone.
+// A caller that got its answer returns the call to pendingCalls (a caller
+// that gave up cannot: the sender still holds it).
 type pendingCall struct {
 	ctx  context.Context
 	cmd  *redis.Cmd
 	done chan struct{}
 }
+
+var pendingCalls = sync.Pool{New: func() any { return &pendingCall{done: make(chan struct{}, 1)} }}
 
 // onceCmd marks a pipelined command as never to be retried: it may have run.
 type onceCmd struct{ *redis.Cmd }
@@ -161,7 +166,8 @@ func (c *coalescer) call(ctx context.Context, outer *redis.Cmd, next redis.Proce
 		}
 		return err
 	}
-	p := &pendingCall{ctx: ctx, cmd: redis.NewCmd(ctx, outer.Args()...), done: make(chan struct{})}
+	p := pendingCalls.Get().(*pendingCall)
+	p.ctx, p.cmd = ctx, redis.NewCmd(ctx, outer.Args()...)
 	c.queue = append(c.queue, p)
 	var batch []*pendingCall
 	if c.limit > 0 && len(c.queue) >= c.limit {
@@ -176,12 +182,15 @@ func (c *coalescer) call(ctx context.Context, outer *redis.Cmd, next redis.Proce
 	}
 	select {
 	case <-p.done:
-		if err := p.cmd.Err(); err != nil {
+		err := p.cmd.Err()
+		if err != nil {
 			outer.SetErr(err)
-			return err
+		} else {
+			outer.SetVal(p.cmd.Val())
 		}
-		outer.SetVal(p.cmd.Val())
-		return nil
+		p.ctx, p.cmd = nil, nil
+		pendingCalls.Put(p)
+		return err
 	case <-ctx.Done():
 		err := fmt.Errorf("pipelined %s: %w", outer.Name(), ctx.Err())
 		outer.SetErr(err)

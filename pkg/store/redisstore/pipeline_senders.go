@@ -62,7 +62,7 @@ func (c *coalescer) send(batch []*pendingCall) {
 			// Its caller has answered already: sending would charge a
 			// decision nobody learns about.
 			p.cmd.SetErr(fmt.Errorf("not sent: %w", p.ctx.Err()))
-			close(p.done)
+			p.done <- struct{}{}
 			continue
 		}
 		live = append(live, p)
@@ -86,6 +86,6 @@ func (c *coalescer) send(batch []*pendingCall) {
 		m.split()
 	}
 	for _, p := range live {
-		close(p.done)
+		p.done <- struct{}{}
 	}
 }
