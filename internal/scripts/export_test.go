@@ -150,17 +150,21 @@ func LoopLibrary() (lib, loop, floor string, ok bool) {
 }
 
 // FailingLibrary is Library with a take that fails, with a Lua error, for a
-// first key named "fail": a stand-in for a take that breaks inside a merged
-// call, which no well-formed take does.
+// first key named "fail", taken alone (take_keys) or in a batch
+// (batch_take, batch_plain): a stand-in for a take that breaks inside a merged call,
+// which no well-formed take does.
 func FailingLibrary() (string, bool) {
-	// Whatever take_keys's parameters after k0 are.
-	const take = "local function take_keys(now, keys, k0, "
-	i := strings.Index(library, take)
-	if i < 0 {
-		return "", false
+	lib := library
+	// Whatever their parameters after k0 are.
+	for _, fn := range []string{"local function take_keys(", "local function batch_take(", "local function batch_plain("} {
+		i := strings.Index(lib, fn)
+		if i < 0 {
+			return "", false
+		}
+		end := i + strings.Index(lib[i:], "\n") + 1
+		lib = lib[:end] + "  if keys[k0 + 1] == 'fail' then error('injected failure') end\n" + lib[end:]
 	}
-	end := i + strings.Index(library[i:], "\n") + 1
-	return library[:end] + "  if keys[k0 + 1] == 'fail' then error('injected failure') end\n" + library[end:], true
+	return lib, true
 }
 
 // MaxUnixMicro is the latest clock the scripts accept.

@@ -90,7 +90,13 @@ func MergeTakes(calls [][]any) []any {
 // each take's own: its reply, or its error.
 func SplitTakes(reply any, err error, n int) ([]any, []error) {
 	vals, errs := make([]any, n), make([]error, n)
-	if err == nil {
+	if batch, ok := reply.(string); ok && err == nil {
+		// take_batch's one string: per take its number of values, then them.
+		if err = splitBatch(batch, vals); err == nil {
+			return vals, errs
+		}
+		clear(vals)
+	} else if err == nil {
 		parts, ok := reply.([]any)
 		if !ok || len(parts) != n {
 			err = fmt.Errorf("takes reply %T of %d values for %d takes", reply, lenOf(reply), n)
@@ -109,4 +115,25 @@ func SplitTakes(reply any, err error, n int) ([]any, []error) {
 		errs[i] = err
 	}
 	return vals, errs
+}
+
+// splitBatch cuts take_batch's reply (lua/take_many.lua) into each take's
+// values, each a packed reply of its own (Decode reads it), without a copy.
+func splitBatch(batch string, vals []any) error {
+	at := 0
+	for i := range vals {
+		if len(batch)-at < 8 {
+			return fmt.Errorf("takes reply of %d bytes ends before take %d of %d", len(batch), i+1, len(vals))
+		}
+		m, err := values{packed: batch[at : at+8], n: 1}.int(0)
+		if err != nil || m < 0 || int64(len(batch)-at-8)/8 < m {
+			return fmt.Errorf("takes reply of %d bytes: take %d of %d has a bad length", len(batch), i+1, len(vals))
+		}
+		vals[i] = batch[at+8 : at+8+8*int(m)]
+		at += 8 + 8*int(m)
+	}
+	if at != len(batch) {
+		return fmt.Errorf("takes reply of %d bytes has %d more after %d takes", len(batch), len(batch)-at, len(vals))
+	}
+	return nil
 }

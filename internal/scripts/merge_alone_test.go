@@ -23,26 +23,11 @@ import (
 // repeated within and across takes and Spare ops riding on a key's other
 // ops, as a top-up does.
 func TestMergedRepliesAsAlone(t *testing.T) {
-	ctx := context.Background()
-	// Keys written without their TTLs (RecordingLibrary), as in
-	// TestMergedTakes; the take function's reply is {reply, TTLs} there.
-	lib, _, ok := scripts.RecordingLibrary()
-	if !ok {
-		t.Fatal("RecordingLibrary no longer matches the library")
-	}
-	r := &mergeRig{t: t, merged: newRedis(t), alone: newRedis(t), rng: newRand(t), cover: map[algorithms.Algorithm]*mergeSeen{}}
-	for _, rdb := range []*redis.Client{r.merged, r.alone} {
-		if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.keys = []string{"r:a", "r:b", "r:c", "r:d"}
+	keys := []string{"r:a", "r:b", "r:c", "r:d"}
 	for i := range 12 {
-		r.keys = append(r.keys, "r:wide"+strconv.Itoa(i))
+		keys = append(keys, "r:wide"+strconv.Itoa(i))
 	}
-	for _, alg := range algorithms.All() {
-		r.cover[alg] = &mergeSeen{}
-	}
+	r := newMergeRig(t, keys)
 	lims := map[algorithms.Algorithm]algorithms.Limit{}
 	now := int64(1_700_000_000_000_000)
 	for group := range 400 {
@@ -83,6 +68,26 @@ func TestMergedRepliesAsAlone(t *testing.T) {
 	}
 }
 
+// newMergeRig is a rig on two servers running RecordingLibrary, on keys.
+func newMergeRig(t *testing.T, keys []string) *mergeRig {
+	// Keys written without their TTLs (RecordingLibrary), as in
+	// TestMergedTakes; the take function's reply is {reply, TTLs} there.
+	lib, _, ok := scripts.RecordingLibrary()
+	if !ok {
+		t.Fatal("RecordingLibrary no longer matches the library")
+	}
+	r := &mergeRig{t: t, merged: newRedis(t), alone: newRedis(t), rng: newRand(t), keys: keys, cover: map[algorithms.Algorithm]*mergeSeen{}}
+	for _, rdb := range []*redis.Client{r.merged, r.alone} {
+		if err := rdb.FunctionLoadReplace(context.Background(), lib).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, alg := range algorithms.All() {
+		r.cover[alg] = &mergeSeen{}
+	}
+	return r
+}
+
 // mergeSeen is, per algorithm, how many charged takes charged something and
 // how many charges include a key's admitted Spare op.
 type mergeSeen struct{ charged, spare int }
@@ -97,8 +102,8 @@ type mergeRig struct {
 	cover         map[algorithms.Algorithm]*mergeSeen
 	packed        int
 	// denials counts merged takes asking for their denials that answered
-	// a denial.
-	denials int
+	// a denial; batched, merged calls take_batch decided.
+	denials, batched int
 }
 
 // draw is one take's ops under lim: a request and its lease top-up, a wide
@@ -142,6 +147,9 @@ func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, as
 	cmd := redis.NewCmd(ctx, scripts.MergeTakes(calls)...)
 	_ = r.merged.Process(ctx, cmd)
 	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), len(takes))
+	if _, ok := cmd.Val().(string); ok {
+		r.batched++
+	}
 	for i, ops := range takes {
 		one := redis.NewCmd(ctx, calls[i]...)
 		_ = r.alone.Process(ctx, one)

@@ -2,8 +2,10 @@ package scripts_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -124,12 +126,39 @@ func TestSplitTakes(t *testing.T) {
 		"not an array":  {"OK", nil},
 		"too many":      {[]any{[]any{}, []any{}, []any{}}, nil},
 		"nested failed": {nil, fmt.Errorf("pipelined fcall: %w", context.DeadlineExceeded)},
+		// take_batch's one string: per take its number of values, then them.
+		"batch, one take":     {packed(1, 7), nil},
+		"batch, short":        {packed(1, 7, 2), nil},
+		"batch, past the end": {packed(1, 7, 3, 1, 2), nil},
+		"batch, left over":    {packed(1, 7, 1, 8, 9), nil},
+		"batch, negative":     {packed(1, 7, -1), nil},
+		"batch, fraction":     {packed(1, 7, 0.5), nil},
+		"batch, odd bytes":    {packed(1, 7, 0) + "x", nil},
 	} {
 		vals, errs := scripts.SplitTakes(tc.reply, tc.err, 2)
 		for i := range errs {
 			if errs[i] == nil || vals[i] != nil {
 				t.Errorf("%s: take %d got %v, %v; want an error", name, i, vals[i], errs[i])
 			}
+		}
+	}
+}
+
+// packed is values as take_batch packs them: little-endian binary64.
+func packed(values ...float64) string {
+	b := make([]byte, 0, 8*len(values))
+	for _, v := range values {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	return string(b)
+}
+
+func TestSplitTakesBatch(t *testing.T) {
+	vals, errs := scripts.SplitTakes(packed(2, 7, 8, 0, 5, 5, 6, 7, 8, 9), nil, 3)
+	want := []string{packed(7, 8), "", packed(5, 6, 7, 8, 9)}
+	for i := range want {
+		if errs[i] != nil || vals[i] != want[i] {
+			t.Errorf("take %d: %q, %v; want %q", i, vals[i], errs[i], want[i])
 		}
 	}
 }

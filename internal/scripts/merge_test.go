@@ -191,7 +191,20 @@ func TestMergedTakeFailsAlone(t *testing.T) {
 	if err := rdb.FunctionLoadReplace(ctx, lib).Err(); err != nil {
 		t.Fatal(err)
 	}
-	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute}
+	// take_batch decides fixed_window's takes, take_keys the others'.
+	t.Run("batch", func(t *testing.T) {
+		checkMergedFailure(t, rdb, algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute})
+	})
+	t.Run("take by take", func(t *testing.T) {
+		_ = rdb.FlushAll(ctx).Err()
+		checkMergedFailure(t, rdb, algorithms.Limit{Algorithm: algorithms.TokenBucket, Requests: 5, Period: time.Minute})
+	})
+}
+
+// checkMergedFailure runs takes of lim with a failing one between them,
+// then a call with a malformed one, against FailingLibrary.
+func checkMergedFailure(t *testing.T, rdb *redis.Client, lim algorithms.Limit) {
+	ctx := context.Background()
 	now := time.UnixMicro(1_700_000_000_000_000)
 	good := fcallArgs(t, []algorithms.Op{{Key: "f:a", Limit: lim, Hits: 2}}, now)
 	failing := fcallArgs(t, []algorithms.Op{{Key: "fail", Limit: lim, Hits: 2}, {Key: "f:b", Limit: lim, Hits: 2}}, now)

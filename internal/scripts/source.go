@@ -24,7 +24,8 @@ var (
 // algorithms.All() and the tables the driver dispatches on, generated here
 // from the Go registry so the Go and Lua lists of algorithms, state
 // families and modes cannot drift, and the driver last (the take driver
-// after its fixed_window fast path, take_fixed.lua).
+// after its fixed_window fast path, take_fixed.lua, and before its merged
+// calls, take_many.lua).
 func assemble(driver string) string {
 	var b strings.Builder
 	b.WriteString(file("math"))
@@ -49,7 +50,17 @@ func assemble(driver string) string {
 		b.WriteString(file("take_fixed"))
 		b.WriteString(file("refund"))
 	}
-	b.WriteString(file(driver))
+	if driver != "take" {
+		b.WriteString(file(driver))
+		return b.String()
+	}
+	// take_many (its own file) calls the take driver's take_keys, and the
+	// driver's last line runs take_main.
+	const last = "return take_main()\n"
+	body, _ := strings.CutSuffix(file(driver), last)
+	b.WriteString(body)
+	b.WriteString(file("take_many"))
+	b.WriteString(last)
 	return b.String()
 }
 

@@ -41,7 +41,8 @@ local FW, FW_STRIDE = {}, 6
 
 -- OPS[ops] is a take's ops string decoded for take_fixed, or false when
 -- some op is neither plain nor Spare: per op
--- requests, period, hits and whether it is Spare, and whether any is. A
+-- requests, period, hits and whether it is Spare, and (t.spare) whether any
+-- is. A
 -- lookup of the interned string costs a fraction of struct.unpack. At most
 -- CACHE_MAX takes of at most PACK_MAX ops; then it starts over (so do the
 -- other caches at theirs).
@@ -60,6 +61,7 @@ local function ops_of(ops, n)
     end
     t = t or {}
     t[4 * i - 3], t[4 * i - 2], t[4 * i - 1], t[4 * i] = r, p, h, mode == SPARE
+    if mode == SPARE then t.spare = true end
   end
   if n <= PACK_MAX then
     if OPS_N >= CACHE_MAX then OPS, OPS_N = {}, 0 end
@@ -172,12 +174,13 @@ local function out_for(n, packed)
 end
 
 -- fixed_decide decides op i of take_fixed's batch (t: its decoded ops) on
--- v, its key's stored value (unread for a top-up), into out and FW. It
+-- v, its key's stored value (unread for a top-up), into out from o0 + 1
+-- (its 5 values at o0 + 5 * (i - 1) + 1 ..) and FW. It
 -- returns whether the op denies the batch, or nil when the op is a Spare
 -- op on the key of the op before it that is no top-up (take_fixed then
 -- declines the batch), or a key repeats otherwise (seen: the keys so far).
-local function fixed_decide(t, i, keys, k0, v, now, out, seen)
-  local fw, j, q, o = FW, FW_STRIDE * (i - 1), 4 * (i - 1), 5 * (i - 1)
+local function fixed_decide(t, i, keys, k0, v, now, out, seen, o0)
+  local fw, j, q, o = FW, FW_STRIDE * (i - 1), 4 * (i - 1), o0 + 5 * (i - 1)
   local r, p, h, topup, spare = t[q + 1], t[q + 2], t[q + 3], false, t[q + 4]
   if spare and i > 1 and keys[k0 + i] == keys[k0 + i - 1] then
     -- A top-up, or not take_fixed's: right after a plain op on its key
@@ -266,7 +269,7 @@ local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
   if repeats then seen = {} end
   for i = 1, n do
     if vals then v = vals[i] end
-    local denies = fixed_decide(t, i, keys, k0, v, now, out, seen)
+    local denies = fixed_decide(t, i, keys, k0, v, now, out, seen, 0)
     if denies == nil then return nil end
     if denies then admitted = false end
   end

@@ -40,11 +40,13 @@ type entry struct {
 	// went local; it stays local until no replica is unconfirmed.
 	confirmed bool
 	inflight  charge
-	seq       uint64
 }
 
 // charge is a reconcile call that may have run: it is sent again with the
 // same marker (seq) until an answer says it ran, never as a new charge.
+// seq is unique to the store (see Store.charges), never to an entry: a
+// counter that goes local again must not find its new charge's marker
+// taken by an old one, which would deny it and lose its hits.
 type charge struct {
 	seq, pending, seed, gen uint64
 	until                   time.Time
@@ -96,7 +98,7 @@ func (s *Store) decide(reqs []store.Request, charge bool) ([]store.Result, error
 // starts from this replica's share of what the backend last said was left
 // (seen), recorded as usage before the batch.
 func (s *Store) open(reqs []store.Request, now time.Time) error {
-	var seeds []store.Request
+	var opened []string
 	var full error
 	n := s.members.divisor(s.opts.replicas)
 	for _, r := range reqs {
@@ -110,22 +112,41 @@ func (s *Store) open(reqs []store.Request, now time.Time) error {
 			full = errFull
 			break
 		}
-		e := &entry{limit: r.Limit, scaled: scale(r.Limit, n), epoch: s.members.Epoch}
-		if last, ok := s.seen.last(r.Key, now); ok {
-			if used := e.scaled.Capacity() - share(last.remaining, e.scaled, n); used > 0 {
-				e.seed, e.seedUntil = used, last.until
-				seeds = append(seeds, store.Request{Key: r.Key, Limit: e.scaled, Hits: used, Mode: algorithms.Enforce, Usage: true})
-			}
-		}
-		s.entries[r.Key] = e
+		s.entries[r.Key] = &entry{limit: r.Limit, scaled: scale(r.Limit, n), epoch: s.members.Epoch}
+		opened = append(opened, r.Key)
 	}
+	// Published before seen is read: a caller that still finds no entry
+	// goes to the backend, so the answers seen lacks are only those of the
+	// calls in flight now, however long this takes.
 	s.active.Store(int64(len(s.entries)))
-	if len(seeds) > 0 {
-		if _, err := s.local.Take(context.Background(), seeds); err != nil {
-			return fmt.Errorf("fallback: seeding %d counters: %w", len(seeds), err)
-		}
+	if err := s.seed(opened, n, now); err != nil {
+		return err
 	}
 	return full
+}
+
+// seed starts the new entries of keys from this replica's share of what
+// the backend last said was left of their counters. mu is held.
+func (s *Store) seed(keys []string, n uint64, now time.Time) error {
+	var seeds []store.Request
+	for _, k := range keys {
+		e := s.entries[k]
+		last, ok := s.seen.last(k, now)
+		if !ok {
+			continue
+		}
+		if used := e.scaled.Capacity() - share(last.remaining, e.scaled, n); used > 0 {
+			e.seed, e.seedUntil = used, last.until
+			seeds = append(seeds, store.Request{Key: k, Limit: e.scaled, Hits: used, Mode: algorithms.Enforce, Usage: true})
+		}
+	}
+	if len(seeds) == 0 {
+		return nil
+	}
+	if _, err := s.local.Take(context.Background(), seeds); err != nil {
+		return fmt.Errorf("fallback: seeding %d counters: %w", len(seeds), err)
+	}
+	return nil
 }
 
 // substitute is reqs as the local store decides them: Local requests under

@@ -120,7 +120,9 @@ func TestWithoutLocalPassesThrough(t *testing.T) {
 // backend flaps admit, in all, what the backend ends up holding, and at
 // most the limit plus the calls in flight when the backend failed (one per
 // caller: docs/operations.md's bound for one replica; a CI run admitted
-// 1,001 of 1,000). Run with -race.
+// 1,001 of 1,000). Each flip waits for an answer since the last, so that
+// every phase sees requests: the counter goes local, back and local again.
+// Run with -race.
 func TestConcurrentOutage(t *testing.T) {
 	_, b, r := rig(t)
 	const callers = 4
@@ -129,6 +131,7 @@ func TestConcurrentOutage(t *testing.T) {
 	total := 0
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	answered := make(chan struct{}, callers)
 	for range callers {
 		wg.Go(func() {
 			for {
@@ -141,10 +144,15 @@ func TestConcurrentOutage(t *testing.T) {
 				mu.Lock()
 				total += n
 				mu.Unlock()
+				select {
+				case answered <- struct{}{}:
+				default:
+				}
 			}
 		})
 	}
 	for i := range 40 {
+		<-answered
 		b.setDown(i%2 == 0)
 		r.Reconcile(context.Background())
 	}

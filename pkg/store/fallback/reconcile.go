@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -108,18 +109,22 @@ func (s *Store) Reconcile(ctx context.Context) int {
 // backend when release allows; false if the backend failed.
 func (s *Store) reconcileKey(ctx context.Context, key string, release bool) bool {
 	for range rounds {
-		reqs, c, ok := s.nextCharge(key, release)
+		e, reqs, c, ok := s.nextCharge(key, release)
 		if !ok {
 			return true
 		}
+		ticket := s.seen.ticket()
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := s.next.Take(cctx, reqs)
+		res, err := s.next.Take(cctx, reqs)
 		cancel()
+		if err == nil && len(res) != len(reqs) {
+			err = fmt.Errorf("fallback: %d results for a charge of %d requests", len(res), len(reqs))
+		}
 		if err != nil {
-			s.unconfirm(key)
+			s.unconfirm(key, e)
 			return false
 		}
-		s.settle(key, c, release)
+		s.settle(key, e, c, release, res[len(res)-1], ticket)
 	}
 	return true
 }
@@ -129,18 +134,18 @@ func (s *Store) reconcileKey(ctx context.Context, key string, release bool) bool
 // with the seed if the backend lost its data. Hits whose window ended are
 // dropped instead. Nothing to charge is a check, which tells the backend
 // answers for key again (none once it has, until release). ok is false
-// when there is no call to make.
-func (s *Store) nextCharge(key string, release bool) (reqs []store.Request, c charge, ok bool) {
+// when there is no call to make; e is the entry the call is for.
+func (s *Store) nextCharge(key string, release bool) (e *entry, reqs []store.Request, c charge, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[key]
+	e, ok = s.entries[key]
 	if !ok {
-		return nil, charge{}, false
+		return nil, nil, charge{}, false
 	}
 	now := s.now()
 	if e.inflight.seq != 0 {
 		if now.Before(e.inflight.until) {
-			return s.chargeRequests(key, e, e.inflight, now), e.inflight, true
+			return e, s.chargeRequests(key, e, e.inflight, now), e.inflight, true
 		}
 		// Its window ended: whether it ran no longer matters.
 		s.drop(key, e.inflight.pending)
@@ -157,16 +162,16 @@ func (s *Store) nextCharge(key string, release bool) (reqs []store.Request, c ch
 		c.until = later(c.until, e.seedUntil)
 	}
 	if c.hits() > 0 {
-		e.seq++
-		c.seq = e.seq
+		s.charges++
+		c.seq = s.charges
 		e.inflight = c
 	} else if e.confirmed {
 		if release {
 			s.remove(key)
 		}
-		return nil, charge{}, false
+		return nil, nil, charge{}, false
 	}
-	return s.chargeRequests(key, e, c, now), c, true
+	return e, s.chargeRequests(key, e, c, now), c, true
 }
 
 // chargeRequests is charge c of key as one batch: a marker the batch takes
@@ -188,16 +193,21 @@ func (s *Store) chargeRequests(key string, e *entry, c charge, now time.Time) []
 	}
 }
 
-// settle records that the backend took charge c of key (or answered its
-// check); with release, key goes back to the backend once nothing is
-// pending.
-func (s *Store) settle(key string, c charge, release bool) {
+// settle records that the backend took charge c of key's entry e (or
+// answered its check), and what it said of key's counter, res; with
+// release, key goes back to the backend once nothing is pending. An entry
+// forgotten (and made again) meanwhile is not e: the charge says nothing
+// of the new one's hits.
+func (s *Store) settle(key string, e *entry, c charge, release bool, res store.Result, ticket uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[key]
-	if !ok {
+	if s.entries[key] != e {
 		return
 	}
+	// What a counter going local again starts from: without it, its last
+	// answer would predate the hits charged since, and it would admit them
+	// again.
+	s.seen.keep(key, res, s.now(), ticket)
 	if c.seq != 0 && c.seq == e.inflight.seq {
 		if c.gen == e.gen {
 			e.pending -= min(e.pending, c.pending)
@@ -219,10 +229,10 @@ func (s *Store) settle(key string, c charge, release bool) {
 
 // unconfirm records that the backend failed key's charge: it is down
 // again, as far as this replica can tell.
-func (s *Store) unconfirm(key string) {
+func (s *Store) unconfirm(key string, e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.entries[key]; ok {
+	if s.entries[key] == e {
 		e.confirmed = false
 	}
 }

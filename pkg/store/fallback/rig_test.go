@@ -32,6 +32,22 @@ type backend struct {
 	lost  int // the next lost calls run and fail
 	calls int
 	epoch int // bumped when restarted empty
+	pause *pause
+}
+
+// pause holds the next call that runs, before it runs (before) or after,
+// before it answers: at is closed then, and the call goes on once resume
+// is.
+type pause struct {
+	before     bool
+	at, resume chan struct{}
+}
+
+func (p *pause) hold(before bool) {
+	if p != nil && p.before == before {
+		close(p.at)
+		<-p.resume
+	}
 }
 
 func newBackend(t *testing.T, clock *fakeclock.Clock) *backend {
@@ -48,11 +64,17 @@ func (b *backend) Take(ctx context.Context, reqs []store.Request) ([]store.Resul
 	if lost {
 		b.lost--
 	}
+	var p *pause
+	if !down {
+		p, b.pause = b.pause, nil
+	}
 	b.mu.Unlock()
 	if down {
 		return nil, errDown
 	}
+	p.hold(true)
 	res, err := st.Take(ctx, reqs)
+	p.hold(false)
 	if lost {
 		return nil, errLost
 	}
@@ -65,6 +87,16 @@ func (b *backend) setDown(down bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.down = down
+}
+
+// pauseNext holds the next call that runs, before it runs or after, until
+// the returned resume is called, once at is closed (the call is held).
+func (b *backend) pauseNext(before bool) (at <-chan struct{}, resume func()) {
+	p := &pause{before: before, at: make(chan struct{}), resume: make(chan struct{})}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pause = p
+	return p.at, func() { close(p.resume) }
 }
 
 func (b *backend) loseReplies(n int) {

@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"sync"
@@ -39,6 +40,10 @@ type Store struct {
 	members membership
 	// active is len(entries), read without mu on the way to the backend.
 	active atomic.Int64
+	// charges is the last charge's seq, its marker's number: it starts at
+	// random so that a store restarted under the same WithID reuses no
+	// marker still in the backend.
+	charges uint64
 
 	decisions, reconciled, dropped atomic.Uint64
 
@@ -58,19 +63,25 @@ func New(next store.Store, opts ...Option) *Store {
 		opt(&o)
 	}
 	if o.id == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		o.id = hex.EncodeToString(b[:])
+		o.id = hex.EncodeToString(randomBytes())
 	}
 	return &Store{
 		Decorator: store.Decorate(next),
 		next:      next, opts: o, now: o.now,
+		// Shifted so that it never wraps to 0, which means no charge.
+		charges: binary.BigEndian.Uint64(randomBytes()) >> 2,
 		local:   memstore.New(o.memOptions()...),
 		seen:    newSeen(o.maxKeys),
 		entries: make(map[string]*entry),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+}
+
+func randomBytes() []byte {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return b
 }
 
 // Take asks the backend; when it fails, a batch with a Local request is
@@ -86,9 +97,10 @@ func (s *Store) Take(ctx context.Context, reqs []store.Request) ([]store.Result,
 	if s.active.Load() > 0 && !none && s.stuck(reqs) {
 		return s.decide(reqs, true)
 	}
+	ticket := s.seen.ticket()
 	res, err := s.next.Take(ctx, reqs)
 	if err == nil {
-		s.seen.record(reqs, res, s.now())
+		s.seen.record(reqs, res, s.now(), ticket)
 		return res, nil
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {

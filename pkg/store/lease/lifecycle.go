@@ -66,11 +66,13 @@ func (s *Store) SetRules(ctx context.Context, fingerprint string) error {
 // it.
 func (s *Store) Stop(ctx context.Context) error {
 	s.halt()
-	cut := context.AfterFunc(ctx, s.cancel)
-	defer cut()
 	select {
 	case <-s.stopped:
 	case <-ctx.Done():
+		// Here, not in a context.AfterFunc, whose callback starts after Done
+		// closes: returning first stopped it, and Close then waited out the
+		// sweeper's call.
+		s.cancel()
 	case <-s.life.Done():
 		// An earlier Stop ran out of time: the sweeper's calls are
 		// cancelled already, and waiting again would overrun this one.
