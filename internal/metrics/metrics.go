@@ -36,8 +36,12 @@ type Metrics struct {
 	storeAnswers  *prometheus.CounterVec
 	requests      *prometheus.HistogramVec
 	roundTrips    *prometheus.HistogramVec
-	undoFailures  prometheus.Counter
-	local         localMetrics
+	// requestOK and roundTripOK are the children nearly every call
+	// observes, resolved at first use: WithLabelValues hashes the label and
+	// locks the vector on every call.
+	requestOK, roundTripOK atomic.Pointer[prometheus.Observer]
+	undoFailures           prometheus.Counter
+	local                  localMetrics
 
 	nearRatio   float64
 	maxDetailed int64
@@ -191,16 +195,30 @@ func (m *Metrics) StoreErrorAnswer(answer string) { m.storeAnswers.WithLabelValu
 
 // Request observes one ShouldRateLimit.
 func (m *Metrics) Request(code string, d time.Duration) {
-	m.requests.WithLabelValues(code).Observe(d.Seconds())
+	if code != "OK" {
+		m.requests.WithLabelValues(code).Observe(d.Seconds())
+		return
+	}
+	child(&m.requestOK, m.requests, code).Observe(d.Seconds())
+}
+
+// child is vec's child of label, kept in p once resolved.
+func child(p *atomic.Pointer[prometheus.Observer], vec *prometheus.HistogramVec, label string) prometheus.Observer {
+	if o := p.Load(); o != nil {
+		return *o
+	}
+	o := vec.WithLabelValues(label)
+	p.Store(&o)
+	return o
 }
 
 // RoundTrip observes one Redis script call.
 func (m *Metrics) RoundTrip(d time.Duration, err error) {
-	result := "ok"
 	if err != nil {
-		result = "error"
+		m.roundTrips.WithLabelValues("error").Observe(d.Seconds())
+		return
 	}
-	m.roundTrips.WithLabelValues(result).Observe(d.Seconds())
+	child(&m.roundTripOK, m.roundTrips, "ok").Observe(d.Seconds())
 }
 
 // UndoFailed counts a denied cross-slot request whose undo failed.

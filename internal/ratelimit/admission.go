@@ -62,9 +62,11 @@ func newAdmission(maxConcurrent int, timeout time.Duration) *admission {
 }
 
 // admit takes a slot for a decision and bounds ctx by the timeout; the
-// caller must call release once the decision has returned, whatever
-// happened to ctx. A call whose caller already gave up takes nothing.
-func (a *admission) admit(ctx context.Context) (context.Context, func(), error) {
+// caller must call release with the cancel it returns (nil without a
+// timeout) once the decision has returned, whatever happened to ctx. A
+// call whose caller already gave up takes nothing. No closure: admit runs
+// for every decision.
+func (a *admission) admit(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, status.FromContextError(err).Err()
 	}
@@ -77,18 +79,23 @@ func (a *admission) admit(ctx context.Context) (context.Context, func(), error) 
 		}
 	}
 	a.inFlight.Add(1)
-	cancel := context.CancelFunc(func() {})
+	var cancel context.CancelFunc
 	if a.timeout > 0 {
 		deadline := time.Now().Add(a.timeout)
 		ctx, cancel = context.WithDeadline(context.WithValue(ctx, requestDeadline{}, deadline), deadline)
 	}
-	return ctx, func() {
+	return ctx, cancel, nil
+}
+
+// release ends what admit began.
+func (a *admission) release(cancel context.CancelFunc) {
+	if cancel != nil {
 		cancel()
-		a.inFlight.Add(-1)
-		if a.slots != nil {
-			<-a.slots
-		}
-	}, nil
+	}
+	a.inFlight.Add(-1)
+	if a.slots != nil {
+		<-a.slots
+	}
 }
 
 // expired reports whether the deadline REQUEST_TIMEOUT set has passed,

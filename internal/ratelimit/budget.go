@@ -15,7 +15,11 @@ type byteBudget struct {
 	mu    sync.Mutex
 	total int64
 	avail int64
-	wake  chan struct{}
+	// wake is closed, and replaced, by a release while acquirers wait on
+	// it (waiting of them): every request releases, and a new channel each
+	// time cost an allocation per request.
+	wake    chan struct{}
+	waiting int
 }
 
 func newByteBudget(total int64) *byteBudget {
@@ -34,10 +38,16 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) (int64, error) {
 			return n, nil
 		}
 		wake := b.wake
+		b.waiting++
 		b.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
+			b.mu.Lock()
+			if wake == b.wake { // not released since: still counted
+				b.waiting--
+			}
+			b.mu.Unlock()
 			return 0, ctx.Err()
 		}
 	}
@@ -46,7 +56,9 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) (int64, error) {
 func (b *byteBudget) release(n int64) {
 	b.mu.Lock()
 	b.avail += n
-	close(b.wake)
-	b.wake = make(chan struct{})
+	if b.waiting > 0 {
+		close(b.wake)
+		b.wake, b.waiting = make(chan struct{}), 0
+	}
 	b.mu.Unlock()
 }

@@ -20,6 +20,9 @@ func TestByteBudget(t *testing.T) {
 	if _, err := b.acquire(short, 60); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("acquire over the budget: %v, want DeadlineExceeded", err)
 	}
+	if b.waiting != 0 {
+		t.Fatalf("%d acquirers counted waiting after the only one gave up", b.waiting)
+	}
 	// A waiter is woken by a release.
 	done := make(chan int64)
 	go func() {

@@ -124,18 +124,30 @@ func shouldRateLimitHandler(srv any, ctx context.Context, dec func(any) error, i
 	if err := dec(w); err != nil {
 		return nil, err
 	}
-	handle := func(ctx context.Context, req any) (any, error) {
+	if interceptor == nil {
 		if w.err != nil {
 			svc.observeRejected()
 			return nil, w.err
 		}
-		return svc.ShouldRateLimit(ctx, req.(*rlsv3.RateLimitRequest))
+		return svc.ShouldRateLimit(ctx, &w.req)
 	}
-	if interceptor == nil {
-		return handle(ctx, &w.req)
+	if w.err == nil {
+		return interceptor(ctx, &w.req, svc.grpcInfo, svc.grpcHandle)
 	}
-	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: rlsv3.RateLimitService_ShouldRateLimit_FullMethodName}
-	return interceptor(ctx, &w.req, info, handle)
+	return interceptor(ctx, &w.req, svc.grpcInfo, func(context.Context, any) (any, error) {
+		svc.observeRejected()
+		return nil, w.err
+	})
+}
+
+// grpcUnary is the guarded ShouldRateLimit's info and handler for the
+// interceptors, made once: built per call, they were two allocations a
+// decision.
+func (s *Service) grpcUnary() {
+	s.grpcInfo = &grpc.UnaryServerInfo{Server: s, FullMethod: rlsv3.RateLimitService_ShouldRateLimit_FullMethodName}
+	s.grpcHandle = func(ctx context.Context, req any) (any, error) {
+		return s.ShouldRateLimit(ctx, req.(*rlsv3.RateLimitRequest))
+	}
 }
 
 // observeRejected counts a request refused before decoding like one

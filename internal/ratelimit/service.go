@@ -16,6 +16,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -65,6 +66,9 @@ type Service struct {
 	// local: the rules deciding locally now (local.go), on the clock now.
 	local localRules
 	now   func() time.Time
+	// grpcInfo and grpcHandle: see grpcUnary.
+	grpcInfo   *grpc.UnaryServerInfo
+	grpcHandle grpc.UnaryHandler
 }
 
 var _ rlsv3.RateLimitServiceServer = (*Service)(nil)
@@ -87,6 +91,7 @@ func New(cfg ConfigSource, st store.Store, opts ...Option) *Service {
 	for _, opt := range opts {
 		opt(s)
 	}
+	s.grpcUnary()
 	s.errLog = s.log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewSamplerWithOptions(c, time.Second, 1, 0)
 	}))
@@ -112,11 +117,11 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 // admitted decides req within WithAdmission's bounds: RESOURCE_EXHAUSTED at
 // once past MAX_CONCURRENT_REQUESTS.
 func (s *Service) admitted(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	ctx, release, err := s.admission.admit(ctx)
+	ctx, cancel, err := s.admission.admit(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer s.admission.release(cancel)
 	return s.shouldRateLimit(ctx, req)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -64,15 +65,26 @@ type coalescer struct {
 	inFlight int
 	timer    *time.Timer
 	armed    bool
+
+	// Senders waiting for a batch (start) and how many; stop ends them.
+	work     chan []*pendingCall
+	idle     atomic.Int32
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // pendingCall is one caller's command, copied so the pipeline never writes
-// to a command its caller may already have given up on.
+// to a command its caller may already have given up on. done is buffered:
+// the sender signals it once and never waits for a caller that has gone.
+// A caller that got its answer returns the call to pendingCalls (a caller
+// that gave up cannot: the sender still holds it).
 type pendingCall struct {
 	ctx  context.Context
 	cmd  *redis.Cmd
 	done chan struct{}
 }
+
+var pendingCalls = sync.Pool{New: func() any { return &pendingCall{done: make(chan struct{}, 1)} }}
 
 // onceCmd marks a pipelined command as never to be retried: it may have run.
 type onceCmd struct{ *redis.Cmd }
@@ -118,7 +130,8 @@ func coalesce(c redis.UniversalClient, s settings) (stop func()) {
 }
 
 func newCoalescer(s settings, pipe func() redis.Pipeliner) *coalescer {
-	c := &coalescer{window: s.pipelineWindow, limit: s.pipelineLimit, timeout: s.conn.Timeout, pipe: pipe, batch: s.batchLimit}
+	c := &coalescer{window: s.pipelineWindow, limit: s.pipelineLimit, timeout: s.conn.Timeout, pipe: pipe, batch: s.batchLimit,
+		work: make(chan []*pendingCall), stop: make(chan struct{})}
 	c.timer = time.AfterFunc(time.Hour, c.windowElapsed)
 	c.timer.Stop()
 	return c
@@ -149,11 +162,12 @@ func (c *coalescer) call(ctx context.Context, outer *redis.Cmd, next redis.Proce
 		c.mu.Unlock()
 		err := next(ctx, outer)
 		if batch := c.completed(); batch != nil {
-			go c.run(batch)
+			c.start(batch)
 		}
 		return err
 	}
-	p := &pendingCall{ctx: ctx, cmd: redis.NewCmd(ctx, outer.Args()...), done: make(chan struct{})}
+	p := pendingCalls.Get().(*pendingCall)
+	p.ctx, p.cmd = ctx, redis.NewCmd(ctx, outer.Args()...)
 	c.queue = append(c.queue, p)
 	var batch []*pendingCall
 	if c.limit > 0 && len(c.queue) >= c.limit {
@@ -164,16 +178,19 @@ func (c *coalescer) call(ctx context.Context, outer *redis.Cmd, next redis.Proce
 	c.mu.Unlock()
 
 	if batch != nil {
-		go c.run(batch)
+		c.start(batch)
 	}
 	select {
 	case <-p.done:
-		if err := p.cmd.Err(); err != nil {
+		err := p.cmd.Err()
+		if err != nil {
 			outer.SetErr(err)
-			return err
+		} else {
+			outer.SetVal(p.cmd.Val())
 		}
-		outer.SetVal(p.cmd.Val())
-		return nil
+		p.ctx, p.cmd = nil, nil
+		pendingCalls.Put(p)
+		return err
 	case <-ctx.Done():
 		err := fmt.Errorf("pipelined %s: %w", outer.Name(), ctx.Err())
 		outer.SetErr(err)
@@ -220,7 +237,8 @@ func (c *coalescer) windowElapsed() {
 	}
 	c.mu.Unlock()
 	if batch != nil {
-		c.run(batch)
+		// Not on the timer's goroutine, a new one each time.
+		c.start(batch)
 	}
 }
 
@@ -240,58 +258,12 @@ func (c *coalescer) completed() []*pendingCall {
 	return batch
 }
 
-// run sends batch, then whatever queued while it was in flight, on this
-// goroutine (whose stack is already grown) until the queue is empty.
-func (c *coalescer) run(batch []*pendingCall) {
-	for batch != nil {
-		c.send(batch)
-		batch = c.completed()
-	}
-}
-
-// send writes one batch as a pipeline, bounded by the latest deadline among
-// its callers (each of them still stops waiting at its own).
-func (c *coalescer) send(batch []*pendingCall) {
-	deadline := time.Now().Add(c.timeout)
-	live := batch[:0:0]
-	var latest time.Time
-	for _, p := range batch {
-		if p.ctx.Err() != nil {
-			// Its caller has answered already: sending would charge a
-			// decision nobody learns about.
-			p.cmd.SetErr(fmt.Errorf("not sent: %w", p.ctx.Err()))
-			close(p.done)
-			continue
-		}
-		live = append(live, p)
-		if d, ok := p.ctx.Deadline(); ok && d.After(latest) {
-			latest = d
-		}
-	}
-	if len(live) == 0 {
-		return
-	}
-	if !latest.IsZero() && latest.Before(deadline) {
-		deadline = latest
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	pipe := c.pipe()
-	merges := queue(ctx, pipe, live, c.slotted, c.batch)
-	// Each command carries its own error; Exec's is only the first of them.
-	_, _ = pipe.Exec(ctx)
-	for _, m := range merges {
-		m.split()
-	}
-	for _, p := range live {
-		close(p.done)
-	}
-}
-
-// close stops the window timer; calls in flight end by their deadlines.
+// close stops the window timer and the idle senders; calls in flight end
+// by their deadlines.
 func (c *coalescer) close() {
 	c.mu.Lock()
 	c.timer.Stop()
 	c.armed = false
 	c.mu.Unlock()
+	c.stopOnce.Do(func() { close(c.stop) })
 }
