@@ -32,8 +32,9 @@ TEST_BIN := $(CURDIR)/bin/test/ratelimitd
 # tests run longest, mostly waiting on processes they start, come first, so
 # that they run while the rest compiles (go test builds and runs packages in
 # the order given; -p 4 keeps two workers compiling while they run); the
-# integration tests run two at a time (-parallel 2, on any machine). The test
-# modules build and run beside them (make -j2), in what CPU their waits leave.
+# integration tests run two at a time (-parallel 2, on any machine). Running
+# the test modules beside them (make -j2) was no faster: the compile keeps
+# both cores busy throughout.
 # make test-race runs the module's packages again under the race detector
 # (a second compile, with cgo); .ci/run runs both.
 SLOW_UNITS := ./pkg/store/redisstore ./internal/scripts
@@ -50,13 +51,7 @@ endif
 test:
 	$(TOOL_ENV) CGO_ENABLED=0 $(GO) vet ./...
 	$(TOOL_ENV) CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(TEST_BIN) ./cmd/ratelimitd
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-modules
-
-# Parts of make test, which builds $(TEST_BIN) first.
-.PHONY: test-units test-modules
-test-units:
 	$(TOOL_ENV) CGO_ENABLED=0 RATELIMITD_BIN=$(TEST_BIN) $(GO) test $(TEST_EXEC) -vet=off -count=1 -p 4 -parallel 2 $(SLOW_TESTS) ./...
-test-modules:
 	@set -e; for m in $(TEST_MODULES); do \
 		echo "== $$m (own go.mod)"; \
 		$(TOOL_ENV) CGO_ENABLED=0 $(GO) -C $$m vet ./...; \
