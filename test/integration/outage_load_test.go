@@ -92,6 +92,14 @@ func waitReplicaCaughtUp(t *testing.T, master, replica *redis.Client) {
 	})
 }
 
+// waitAdmitted waits until the load has n admissions: a master killed
+// then leaves most of the limit to decide locally, where a fixed wait let a
+// fast box fill the window first, and every local decision deny.
+func (l *outageLoad) waitAdmitted(t *testing.T, n int64) {
+	t.Helper()
+	testkit.WaitFor(t, 30*time.Second, "the load's first admissions", func() bool { return l.admitted.Load() >= n })
+}
+
 // waitBackOnStore waits until every replica has logged the rule back on
 // the store (a store decision after a quiet spell without a local one) and
 // Redis has then denied each caller again (the window full): conditions,

@@ -40,7 +40,7 @@ func TestOutageClusterMasterKill(t *testing.T) {
 			masters, masterNodes = append(masters, c), append(masterNodes, nodes[i])
 		}
 	}
-	const limit = 500
+	const limit = 800
 	hot := valueOn(t, masters, 0, "hot", func(v string) string { return counterKey("outage", "k", v, "fixed_window", time.Hour) })
 	var replica *redis.Client
 	for _, c := range clients {
@@ -54,7 +54,7 @@ func TestOutageClusterMasterKill(t *testing.T) {
 	svcs := startReplicas(t, limit, "REDIS_TYPE=CLUSTER", "REDIS_URL="+redistest.Addrs(nodes))
 	roomInWindow(t, time.Hour, time.Minute)
 	load := startLoad(svcs, request("outage", desc("k", hot)))
-	time.Sleep(300 * time.Millisecond)
+	load.waitAdmitted(t, limit/8)
 	waitReplicaCaughtUp(t, masters[0], replica)
 	masterNodes[0].Stop()
 	testkit.WaitFor(t, 20*time.Second, "the killed master's replica to be promoted", func() bool {
@@ -74,14 +74,14 @@ func TestOutageSentinelFailover(t *testing.T) {
 	master := redistest.Start(t)
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", portOf(master.Addr))
 	sentinel := redistest.StartSentinel(t, "mymaster", master.Addr)
-	const limit = 500
+	const limit = 800
 	svcs := startReplicas(t, limit, "REDIS_TYPE=SENTINEL", "REDIS_URL=mymaster,"+sentinel)
 	waitReplicated(t, replica.Addr) // the replicas' presence
 	roomInWindow(t, time.Hour, time.Minute)
 	rdb := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	defer rdb.Close()
 	load := startLoad(svcs, request("outage", desc("k", "hot")))
-	time.Sleep(300 * time.Millisecond)
+	load.waitAdmitted(t, limit/8)
 	waitReplicaCaughtUp(t, redistest.Clients(t, []*redistest.Server{master})[0], rdb)
 	master.Stop()
 	testkit.WaitFor(t, 30*time.Second, "Sentinel to promote the replica", func() bool {
