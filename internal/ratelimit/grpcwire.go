@@ -124,20 +124,17 @@ func shouldRateLimitHandler(srv any, ctx context.Context, dec func(any) error, i
 	if err := dec(w); err != nil {
 		return nil, err
 	}
-	if interceptor == nil {
-		if w.err != nil {
+	handle := svc.grpcHandle
+	if w.err != nil {
+		handle = func(context.Context, any) (any, error) {
 			svc.observeRejected()
 			return nil, w.err
 		}
-		return svc.ShouldRateLimit(ctx, &w.req)
 	}
-	if w.err == nil {
-		return interceptor(ctx, &w.req, svc.grpcInfo, svc.grpcHandle)
+	if interceptor == nil {
+		return handle(ctx, &w.req)
 	}
-	return interceptor(ctx, &w.req, svc.grpcInfo, func(context.Context, any) (any, error) {
-		svc.observeRejected()
-		return nil, w.err
-	})
+	return interceptor(ctx, &w.req, svc.grpcInfo, handle)
 }
 
 // grpcUnary is the guarded ShouldRateLimit's info and handler for the

@@ -20,10 +20,11 @@
 --   write).
 local CHARGED, DENIALS = '1', '2'
 
--- Per take of the call (take_many's check sets them): its ops, its number
--- of ops, whether it asks for its charges and for its denials. BATCH holds
--- take_batch's reply values; BATCH_AT, the takes it finished.
-local TAKE_OPS, TAKE_N, TAKE_CHARGES, TAKE_DENIALS, BATCH, BATCH_AT = {}, {}, {}, {}, {}, 0
+-- Per take of the call (check_takes sets them): its ops string, its number
+-- of ops, whether it asks for its charges and for its denials; TAKE_T, its
+-- ops decoded (take_batch's). BATCH holds take_batch's reply values;
+-- BATCH_AT, the takes it finished.
+local TAKE_OPS, TAKE_N, TAKE_CHARGES, TAKE_DENIALS, TAKE_T, BATCH, BATCH_AT = {}, {}, {}, {}, {}, {}, 0
 
 -- BATCH_KEYS bounds one MGET's keys (unpack's stack); PACK_CHUNK the values
 -- of one struct.pack (its formats are cached by length).
@@ -156,7 +157,7 @@ local function take_batch(now, keys, takes)
     local n = TAKE_N[x]
     local t = TAKE_DENIALS[x] == false and ops_of(TAKE_OPS[x], n)
     if not t or t.spare or (n > 1 and not distinct(keys, k0, n)) then return nil end
-    TAKE_OPS[x], k0 = t, k0 + n
+    TAKE_T[x], k0 = t, k0 + n
   end
   local vals = redis.call('MGET', unpack(keys))
   local out, m, written = BATCH, 0, nil
@@ -164,9 +165,9 @@ local function take_batch(now, keys, takes)
   for x = 1, takes do
     local n = TAKE_N[x]
     if TAKE_CHARGES[x] then
-      m, written = batch_take(TAKE_OPS[x], n, keys, k0, vals, written, now, out, m, true)
+      m, written = batch_take(TAKE_T[x], n, keys, k0, vals, written, now, out, m, true)
     else
-      m, written = batch_plain(TAKE_OPS[x], n, keys, k0, vals, written, now, out, m)
+      m, written = batch_plain(TAKE_T[x], n, keys, k0, vals, written, now, out, m)
     end
     k0, BATCH_AT = k0 + n, x
   end
@@ -221,15 +222,12 @@ local function take_many()
     out = batch_failed(reply)
     first = BATCH_AT + 2
   end
-  -- Take by take, from the first take_batch left (its ops strings are in
-  -- args, TAKE_OPS may hold their decoding).
-  local k0, b = 0, 2
+  -- Take by take, from the first take_batch left.
+  local k0 = 0
   for x = 1, takes do
-    local ops, n = args[b], TAKE_N[x]
-    b = b + 1
-    if args[b] == CHARGED or args[b] == DENIALS then b = b + 1 end
+    local n = TAKE_N[x]
     if x >= first then
-      local okx, r = pcall(take_keys, now, keys, k0, ops, n, TAKE_CHARGES[x], TAKE_DENIALS[x], true)
+      local okx, r = pcall(take_keys, now, keys, k0, TAKE_OPS[x], n, TAKE_CHARGES[x], TAKE_DENIALS[x], true)
       if okx then
         out[x] = r
       else
