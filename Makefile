@@ -48,6 +48,15 @@ ifeq ($(origin GOGC),undefined)
 TOOL_ENV  := GOGC=400
 TEST_EXEC := -exec 'env -u GOGC'
 endif
+# Nothing make test builds goes to a debugger, so it is built without
+# DWARF: a compile and link of every test package costs a fifth less CPU,
+# vet's compile of the dependencies a tenth (stack traces and pprof read
+# the symbol and line tables, which stay). Exported through GOFLAGS so that
+# what the tests build themselves (grpcurl, the load drivers) shares the
+# compiled packages; a GOFLAGS the caller sets is left alone.
+ifeq ($(origin GOFLAGS),undefined)
+TOOL_ENV += GOFLAGS='-gcflags=all=-dwarf=false -ldflags=-w'
+endif
 test:
 	$(TOOL_ENV) CGO_ENABLED=0 $(GO) vet ./...
 	$(TOOL_ENV) CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(TEST_BIN) ./cmd/ratelimitd
