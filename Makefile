@@ -5,7 +5,7 @@ IMAGE   ?= ratelimitd:$(VERSION)
 # docker, else podman; override with ENGINE=...
 ENGINE  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 
-.PHONY: build run test test-race test-soak bench bench-go bench-load fmt lint image
+.PHONY: build run test test-vet test-bins test-packages test-modules test-race test-soak bench bench-go bench-load fmt lint image
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ratelimitd
@@ -20,23 +20,26 @@ run:
 # ratelimitd's go.mod does not require them; each replaces ratelimitd with
 # this tree.
 TEST_MODULES := api/schema deploy/examples deploy/monitoring
-# The binary every test that runs ratelimitd uses (test/integration,
-# test/image, deploy/monitoring), built once.
-TEST_BIN := $(CURDIR)/bin/test/ratelimitd
+# The binaries the tests run (test/integration, test/image,
+# deploy/monitoring), built once before the tests: ratelimitd, the load
+# drivers and the grpcurl go.mod's tool directive pins.
+TEST_BIN_DIR := $(CURDIR)/bin/test
+TEST_BIN     := $(TEST_BIN_DIR)/ratelimitd
+TEST_TOOLS   := ./cmd/rlload ./internal/queueload/cmd/queueload github.com/fullstorydev/grpcurl/cmd/grpcurl
+TEST_RUN_ENV := CGO_ENABLED=0 RATELIMITD_BIN=$(TEST_BIN) RATELIMITD_TOOLS=$(TEST_BIN_DIR)
 
-# One build configuration, CGO_ENABLED=0 (the image's): go vet, the binary
-# the integration tests run, their load drivers and grpcurl, every test and
-# the test modules share it, so every package compiles once; a fresh clone's
-# make test is mostly that compile (CONTRIBUTING.md has the figures). go
-# test's own vet pass would repeat a subset of go vet's. The packages whose
-# tests run longest, mostly waiting on processes they start, come first, so
-# that they run while the rest compiles (go test builds and runs packages in
-# the order given; -p 4 keeps two workers compiling while they run); the
-# integration tests run two at a time (-parallel 2, on any machine). Running
-# the test modules beside them (make -j2) was no faster: the compile keeps
-# both cores busy throughout.
-# make test-race runs the module's packages again under the race detector
-# (a second compile, with cgo); .ci/run runs both.
+# One build configuration, CGO_ENABLED=0 (the image's): go vet, the
+# binaries above, every test and the test modules share it, so every
+# package compiles once; a fresh clone's make test is mostly that compile
+# (CONTRIBUTING.md has the figures). go test's own vet pass would repeat a
+# subset of go vet's. The packages whose tests run longest, mostly waiting
+# on processes they start, come first, so that they run while the rest
+# compiles (go test builds and runs packages in the order given; -p 4
+# keeps two workers compiling while they run); the integration tests run
+# two at a time (-parallel 2, on any machine). The test modules run beside
+# the module's tests at the lowest priority, so that they take only the
+# CPU those leave idle (downloads, the last tests' waits) and compile
+# nothing twice (they start once go vet has compiled what they share).
 SLOW_UNITS := ./pkg/store/redisstore ./internal/scripts
 SLOW_TESTS := ./test/integration $(SLOW_UNITS)
 # The go command, the compiler, the linker and vet allocate much and live
@@ -48,19 +51,40 @@ ifeq ($(origin GOGC),undefined)
 TOOL_ENV  := GOGC=400
 TEST_EXEC := -exec 'env -u GOGC'
 endif
+# Nothing make test builds goes to a debugger, so it is built without
+# DWARF: a compile and link of every test package costs a fifth less CPU,
+# vet's compile of the dependencies a tenth (stack traces and pprof read
+# the symbol and line tables, which stay). Exported through GOFLAGS so that
+# what the tests build themselves (grpcurl, the load drivers) shares the
+# compiled packages; a GOFLAGS the caller sets is left alone.
+ifeq ($(origin GOFLAGS),undefined)
+TOOL_ENV += GOFLAGS='-gcflags=all=-dwarf=false -ldflags=-w'
+endif
+
 test:
+	@$(MAKE) --no-print-directory -j2 test-packages test-modules
+
+test-vet:
 	$(TOOL_ENV) CGO_ENABLED=0 $(GO) vet ./...
+
+test-bins: test-vet
 	$(TOOL_ENV) CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(TEST_BIN) ./cmd/ratelimitd
-	$(TOOL_ENV) CGO_ENABLED=0 RATELIMITD_BIN=$(TEST_BIN) $(GO) test $(TEST_EXEC) -vet=off -count=1 -p 4 -parallel 2 $(SLOW_TESTS) ./...
+	$(TOOL_ENV) CGO_ENABLED=0 $(GO) build -o $(TEST_BIN_DIR)/ $(TEST_TOOLS)
+
+test-packages: test-bins
+	$(TOOL_ENV) $(TEST_RUN_ENV) $(GO) test $(TEST_EXEC) -vet=off -count=1 -p 4 -parallel 2 $(SLOW_TESTS) ./...
+
+test-modules: test-bins
 	@set -e; for m in $(TEST_MODULES); do \
 		echo "== $$m (own go.mod)"; \
-		$(TOOL_ENV) CGO_ENABLED=0 $(GO) -C $$m vet ./...; \
-		$(TOOL_ENV) CGO_ENABLED=0 RATELIMITD_BIN=$(TEST_BIN) $(GO) -C $$m test $(TEST_EXEC) -vet=off -count=1 ./...; \
+		$(TOOL_ENV) CGO_ENABLED=0 nice -n 19 $(GO) -C $$m vet ./...; \
+		$(TOOL_ENV) $(TEST_RUN_ENV) nice -n 19 $(GO) -C $$m test $(TEST_EXEC) -vet=off -count=1 ./...; \
 	done
 
-# The race detector over the packages with code of their own (test/ holds
-# black-box tests of processes, whose instrumented side would be the test
-# client only).
+# make test-race runs the packages with code of their own again under the
+# race detector (a second compile, with cgo; test/ holds black-box tests of
+# processes, whose instrumented side would be the test client only);
+# .ci/run runs both.
 RACE_PKGS := ./cmd/... ./internal/... ./pkg/...
 test-race:
 	$(TOOL_ENV) $(GO) test $(TEST_EXEC) -race -vet=off -count=1 -p 4 $(SLOW_UNITS) $(RACE_PKGS)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 )
 
@@ -11,6 +12,11 @@ import (
 // that runs the binary (test/integration, test/image) to use instead of
 // building its own.
 const BinEnv = "RATELIMITD_BIN"
+
+// ToolsEnv names the directory where make test has built the other
+// binaries the tests run (the load drivers, grpcurl) before the tests
+// start, so that their build does not hold up the integration tests.
+const ToolsEnv = "RATELIMITD_TOOLS"
 
 // Build builds the main packages pkgs into dir with CGO_ENABLED=0, in one
 // go command: the configuration of the container image, and the one make
@@ -45,4 +51,21 @@ func Ratelimitd(dir, root string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "ratelimitd"), nil
+}
+
+// Tool is the binary of the main package pkg: the one in $RATELIMITD_TOOLS
+// when make test has built it there, else one built now into dir.
+func Tool(dir, pkg string) (string, error) {
+	name := path.Base(pkg)
+	if tools := os.Getenv(ToolsEnv); tools != "" {
+		bin := filepath.Join(tools, name)
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("%s: %w", ToolsEnv, err)
+		}
+		return bin, nil
+	}
+	if err := Build(dir, pkg); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
 }

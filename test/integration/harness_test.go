@@ -19,8 +19,8 @@ import (
 	"github.com/ratelimitd/ratelimitd/internal/testkit"
 )
 
-// The binaries are built once per test run by TestMain (ratelimitd only
-// when make test has not built it: testkit.Ratelimitd).
+// The binaries the tests run: built once by TestMain, unless make test has
+// built them ($RATELIMITD_BIN, $RATELIMITD_TOOLS).
 var (
 	binPath       string
 	loadPath      string
@@ -48,24 +48,22 @@ func runMain(m *testing.M) int {
 	}
 	// The load drivers run without the race detector: an instrumented
 	// client would measure itself, not the service.
-	if err := testkit.Build(dir, "../../cmd/rlload", "../../internal/queueload/cmd/queueload"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	for _, tool := range []struct {
+		path *string
+		pkg  string
+	}{{&loadPath, "../../cmd/rlload"}, {&queueLoadPath, "../../internal/queueload/cmd/queueload"}} {
+		if *tool.path, err = testkit.Tool(dir, tool.pkg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
-	loadPath, queueLoadPath = filepath.Join(dir, "rlload"), filepath.Join(dir, "queueload")
-	grpcurlPath = buildGrpcurl(dir)
+	// The grpcurl that go.mod's tool directive pins (the one `go tool
+	// grpcurl` runs); without it the grpcurl tests fail under CI=true and
+	// skip elsewhere.
+	if grpcurlPath, err = testkit.Tool(dir, "github.com/fullstorydev/grpcurl/cmd/grpcurl"); err != nil {
+		fmt.Fprintf(os.Stderr, "grpcurl (go.mod's tool directive): %v\n", err)
+	}
 	return m.Run()
-}
-
-// buildGrpcurl builds the grpcurl that go.mod's tool directive pins (the
-// one `go tool grpcurl` runs); an empty result makes the grpcurl tests fail
-// under CI=true and skip elsewhere.
-func buildGrpcurl(dir string) string {
-	if err := testkit.Build(dir, "github.com/fullstorydev/grpcurl/cmd/grpcurl"); err != nil {
-		fmt.Fprintf(os.Stderr, "build grpcurl (go.mod's tool directive): %v\n", err)
-		return ""
-	}
-	return filepath.Join(dir, "grpcurl")
 }
 
 // service is one running ratelimitd process.
