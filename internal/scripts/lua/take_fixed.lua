@@ -40,12 +40,11 @@ local REPLY, PACK_FORMATS, PACK_MAX = {}, {}, 16
 local FW, FW_STRIDE = {}, 6
 
 -- OPS[ops] is a take's ops string decoded for take_fixed, or false when
--- some op is neither plain nor Spare: per op
--- requests, period, hits and whether it is Spare, and (t.spare) whether any
--- is. A
--- lookup of the interned string costs a fraction of struct.unpack. At most
--- CACHE_MAX takes of at most PACK_MAX ops; then it starts over (so do the
--- other caches at theirs).
+-- some op is neither plain nor Spare: per op requests, period, hits and
+-- whether it is Spare, and (t.spare) whether any is. A lookup of the
+-- interned string costs a fraction of struct.unpack. At most CACHE_MAX
+-- takes of at most PACK_MAX ops; then it starts over (so do the other
+-- caches at theirs).
 local OPS, OPS_N, CACHE_MAX = {}, 0, 1024
 
 local function ops_of(ops, n)
@@ -174,11 +173,11 @@ local function out_for(n, packed)
 end
 
 -- fixed_decide decides op i of take_fixed's batch (t: its decoded ops) on
--- v, its key's stored value (unread for a top-up), into out from o0 + 1
--- (its 5 values at o0 + 5 * (i - 1) + 1 ..) and FW. It
--- returns whether the op denies the batch, or nil when the op is a Spare
--- op on the key of the op before it that is no top-up (take_fixed then
--- declines the batch), or a key repeats otherwise (seen: the keys so far).
+-- v, its key's stored value (unread for a top-up), into FW and out (its 5
+-- values from o0 + 5 * (i - 1) + 1). It returns whether the op denies the
+-- batch, or nil when the op is a Spare op on the key of the op before it
+-- that is no top-up (take_fixed then declines the batch), or a key repeats
+-- otherwise (seen: the keys so far).
 local function fixed_decide(t, i, keys, k0, v, now, out, seen, o0)
   local fw, j, q, o = FW, FW_STRIDE * (i - 1), 4 * (i - 1), o0 + 5 * (i - 1)
   local r, p, h, topup, spare = t[q + 1], t[q + 2], t[q + 3], false, t[q + 4]
