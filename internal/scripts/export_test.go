@@ -47,14 +47,15 @@ func ReplyValues(reply any) ([]int64, error) {
 	return out, vals.ints(0, out)
 }
 
-// recordTTLs rewrites src's TTL-setting writes; ok is false when src no
+// recordTTLs rewrites every one of src's TTL-setting writes (batch_plain
+// inlines counter.lua's); ok is false when src no
 // longer has one of them.
 func recordTTLs(src string) (string, bool) {
 	for _, w := range ttlWrites {
 		if !strings.Contains(src, w[0]) {
 			return "", false
 		}
-		src = strings.Replace(src, w[0], w[1], 1)
+		src = strings.ReplaceAll(src, w[0], w[1])
 	}
 	return src, true
 }

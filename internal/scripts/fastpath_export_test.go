@@ -3,7 +3,7 @@ package scripts
 import "strings"
 
 // fastPathCall is where take_keys tries take_fixed before take_general.
-const fastPathCall = "local out = take_fixed(now, keys, k0, ops, n, charges, not d, packed)"
+const fastPathCall = "local out = take_fixed(now, keys, k0, ops, n, charges, not d)"
 
 // SourceWithoutFastPath is the take script with take_fixed never tried: the
 // reference its fast path must match bit for bit. ok is false when the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,9 +28,7 @@ import (
 // CPU counts in 10 ms ticks: use -benchtime 3s or more, and -count to get
 // the A B A B pairs that only compare on a shared machine.
 //
-// RATELIMITD_WRITE_LIBRARY=file writes this commit's library; given
-// RATELIMITD_BASELINE_LIBRARY=file (another commit's, so written), that one
-// is loaded beside it and "merged-base" sends the same takes to it, in turn.
+// BenchmarkAgainstBaseline compares this commit's library with another's.
 func BenchmarkMergedTakes(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.Start(b)
@@ -49,12 +45,6 @@ func BenchmarkMergedTakes(b *testing.B) {
 		"envoy-model": mb.envoyModel,
 	}
 	targets := []string{"merged", "envoy-model"}
-	if base := baselineLibrary(b, rdb); base != "" {
-		baseBench := mb
-		baseBench.takes = base
-		decide["merged-base"] = baseBench.merged
-		targets = []string{"merged", "merged-base", "envoy-model"}
-	}
 	for _, n := range []int{1, 3} {
 		for _, target := range targets {
 			b.Run(fmt.Sprintf("desc%d/%s", n, target), func(b *testing.B) {
@@ -107,40 +97,11 @@ func redisPID(b *testing.B, rdb *redis.Client) int {
 	return pid
 }
 
-// baselineLibrary writes this commit's library to RATELIMITD_WRITE_LIBRARY
-// and loads RATELIMITD_BASELINE_LIBRARY's into rdb, returning the name of
-// its takes function ("" without one).
-func baselineLibrary(b *testing.B, rdb *redis.Client) string {
-	if path := os.Getenv("RATELIMITD_WRITE_LIBRARY"); path != "" {
-		if err := os.WriteFile(path, []byte(scripts.Library()), 0o600); err != nil {
-			b.Fatal(err)
-		}
-	}
-	path := os.Getenv("RATELIMITD_BASELINE_LIBRARY")
-	if path == "" {
-		return ""
-	}
-	code, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	name := regexp.MustCompile(`'(ratelimitd_takes_[0-9a-f]+)'`).FindSubmatch(code)
-	if name == nil {
-		b.Fatalf("%s registers no takes function", path)
-	}
-	if err := rdb.FunctionLoadReplace(context.Background(), string(code)).Err(); err != nil {
-		b.Fatal(err)
-	}
-	return string(name[1])
-}
-
-// mergedBench makes BenchmarkMergedTakes' decisions on one Redis; takes
-// names another library's takes function ("" for this commit's).
+// mergedBench makes BenchmarkMergedTakes' decisions on one Redis.
 type mergedBench struct {
-	ctx   context.Context
-	rdb   *redis.Client
-	lim   algorithms.Limit
-	takes string
+	ctx context.Context
+	rdb *redis.Client
+	lim algorithms.Limit
 }
 
 func (mb mergedBench) key(rng *rand.Rand, d int) string {
@@ -166,11 +127,7 @@ func (mb mergedBench) merged(rng *rand.Rand, n int) error {
 		}
 		calls[i] = append(call, args...)
 	}
-	args := scripts.MergeTakes(calls)
-	if mb.takes != "" {
-		args[1] = mb.takes
-	}
-	cmd := redis.NewCmd(mb.ctx, args...)
+	cmd := redis.NewCmd(mb.ctx, scripts.MergeTakes(calls)...)
 	_ = mb.rdb.Process(mb.ctx, cmd)
 	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), mergedTakes)
 	for i := range replies {

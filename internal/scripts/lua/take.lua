@@ -12,7 +12,10 @@
 --   of the previous op's descriptor).
 -- ARGV[3], if present: reply the charges too (scripts.WithCharges); if it
 --   is 2, the denials too (scripts.WithDenials).
--- Reply, one request's section (take_many replies one per take): 5 values
+-- Reply, one request's section (take_many replies one per take), as an
+--   array or, from take_fixed, packed into one string of little-endian
+--   binary64 (reply_of: Redis answers one string for much less than a
+--   table; scripts.Decode reads both): 5 values
 --   per op: its code (DENIED, ALLOWED, LIFTED or RECORDED, below),
 --   remaining, reset µs, retry µs (-1 = never) and what it applied; then, if ARGV[3] is 2, 5 more per op: the same had the
 --   batch been denied (a denied batch's own again), for a Cluster slot
@@ -446,12 +449,11 @@ end
 
 -- take_keys is one take: take_fixed's, when every op is its (it declines a
 -- take that asks for denials, or holds a refund, before reading a key),
--- else take_general's. packed lets it reply one string (take_fixed's
--- reply_of): take_many's takes, whose replies only scripts.Decode reads.
-local function take_keys(now, keys, k0, ops, n, charges, denials, packed)
+-- else take_general's.
+local function take_keys(now, keys, k0, ops, n, charges, denials)
   local d = distinct(keys, k0, n)
   if not denials then
-    local out = take_fixed(now, keys, k0, ops, n, charges, not d, packed)
+    local out = take_fixed(now, keys, k0, ops, n, charges, not d)
     if out then return out end
   end
   return take_general(now, keys, k0, ops, n, charges, denials, d)

@@ -10,7 +10,8 @@
 -- window, its tag and the strings written in it are kept across takes (the
 -- takes merged into one call share now, and nearly all repeat their ops
 -- and windows); a key already in its window is moved by INCRBY, keeping
--- its TTL (counter_put); and a merged take (packed) replies one string.
+-- its TTL (counter_put); and a take of at most PACK_MAX ops replies one
+-- string (reply_of).
 --
 -- Spare ops (pkg/store/lease's blocks) are its too. A lease top-up is a
 -- SPARE op right after a plain op (not itself a top-up) on the same key
@@ -251,7 +252,7 @@ local function fixed_write(t, i, keys, k0, now, out, m, charges)
   return m
 end
 
-local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
+local function take_fixed(now, keys, k0, ops, n, charges, repeats)
   local t = ops_of(ops, n)
   if not t then
     return nil
@@ -263,7 +264,7 @@ local function take_fixed(now, keys, k0, ops, n, charges, repeats, packed)
   else
     vals = redis.call('MGET', unpack(keys, k0 + 1, k0 + n))
   end
-  packed = packed and n <= PACK_MAX
+  local packed = n <= PACK_MAX
   local out, admitted, seen = out_for(n, packed), true, nil
   if repeats then seen = {} end
   for i = 1, n do

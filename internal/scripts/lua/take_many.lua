@@ -85,8 +85,11 @@ end
 -- batch_plain is batch_take for a take that asks for no charges: the same
 -- decisions, writes and reply, with fixed_decide and fixed_write inlined
 -- for their plain ops (no top-up, no repeated key, no charge), which is
--- most of the Lua a merged call runs. BFW holds per op the count it read
--- (stored_count's), the value a write INCRBYs (or false) and its window.
+-- most of the Lua a merged call runs; so are stored_count, value_of,
+-- incr_of and the writes of counter.lua where their caches answer (a Lua
+-- call costs more than the lookup it makes). BFW holds per op the count it
+-- read (stored_count's), the value a write INCRBYs (or false) and its
+-- window.
 local BFW = {}
 local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
   local o0, admitted, fw = m + 1, true, BFW
@@ -99,7 +102,16 @@ local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
     end
     local w = WIN
     if p ~= WIN_P or now ~= WIN_NOW then w = window_of(now, p) end
-    local count, kept = stored_count(v, w, r)
+    local count, kept = 0, false
+    if v then
+      local b = w.count[v]
+      if b == nil then
+        count, kept = stored_count(v, w, r)
+      else
+        kept = b * COUNT_TAGS + w.tag
+        if b > 0 and (r == 0 or b <= MAX_COUNT) then count = b end
+      end
+    end
     local reset, room = w.e - now, r - count
     if room < 0 or h > room then
       local retry = reset
@@ -127,17 +139,21 @@ local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
     if h > 0 then
       local j, key = 3 * (i - 1), keys[k0 + i]
       local w, count, kept = fw[j + 3], fw[j + 1] + h, fw[j + 2]
+      local v = w.vals[count] or value_of(w, count)
       if kept then
-        counter_incr(key, incr_of(count - (kept - w.tag) / COUNT_TAGS))
+        local moved = count - (kept - w.tag) / COUNT_TAGS
+        local d = INCRS[moved] or incr_of(moved)
+        redis.call('INCRBY', key, d)
       else
         local we = w.e
         if we ~= TTL_E or now ~= TTL_NOW then
           TTL, TTL_E, TTL_NOW = ttl_arg(we, now), we, now
         end
-        counter_set(key, value_of(w, count), TTL)
+        local ttl = TTL
+        redis.call('SET', key, v, 'PX', ttl)
       end
       written = written or {}
-      written[key] = value_of(w, count)
+      written[key] = v
     end
   end
   return e, written
@@ -152,11 +168,16 @@ end
 local function take_batch(now, keys, takes)
   BATCH_AT = 0
   if #keys > BATCH_KEYS then return nil end
-  local k0 = 0
+  -- Nearly every take of a call repeats the ops of the one before it.
+  local k0, last, t = 0, nil, nil
   for x = 1, takes do
-    local n = TAKE_N[x]
-    local t = TAKE_DENIALS[x] == false and ops_of(TAKE_OPS[x], n)
-    if not t or t.spare or (n > 1 and not distinct(keys, k0, n)) then return nil end
+    local n, ops = TAKE_N[x], TAKE_OPS[x]
+    if TAKE_DENIALS[x] then return nil end
+    if ops ~= last then
+      t, last = ops_of(ops, n), ops
+      if not t or t.spare then return nil end
+    end
+    if n > 1 and not distinct(keys, k0, n) then return nil end
     TAKE_T[x], k0 = t, k0 + n
   end
   local vals = redis.call('MGET', unpack(keys))
@@ -227,7 +248,7 @@ local function take_many()
   for x = 1, takes do
     local n = TAKE_N[x]
     if x >= first then
-      local okx, r = pcall(take_keys, now, keys, k0, TAKE_OPS[x], n, TAKE_CHARGES[x], TAKE_DENIALS[x], true)
+      local okx, r = pcall(take_keys, now, keys, k0, TAKE_OPS[x], n, TAKE_CHARGES[x], TAKE_DENIALS[x])
       if okx then
         out[x] = r
       else
