@@ -47,7 +47,7 @@ func ReplyValues(reply any) ([]int64, error) {
 	return out, vals.ints(0, out)
 }
 
-// recordTTLs rewrites every one of src's TTL-setting writes (batch_plain
+// recordTTLs rewrites every one of src's TTL-setting writes (plain_write
 // inlines counter.lua's); ok is false when src no
 // longer has one of them.
 func recordTTLs(src string) (string, bool) {

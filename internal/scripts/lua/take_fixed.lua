@@ -38,6 +38,7 @@ local REPLY, PACK_FORMATS, PACK_MAX = {}, {}, 16
 -- op's window's (counter_of's: the write INCRBYs it) or false, the count it
 -- leaves, the remaining a check on the stored state reports (a denied
 -- batch's answer for an allowed op), whether it is a top-up, and its window.
+-- (take_many's batch_plain keeps 3 slots per op in it.)
 local FW, FW_STRIDE = {}, 6
 
 -- OPS[ops] is a take's ops string decoded for take_fixed, or false when

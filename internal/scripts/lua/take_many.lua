@@ -82,17 +82,36 @@ local function batch_take(t, n, keys, k0, vals, written, now, out, m, charges)
   return e, written
 end
 
+-- plain_write writes count in window w to key (kept: its stored value when
+-- that is w's, counter_of's) and returns the value it leaves: counter_put,
+-- with its caches' lookups inlined (a Lua call costs more than a lookup).
+local function plain_write(key, w, count, kept, now)
+  local v = w.vals[count] or value_of(w, count)
+  if kept then
+    local moved = count - (kept - w.tag) / COUNT_TAGS
+    local d = INCRS[moved] or incr_of(moved)
+    redis.call('INCRBY', key, d)
+  else
+    local we = w.e
+    if we ~= TTL_E or now ~= TTL_NOW then
+      TTL, TTL_E, TTL_NOW = ttl_arg(we, now), we, now
+    end
+    local ttl = TTL
+    redis.call('SET', key, v, 'PX', ttl)
+  end
+  return v
+end
+
 -- batch_plain is batch_take for a take that asks for no charges: the same
 -- decisions, writes and reply, with fixed_decide and fixed_write inlined
 -- for their plain ops (no top-up, no repeated key, no charge), which is
--- most of the Lua a merged call runs; so are stored_count, value_of,
--- incr_of and the writes of counter.lua where their caches answer (a Lua
--- call costs more than the lookup it makes). BFW holds per op the count it
--- read (stored_count's), the value a write INCRBYs (or false) and its
--- window.
-local BFW = {}
+-- most of the Lua a merged call runs, and stored_count where its cache
+-- answers. A take of one op (a request of one descriptor, the commonest)
+-- is its own verdict: written at once. Of more, FW (take_fixed's scratch,
+-- 3 slots per op here) holds per op the count it read, the value a write
+-- INCRBYs (or false) and its window until the take is decided.
 local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
-  local o0, admitted, fw = m + 1, true, BFW
+  local o0, admitted, fw = m + 1, true, FW
   for i = 1, n do
     local q, j, o, k = 4 * (i - 1), 3 * (i - 1), o0 + 5 * (i - 1), k0 + i
     local r, p, h, v = t[q + 1], t[q + 2], t[q + 3], vals[k]
@@ -122,6 +141,14 @@ local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
     else
       out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, room - h, reset, 0, h
     end
+    if n == 1 then
+      out[o0] = 5
+      if admitted and h > 0 then
+        written = written or {}
+        written[keys[k]] = plain_write(keys[k], w, count + h, kept, now)
+      end
+      return o0 + 5, written
+    end
     fw[j + 1], fw[j + 2], fw[j + 3] = count, kept, w
   end
   local e = o0 + 5 * n
@@ -138,22 +165,8 @@ local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
     local h = t[4 * i - 1]
     if h > 0 then
       local j, key = 3 * (i - 1), keys[k0 + i]
-      local w, count, kept = fw[j + 3], fw[j + 1] + h, fw[j + 2]
-      local v = w.vals[count] or value_of(w, count)
-      if kept then
-        local moved = count - (kept - w.tag) / COUNT_TAGS
-        local d = INCRS[moved] or incr_of(moved)
-        redis.call('INCRBY', key, d)
-      else
-        local we = w.e
-        if we ~= TTL_E or now ~= TTL_NOW then
-          TTL, TTL_E, TTL_NOW = ttl_arg(we, now), we, now
-        end
-        local ttl = TTL
-        redis.call('SET', key, v, 'PX', ttl)
-      end
       written = written or {}
-      written[key] = v
+      written[key] = plain_write(key, fw[j + 3], fw[j + 1] + h, fw[j + 2], now)
     end
   end
   return e, written
