@@ -1,6 +1,9 @@
 package scripts
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // A pipeline of takes costs Redis one function entry, one TIME and one
 // reply per take. The coalescer (redisstore) folds the takes it pipelines
@@ -62,8 +65,7 @@ func Mergeable(args []any) (now int64, firstKey string, ok bool) {
 // call in calls, all Mergeable with the same now: KEYS is every take's
 // KEYS; ARGV is now, then each take's ops (whose lengths say which KEYS are
 // whose), each followed by its marker when that take asks for its charges
-// or denials. A merged call of takes that ask for neither is as long as
-// before charged takes could merge.
+// or denials; last, distinctMarker when no key repeats among KEYS.
 func MergeTakes(calls [][]any) []any {
 	keys := make([][]any, len(calls))
 	argv := make([][]any, len(calls))
@@ -73,7 +75,7 @@ func MergeTakes(calls [][]any) []any {
 		total += len(keys[i])
 		more += len(argv[i]) - 2
 	}
-	merged := make([]any, 0, 3+total+1+len(calls)+more)
+	merged := make([]any, 0, 3+total+1+len(calls)+more+1)
 	merged = append(merged, "fcall", takesFunction, total)
 	for _, k := range keys {
 		merged = append(merged, k...)
@@ -83,7 +85,39 @@ func MergeTakes(calls [][]any) []any {
 		// Its ops, and its marker if it has one.
 		merged = append(merged, a[1:]...)
 	}
+	if distinctKeys(merged[3 : 3+total]) {
+		merged = append(merged, distinctMarker)
+	}
 	return merged
+}
+
+// distinctMarker ends a merged call's ARGV when no key repeats among its
+// KEYS (lua/take_many.lua's DISTINCT): then no take reads what another
+// wrote, and the script keeps no record of what it wrote. Telling it costs
+// the service a set of the keys; keeping that record, Redis about 5% of a
+// decision (BenchmarkAgainstBaseline).
+const distinctMarker = "d"
+
+// distinctKeys reports whether no key repeats among keys: by pairs for the
+// few keys of most calls, where a set would cost an allocation.
+func distinctKeys(keys []any) bool {
+	if len(keys) <= 16 {
+		for i, k := range keys {
+			if _, ok := k.(string); !ok || slices.Contains(keys[:i], k) {
+				return false
+			}
+		}
+		return true
+	}
+	seen := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		key, ok := k.(string)
+		if _, dup := seen[key]; dup || !ok {
+			return false
+		}
+		seen[key] = struct{}{}
+	}
+	return true
 }
 
 // SplitTakes turns the reply (or error) of a merged call of n takes into

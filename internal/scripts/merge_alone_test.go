@@ -102,8 +102,9 @@ type mergeRig struct {
 	cover         map[algorithms.Algorithm]*mergeSeen
 	packed        int
 	// denials counts merged takes asking for their denials that answered
-	// a denial; batched, merged calls take_batch decided.
-	denials, batched int
+	// a denial; batched, merged calls take_batch decided; distinct, those
+	// of them marked DISTINCT (no key twice).
+	denials, batched, distinct int
 }
 
 // draw is one take's ops under lim: a request and its lease top-up, a wide
@@ -149,6 +150,9 @@ func (r *mergeRig) compare(group int, takes [][]algorithms.Op, calls [][]any, as
 	replies, errs := scripts.SplitTakes(cmd.Val(), cmd.Err(), len(takes))
 	if _, ok := cmd.Val().(string); ok {
 		r.batched++
+		if args := cmd.Args(); args[len(args)-1] == "d" {
+			r.distinct++
+		}
 	}
 	for i, ops := range takes {
 		one := redis.NewCmd(ctx, calls[i]...)

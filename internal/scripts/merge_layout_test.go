@@ -59,10 +59,10 @@ func TestMergeable(t *testing.T) {
 }
 
 // TestMergeTakesLayout: a merged call costs one argument per take (its
-// ops) plus one per take that asks for charges (the marker after its ops),
-// so merged takes that ask for none cost what they did before charged takes
-// could merge; and the takes function refuses a marker other than a
-// charged take's.
+// ops), one per take that asks for charges (the marker after its ops), and
+// one when no key repeats among its KEYS (the last); and the takes
+// function refuses a marker other than a charged take's where a take's
+// belongs.
 func TestMergeTakesLayout(t *testing.T) {
 	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 5, Period: time.Minute}
 	now := time.UnixMicro(1_700_000_000_000_000)
@@ -70,14 +70,14 @@ func TestMergeTakesLayout(t *testing.T) {
 	b := fcallArgs(t, []algorithms.Op{{Key: "l:c", Limit: lim, Hits: 1}}, now)
 	c := scripts.WithCharges(fcallArgs(t, []algorithms.Op{{Key: "l:a", Limit: lim, Hits: 1}, {Key: "l:a", Limit: lim, Hits: 2, Mode: algorithms.Spare}}, now))
 	plain := scripts.MergeTakes([][]any{a, b})
-	if want := 3 + 3 + 1 + 2; len(plain) != want {
-		t.Errorf("two takes without charges merge into %d args, want %d (fcall, function, numkeys, 3 KEYS, now, 2 ops)", len(plain), want)
+	if want := 3 + 3 + 1 + 2 + 1; len(plain) != want || plain[want-1] != "d" {
+		t.Errorf("two takes without charges on distinct keys merge into %v, want %d args (fcall, function, numkeys, 3 KEYS, now, 2 ops, \"d\")", plain, want)
 	}
 	mixed := scripts.MergeTakes([][]any{a, c, b})
 	if want := 3 + 5 + 1 + 3 + 1; len(mixed) != want {
 		t.Fatalf("three takes, one charged, merge into %d args, want %d", len(mixed), want)
 	}
-	// now, a's ops, c's ops and its marker, b's ops.
+	// now, a's ops, c's ops and its marker, b's ops; no "d": l:a repeats.
 	argv := mixed[3+5:]
 	if argv[0] != now.UnixMicro() || argv[1] != a[len(a)-1] || argv[2] != c[len(c)-2] || argv[3] != 1 || argv[4] != b[len(b)-1] {
 		t.Errorf("merged ARGV %v", argv)
@@ -98,7 +98,7 @@ func TestMergeTakesLayout(t *testing.T) {
 	}
 	// A value that is neither a marker nor ops where a take's ops or
 	// marker belong fails the call before any take runs.
-	for _, marker := range []any{3, "x", ""} {
+	for _, marker := range []any{3, "x", "", "d"} {
 		bad := slices.Clone(mixed)
 		bad[3+5+3] = marker
 		cmd := redis.NewCmd(ctx, bad...)

@@ -7,7 +7,10 @@
 -- (scripts.WithCharges) or DENIALS ('2') when it asks for its denials too
 -- (scripts.WithDenials: a Cluster slot group of a request spanning slots).
 -- Ops are a non-empty multiple of OP_BYTES, so a marker cannot be read as
--- ops, and a take without one costs the call nothing more.
+-- ops, and a take without one costs the call nothing more. Last, DISTINCT
+-- ('d') when no key repeats among KEYS (scripts.MergeTakes checks): then
+-- no take can read what another wrote, and take_batch keeps no record of
+-- its writes (written is false).
 --
 -- Reply, either of (scripts.SplitTakes reads both):
 -- - take_batch's, when every take is take_fixed's without a top-up or a
@@ -49,8 +52,9 @@ end
 
 -- batch_take decides take_fixed's take of n plain ops (t) on keys[k0 + 1
 -- ..], as take_fixed would on what the batch's MGET read (vals), but a key
--- an earlier take wrote (written: the value it left); its values go to out
--- from m + 2, their number at m + 1. It returns the new m and written.
+-- an earlier take wrote (written: the value it left, or false when the
+-- call's keys are distinct); its values go to out from m + 2, their number
+-- at m + 1. It returns the new m and written.
 local function batch_take(t, n, keys, k0, vals, written, now, out, m, charges)
   local o0, admitted = m + 1, true
   for i = 1, n do
@@ -73,8 +77,10 @@ local function batch_take(t, n, keys, k0, vals, written, now, out, m, charges)
       local j = FW_STRIDE * (i - 1)
       if fw[j + 1] then
         e = fixed_write(t, i, keys, k0, now, out, e, charges)
-        written = written or {}
-        written[keys[k0 + i]] = value_of(fw[j + 6], fw[j + 3])
+        if written ~= false then
+          written = written or {}
+          written[keys[k0 + i]] = value_of(fw[j + 6], fw[j + 3])
+        end
       end
     end
   end
@@ -144,8 +150,11 @@ local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
     if n == 1 then
       out[o0] = 5
       if admitted and h > 0 then
-        written = written or {}
-        written[keys[k]] = plain_write(keys[k], w, count + h, kept, now)
+        local left = plain_write(keys[k], w, count + h, kept, now)
+        if written ~= false then
+          written = written or {}
+          written[keys[k]] = left
+        end
       end
       return o0 + 5, written
     end
@@ -165,8 +174,11 @@ local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
     local h = t[4 * i - 1]
     if h > 0 then
       local j, key = 3 * (i - 1), keys[k0 + i]
-      written = written or {}
-      written[key] = plain_write(key, fw[j + 3], fw[j + 1] + h, fw[j + 2], now)
+      local left = plain_write(key, fw[j + 3], fw[j + 1] + h, fw[j + 2], now)
+      if written ~= false then
+        written = written or {}
+        written[key] = left
+      end
     end
   end
   return e, written
@@ -177,8 +189,8 @@ end
 -- denials asked): one MGET for every key, each take all-or-nothing on its
 -- own in arrival order, one reply string. It returns nil, having read
 -- nothing, for any other call. BATCH_AT counts the takes it finished, so a
--- failure is its next take's alone.
-local function take_batch(now, keys, takes)
+-- failure is its next take's alone. unique: the call's keys are distinct.
+local function take_batch(now, keys, takes, unique)
   BATCH_AT = 0
   if #keys > BATCH_KEYS then return nil end
   -- Nearly every take of a call repeats the ops of the one before it.
@@ -190,11 +202,12 @@ local function take_batch(now, keys, takes)
       t, last = ops_of(ops, n), ops
       if not t or t.spare then return nil end
     end
-    if n > 1 and not distinct(keys, k0, n) then return nil end
+    if n > 1 and not unique and not distinct(keys, k0, n) then return nil end
     TAKE_T[x], k0 = t, k0 + n
   end
   local vals = redis.call('MGET', unpack(keys))
   local out, m, written = BATCH, 0, nil
+  if unique then written = false end
   k0 = 0
   for x = 1, takes do
     local n = TAKE_N[x]
@@ -223,10 +236,13 @@ end
 
 -- check_takes reads which KEYS and markers are whose into TAKE_*, every
 -- take's ops checked before any take runs, so a malformed one fails the
--- call, not its neighbours' keys. It returns the number of takes.
+-- call, not its neighbours' keys. It returns the number of takes and
+-- whether the call ended with DISTINCT.
 local function check_takes(keys, args)
-  local total, b, takes = 0, 2, 0
-  while b <= #args do
+  local total, b, takes, last = 0, 2, 0, #args
+  local unique = args[last] == 'd' -- DISTINCT
+  if unique then last = last - 1 end
+  while b <= last do
     local ops = args[b]
     local bytes = #ops
     if bytes == 0 or bytes % OP_BYTES ~= 0 then
@@ -242,14 +258,14 @@ local function check_takes(keys, args)
   if total ~= #keys then
     error('ratelimitd: ops for ' .. total .. ' keys, ' .. #keys .. ' KEYS')
   end
-  return takes
+  return takes, unique
 end
 
 local function take_many()
   local keys, args = KEYS, ARGV
   local now = now_of(args[1])
-  local takes = check_takes(keys, args)
-  local ok, reply = pcall(take_batch, now, keys, takes)
+  local takes, unique = check_takes(keys, args)
+  local ok, reply = pcall(take_batch, now, keys, takes, unique)
   if ok and reply then return reply end
   local out, first = {}, 1
   if not ok then
