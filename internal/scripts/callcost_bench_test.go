@@ -1,0 +1,102 @@
+package scripts_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitd/ratelimitd/internal/procstat"
+	"github.com/ratelimitd/ratelimitd/internal/redistest"
+	"github.com/ratelimitd/ratelimitd/internal/scripts"
+	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
+)
+
+// BenchmarkCallCost is where a round trip's Redis CPU goes, one call at a
+// time from one connection (nothing pipelined, as a lightly loaded service
+// sends): redis-server's CPU per call of PING (the event loop and the
+// socket's system calls, which every call pays), an empty FCALL, one that
+// reads TIME, envoyproxy/ratelimit's INCRBY + EXPIRE pipeline for one
+// descriptor, and FCALLs of 1, 2, 4 and 11 one-op fixed_window takes
+// (the take function alone, the takes function merged). What a merged call
+// adds per take against what a call costs is what coalescing saves
+// (docs/performance.md). CPU counts in 10 ms ticks: use -benchtime 20000x
+// or more, and compare the lines of one run.
+func BenchmarkCallCost(b *testing.B) {
+	ctx := context.Background()
+	srv := redistest.Start(b)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 1})
+	b.Cleanup(func() { _ = rdb.Close() })
+	pid := redisPID(b, rdb)
+	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	const floor = "#!lua name=callcost\n" +
+		"redis.register_function('callcost_empty', function() return 1 end)\n" +
+		"redis.register_function('callcost_time', function() redis.call('TIME') return 1 end)\n"
+	if err := rdb.FunctionLoadReplace(ctx, floor).Err(); err != nil {
+		b.Fatal(err)
+	}
+	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Minute}
+	takes := func(i, k int) []any {
+		calls := make([][]any, k)
+		for j := range calls {
+			ops := []algorithms.Op{{Key: "cost:" + strconv.Itoa((i*k+j)%mergedKeys), Limit: lim, Hits: 1}}
+			keys, args, err := scripts.Encode(ops, time.Time{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			call := []any{"fcall", scripts.TakeFunction(), len(keys)}
+			for _, key := range keys {
+				call = append(call, key)
+			}
+			calls[j] = append(call, args...)
+		}
+		if k == 1 {
+			return calls[0]
+		}
+		return scripts.MergeTakes(calls)
+	}
+	cases := []struct {
+		name string
+		call func(i int) error
+	}{
+		{"ping", func(int) error { return rdb.Ping(ctx).Err() }},
+		{"fcall-empty", func(int) error { return rdb.Do(ctx, "fcall", "callcost_empty", 0).Err() }},
+		{"fcall-time", func(int) error { return rdb.Do(ctx, "fcall", "callcost_time", 0).Err() }},
+		{"incrby+expire", func(i int) error {
+			key := "cost:envoy:" + strconv.Itoa(i%mergedKeys)
+			pipe := rdb.Pipeline()
+			pipe.IncrBy(ctx, key, 1)
+			pipe.Expire(ctx, key, time.Minute)
+			_, err := pipe.Exec(ctx)
+			return err
+		}},
+	}
+	for _, k := range []int{1, 2, 4, mergedTakes} {
+		cases = append(cases, struct {
+			name string
+			call func(i int) error
+		}{"takes" + strconv.Itoa(k), func(i int) error { return rdb.Do(ctx, takes(i, k)...).Err() }})
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			before, err := procstat.CPUTime(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range b.N {
+				if err := c.call(i); err != nil {
+					b.Fatal(err)
+				}
+			}
+			after, err := procstat.CPUTime(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64((after-before).Microseconds())/float64(b.N), "redis-µs/call")
+		})
+	}
+}
