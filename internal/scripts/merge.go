@@ -94,8 +94,8 @@ func MergeTakes(calls [][]any) []any {
 // distinctMarker ends a merged call's ARGV when no key repeats among its
 // KEYS (lua/take_many.lua's DISTINCT): then no take reads what another
 // wrote, and the script keeps no record of what it wrote. Telling it costs
-// the service a set of the keys; keeping that record, Redis about 5% of a
-// decision (BenchmarkAgainstBaseline).
+// the service a comparison of the keys; keeping that record cost Redis about
+// 5% of a decision (BenchmarkAgainstBaseline).
 const distinctMarker = "d"
 
 // distinctKeys reports whether no key repeats among keys: by pairs for the
