@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitd/ratelimitd/internal/procstat"
-	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
@@ -93,14 +92,9 @@ type librarySide struct {
 var libraryFunctions = regexp.MustCompile(`'(ratelimitd_takes?_[0-9a-f]+)'`)
 
 func startLibrary(b *testing.B, code string) *librarySide {
-	srv := redistest.Start(b)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 8})
-	b.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.FunctionLoadReplace(context.Background(), code).Err(); err != nil {
-		b.Fatal(err)
-	}
+	rdb, pid := benchRedis(b, 8, code)
 	// A library from before DISTINCT would read the marker as a take.
-	s := &librarySide{rdb: rdb, pid: redisPID(b, rdb), noDistinct: !strings.Contains(code, "-- DISTINCT")}
+	s := &librarySide{rdb: rdb, pid: pid, noDistinct: !strings.Contains(code, "-- DISTINCT")}
 	for _, m := range libraryFunctions.FindAllStringSubmatch(code, -1) {
 		if m[1][len("ratelimitd_take")] == 's' {
 			s.takes = m[1]

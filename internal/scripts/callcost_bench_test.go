@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratelimitd/ratelimitd/internal/procstat"
-	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
@@ -26,13 +23,7 @@ import (
 // or more, and compare the lines of one run.
 func BenchmarkCallCost(b *testing.B) {
 	ctx := context.Background()
-	srv := redistest.Start(b)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 1})
-	b.Cleanup(func() { _ = rdb.Close() })
-	pid := redisPID(b, rdb)
-	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
-		b.Fatal(err)
-	}
+	rdb, pid := benchRedis(b, 1, scripts.Library())
 	const floor = "#!lua name=callcost\n" +
 		"redis.register_function('callcost_empty', function() return 1 end)\n" +
 		"redis.register_function('callcost_time', function() redis.call('TIME') return 1 end)\n"

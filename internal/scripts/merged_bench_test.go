@@ -31,13 +31,7 @@ import (
 // BenchmarkAgainstBaseline compares this commit's library with another's.
 func BenchmarkMergedTakes(b *testing.B) {
 	ctx := context.Background()
-	srv := redistest.Start(b)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 8})
-	b.Cleanup(func() { _ = rdb.Close() })
-	pid := redisPID(b, rdb)
-	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
-		b.Fatal(err)
-	}
+	rdb, pid := benchRedis(b, 8, scripts.Library())
 	mb := mergedBench{ctx: ctx, rdb: rdb, lim: algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1000, Period: time.Second}}
 	// decide makes mergedTakes decisions of n descriptors.
 	decide := map[string]func(rng *rand.Rand, n int) error{
@@ -79,6 +73,19 @@ func BenchmarkMergedTakes(b *testing.B) {
 // BenchmarkMergedTakes' shape: takes per FCALL (or pipelines per
 // envoy-model round), keys per descriptor, concurrent callers.
 const mergedTakes, mergedKeys, mergedCallers = 11, 4096, 4
+
+// benchRedis is a private redis-server with the library code loaded, a
+// client of pool connections to it (0: go-redis's default) and the
+// server's process id, for the benchmarks that read its CPU time.
+func benchRedis(b *testing.B, pool int, code string) (*redis.Client, int) {
+	srv := redistest.Start(b)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: pool})
+	b.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.FunctionLoadReplace(context.Background(), code).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return rdb, redisPID(b, rdb)
+}
 
 // redisPID is the process id of rdb's redis-server; it skips b where its
 // CPU time cannot be read.

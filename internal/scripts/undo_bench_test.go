@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratelimitd/ratelimitd/internal/procstat"
-	"github.com/ratelimitd/ratelimitd/internal/redistest"
 	"github.com/ratelimitd/ratelimitd/internal/scripts"
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
@@ -23,13 +20,7 @@ import (
 // the A B A B pairs that only compare on a shared machine.
 func BenchmarkUndoForms(b *testing.B) {
 	ctx := context.Background()
-	srv := redistest.Start(b)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	b.Cleanup(func() { _ = rdb.Close() })
-	pid := redisPID(b, rdb)
-	if err := rdb.FunctionLoadReplace(ctx, scripts.Library()).Err(); err != nil {
-		b.Fatal(err)
-	}
+	rdb, pid := benchRedis(b, 0, scripts.Library())
 	r := scripts.NewRunner()
 	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Hour}
 	const batch, keys = 80, 4096
