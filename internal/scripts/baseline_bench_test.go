@@ -25,7 +25,7 @@ import (
 // fixed_window decisions (BenchmarkMergedTakes' limit and keys) slice by
 // slice, in turn (A B, then B A): on a shared machine whose speed moves by a
 // tenth between runs, only CPU spent side by side compares (two runs of one
-// library agree within 2% at -benchtime 80x). "merged" sends mergedTakes
+// library agree within 2-3% at -benchtime 80x). "merged" sends mergedTakes
 // takes to one FCALL of the takes function from 4 callers, as the coalescer
 // does under load; "alone" sends each decision as its own FCALL of the take
 // function from one caller, as a lightly loaded service does. Each b.N is

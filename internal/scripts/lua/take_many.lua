@@ -89,9 +89,11 @@ local function batch_take(t, n, keys, k0, vals, written, now, out, m, charges)
 end
 
 -- plain_write writes count in window w to key (kept: its stored value when
--- that is w's, counter_of's) and returns the value it leaves: counter_put,
--- with its caches' lookups inlined (a Lua call costs more than a lookup).
-local function plain_write(key, w, count, kept, now)
+-- that is w's, counter_of's): counter_put, with its caches' lookups inlined
+-- (a Lua call costs more than a lookup). It records the value it leaves in
+-- written for the takes after (unless written is false: distinct keys) and
+-- returns written.
+local function plain_write(key, w, count, kept, now, written)
   local v = w.vals[count] or value_of(w, count)
   if kept then
     local moved = count - (kept - w.tag) / COUNT_TAGS
@@ -105,7 +107,10 @@ local function plain_write(key, w, count, kept, now)
     local ttl = TTL
     redis.call('SET', key, v, 'PX', ttl)
   end
-  return v
+  if written == false then return false end
+  written = written or {}
+  written[key] = v
+  return written
 end
 
 -- batch_plain is batch_take for a take that asks for no charges: the same
@@ -150,11 +155,7 @@ local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
     if n == 1 then
       out[o0] = 5
       if admitted and h > 0 then
-        local left = plain_write(keys[k], w, count + h, kept, now)
-        if written ~= false then
-          written = written or {}
-          written[keys[k]] = left
-        end
+        written = plain_write(keys[k], w, count + h, kept, now, written)
       end
       return o0 + 5, written
     end
@@ -174,11 +175,7 @@ local function batch_plain(t, n, keys, k0, vals, written, now, out, m)
     local h = t[4 * i - 1]
     if h > 0 then
       local j, key = 3 * (i - 1), keys[k0 + i]
-      local left = plain_write(key, fw[j + 3], fw[j + 1] + h, fw[j + 2], now)
-      if written ~= false then
-        written = written or {}
-        written[key] = left
-      end
+      written = plain_write(key, fw[j + 3], fw[j + 1] + h, fw[j + 2], now, written)
     end
   end
   return e, written
