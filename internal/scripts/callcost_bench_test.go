@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -19,22 +20,29 @@ import (
 // descriptor, and FCALLs of 1, 2, 4 and 11 one-op fixed_window takes
 // (the take function alone, the takes function merged). What a merged call
 // adds per take against what a call costs is what coalescing saves
-// (docs/performance.md). CPU counts in 10 ms ticks: use -benchtime 20000x
-// or more, and compare the lines of one run.
+// (docs/performance.md). The merged11/ lines send the same 11 takes to the
+// functions of testdata/callcost.lua, each one part of take_many's work
+// more than the one before, up to "least", the least a script can do for
+// them: takes11 against least is what this library's Lua costs beyond it.
+// CPU counts in 10 ms ticks: use -benchtime 20000x or more, and compare the
+// lines of one run.
 func BenchmarkCallCost(b *testing.B) {
 	ctx := context.Background()
 	rdb, pid := benchRedis(b, 1, scripts.Library())
-	const floor = "#!lua name=callcost\n" +
-		"redis.register_function('callcost_empty', function() return 1 end)\n" +
-		"redis.register_function('callcost_time', function() redis.call('TIME') return 1 end)\n"
-	if err := rdb.FunctionLoadReplace(ctx, floor).Err(); err != nil {
+	parts, err := os.ReadFile("testdata/callcost.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := rdb.FunctionLoadReplace(ctx, string(parts)).Err(); err != nil {
 		b.Fatal(err)
 	}
 	lim := algorithms.Limit{Algorithm: algorithms.FixedWindow, Requests: 1e9, Period: time.Minute}
-	takes := func(i, k int) []any {
+	// takes is call i of k takes; prefix keeps each function's counters
+	// apart from the others' values.
+	takes := func(prefix string, i, k int) []any {
 		calls := make([][]any, k)
 		for j := range calls {
-			ops := []algorithms.Op{{Key: "cost:" + strconv.Itoa((i*k+j)%mergedKeys), Limit: lim, Hits: 1}}
+			ops := []algorithms.Op{{Key: prefix + strconv.Itoa((i*k+j)%mergedKeys), Limit: lim, Hits: 1}}
 			keys, args, err := scripts.Encode(ops, time.Time{})
 			if err != nil {
 				b.Fatal(err)
@@ -50,10 +58,11 @@ func BenchmarkCallCost(b *testing.B) {
 		}
 		return scripts.MergeTakes(calls)
 	}
-	cases := []struct {
+	type costCase struct {
 		name string
 		call func(i int) error
-	}{
+	}
+	cases := []costCase{
 		{"ping", func(int) error { return rdb.Ping(ctx).Err() }},
 		{"fcall-empty", func(int) error { return rdb.Do(ctx, "fcall", "callcost_empty", 0).Err() }},
 		{"fcall-time", func(int) error { return rdb.Do(ctx, "fcall", "callcost_time", 0).Err() }},
@@ -67,10 +76,14 @@ func BenchmarkCallCost(b *testing.B) {
 		}},
 	}
 	for _, k := range []int{1, 2, 4, mergedTakes} {
-		cases = append(cases, struct {
-			name string
-			call func(i int) error
-		}{"takes" + strconv.Itoa(k), func(i int) error { return rdb.Do(ctx, takes(i, k)...).Err() }})
+		cases = append(cases, costCase{"takes" + strconv.Itoa(k), func(i int) error { return rdb.Do(ctx, takes("cost:", i, k)...).Err() }})
+	}
+	for _, fn := range []string{"empty", "time", "read", "write", "hash", "least"} {
+		cases = append(cases, costCase{"merged11/" + fn, func(i int) error {
+			call := takes("cost:"+fn+":", i, mergedTakes)
+			call[1] = "callcost_" + fn
+			return rdb.Do(ctx, call...).Err()
+		}})
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
