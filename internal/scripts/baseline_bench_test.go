@@ -33,7 +33,9 @@ import (
 // ticks).
 //
 // RATELIMITD_WRITE_LIBRARY=file writes this commit's library (run it at the
-// baseline commit); RATELIMITD_BASELINE_LIBRARY=file loads that one.
+// baseline commit); RATELIMITD_BASELINE_LIBRARY=file loads that one, or one
+// of testdata's: least.lua, the least any library can do for these takes,
+// and least_hash.lua, the same on one hash per window (one write per call).
 func BenchmarkAgainstBaseline(b *testing.B) {
 	if path := os.Getenv("RATELIMITD_WRITE_LIBRARY"); path != "" {
 		if err := os.WriteFile(path, []byte(scripts.Library()), 0o600); err != nil {
@@ -91,17 +93,23 @@ type librarySide struct {
 
 var libraryFunctions = regexp.MustCompile(`'(ratelimitd_takes?_[0-9a-f]+)'`)
 
+// functionNames are the names of the take and takes functions code registers.
+func functionNames(code string) (take, takes string) {
+	for _, m := range libraryFunctions.FindAllStringSubmatch(code, -1) {
+		if m[1][len("ratelimitd_take")] == 's' {
+			takes = m[1]
+		} else {
+			take = m[1]
+		}
+	}
+	return take, takes
+}
+
 func startLibrary(b *testing.B, code string) *librarySide {
 	rdb, pid := benchRedis(b, 8, code)
 	// A library from before DISTINCT would read the marker as a take.
 	s := &librarySide{rdb: rdb, pid: pid, noDistinct: !strings.Contains(code, "-- DISTINCT")}
-	for _, m := range libraryFunctions.FindAllStringSubmatch(code, -1) {
-		if m[1][len("ratelimitd_take")] == 's' {
-			s.takes = m[1]
-		} else {
-			s.take = m[1]
-		}
-	}
+	s.take, s.takes = functionNames(code)
 	if s.take == "" || s.takes == "" {
 		b.Fatal("the library registers no take or takes function")
 	}
