@@ -9,17 +9,18 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/ratelimitd/ratelimitd/internal/procstat"
+	"github.com/ratelimitd/ratelimitd/internal/redisinfo"
 )
 
 // measureRounds runs every target at every descriptor count, interleaved,
 // round after round, printing each run as it ends.
-func measureRounds(o options, targets []*target, info *redisConn, redisProc *child) (map[string][]sample, error) {
+func measureRounds(o options, targets []*target) (map[string][]sample, error) {
 	samples := map[string][]sample{} // target/descriptors -> rounds
 	for round := 1; round <= o.rounds; round++ {
 		for _, d := range o.descriptors {
 			reqs := o.scenario.requests(o.domain, o.key, d)
 			for _, t := range targets {
-				s, err := measure(o, t, info, redisProc, reqs)
+				s, err := measure(o, t, reqs)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d descriptors: %w", t.name, d, err)
 				}
@@ -57,13 +58,13 @@ func reportFailures(samples map[string][]sample, logPath string) {
 	}
 }
 
-func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rlsv3.RateLimitRequest) (sample, error) {
+func measure(o options, t *target, reqs []*rlsv3.RateLimitRequest) (sample, error) {
 	if w := t.warmup(o); w > 0 {
 		load(t.conns, reqs, o.concurrency, w, o.timeout, o.rate)
 	}
 	cpu0, err1 := t.cpu()
-	rcpu0, err2 := procstat.CPUTime(redisProc.pid())
-	stats0, err3 := commandStats(info)
+	rcpu0, err2 := t.redisCPU()
+	stats0, err3 := t.commandStats()
 	lease0, err4 := t.leaseStats()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return sample{}, err
@@ -74,15 +75,15 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 		// A replica returns a lease's unused hits once it is idle
 		// (LEASE_IDLE): those returns belong to this run, not the next
 		// target's. Redis's CPU up to here is the run without them.
-		rcpuLoad, err2 = procstat.CPUTime(redisProc.pid())
+		rcpuLoad, err2 = t.redisCPU()
 		if err2 != nil {
 			return sample{}, err2
 		}
 		time.Sleep(d)
 	}
 	cpu1, err1 := t.cpu()
-	rcpu1, err2 := procstat.CPUTime(redisProc.pid())
-	stats1, err3 := commandStats(info)
+	rcpu1, err2 := t.redisCPU()
+	stats1, err3 := t.commandStats()
 	lease1, err4 := t.leaseStats()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return sample{}, err
@@ -100,6 +101,23 @@ func measure(o options, t *target, info *redisConn, redisProc *child, reqs []*rl
 		}
 	}
 	return s, nil
+}
+
+// redisCPU is the CPU time of the target's own redis-server (0 if none).
+func (t *target) redisCPU() (time.Duration, error) {
+	if t.ownRedis == nil {
+		return 0, nil
+	}
+	return procstat.CPUTime(t.ownRedis.pid())
+}
+
+// commandStats reads the target's own redis-server's INFO commandstats
+// (none if it has none).
+func (t *target) commandStats() (map[string]redisinfo.CommandStat, error) {
+	if t.info == nil {
+		return nil, nil
+	}
+	return commandStats(t.info)
 }
 
 func rowKey(name string, d int) string { return fmt.Sprintf("%s/%d", name, d) }

@@ -21,8 +21,12 @@ import (
 type target struct {
 	name  string
 	procs []*child
-	redis bool // decisions go to the bench's redis-server
-	conns []*grpc.ClientConn
+	redis bool // decisions go to a redis-server
+	// ownRedis is the redis-server only this target uses (nil: none, or one
+	// the caller started), and info a connection to it for INFO.
+	ownRedis *child
+	info     *redisConn
+	conns    []*grpc.ClientConn
 	// debug holds each ratelimitd replica's debug address (metrics).
 	debug []string
 }
@@ -118,16 +122,6 @@ func run(o options) error {
 	defer cleanup()
 	o.workDir = dir
 
-	redisProc, redisAddr, err := startRedis(o.redisServer, dir)
-	if err != nil {
-		return err
-	}
-	defer redisProc.stop()
-	info, err := dialRedis(redisAddr)
-	if err != nil {
-		return err
-	}
-	defer info.close()
 	var targets []*target
 	defer func() {
 		for _, t := range targets {
@@ -135,7 +129,7 @@ func run(o options) error {
 		}
 	}()
 	for _, name := range o.targets {
-		t, err := startTarget(o, name, logFile, redisAddr)
+		t, err := startTarget(o, name, logFile, "")
 		if err != nil {
 			return err
 		}
@@ -154,7 +148,7 @@ func run(o options) error {
 		fmt.Printf("every target is offered %.0f decisions/s (open loop), so CPU per decision compares the same load\n", o.rate)
 	}
 	fmt.Println("CPU per decision counts only the measured process (robust to a busy machine); decisions/s and latency are not.")
-	samples, err := measureRounds(o, targets, info, redisProc)
+	samples, err := measureRounds(o, targets)
 	if err != nil {
 		return err
 	}
@@ -166,9 +160,24 @@ func run(o options) error {
 // startTarget starts -replicas servers of what a target name describes:
 // "floor", "memory", "redis", "redis-nopipe", "redis-lease",
 // "envoy-model", each optionally "base-" (the -ratelimitd-base binary) and
-// "+VAR=VALUE" (a setting).
+// "+VAR=VALUE" (a setting). A target that needs Redis uses redisAddr, or
+// when that is "" a redis-server of its own for every round: what one
+// target leaves in Redis (envoyproxy/ratelimit's keys live up to
+// EXPIRATION_JITTER_MAX_SECONDS, 300 s, past their window) must not weigh
+// on another's runs.
 func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*target, error) {
 	t := &target{name: name}
+	if kind, _, _ := targetKind(name); redisAddr == "" && usesRedis(kind) {
+		proc, addr, err := startRedis(o.redisServer, o.workDir)
+		if err != nil {
+			return nil, err
+		}
+		t.ownRedis, redisAddr = proc, addr
+		if t.info, err = dialRedis(addr); err != nil {
+			t.close()
+			return nil, err
+		}
+	}
 	for range o.replicas {
 		proc, addrs, err := startReplica(o, t, name, logFile, redisAddr)
 		if err != nil {
@@ -190,25 +199,37 @@ func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*
 	return t, nil
 }
 
-func startReplica(o options, t *target, name string, logFile io.Writer, redisAddr string) (*child, serviceAddrs, error) {
-	// "redis+REDIS_PIPELINE_WINDOW=500us" is redis with that setting.
+// targetKind reads a target name: its kind (floor, memory, redis,
+// envoy-model or envoyproxy), whether it runs -ratelimitd-base, and the
+// settings it adds ("redis+REDIS_PIPELINE_WINDOW=500us" is redis with that
+// setting; redis-nopipe and redis-lease are redis with theirs).
+func targetKind(name string) (kind string, base bool, env []string) {
 	kind, extra, _ := strings.Cut(name, "+")
-	env := strings.Split(extra, "+")
-	if extra == "" {
-		env = nil
+	if extra != "" {
+		env = strings.Split(extra, "+")
 	}
-	bin := o.ratelimitd
-	if k, ok := strings.CutPrefix(kind, "base-"); ok {
-		if o.base == "" {
-			return nil, serviceAddrs{}, fmt.Errorf("target %q needs -ratelimitd-base", name)
-		}
-		kind, bin = k, o.base
-	}
+	kind, base = strings.CutPrefix(kind, "base-")
 	switch kind {
 	case "redis-nopipe":
 		kind, env = "redis", append([]string{"REDIS_PIPELINE_WINDOW=0"}, env...)
 	case "redis-lease":
 		kind, env = "redis", append([]string{"LEASE_ENABLED=true"}, env...)
+	}
+	return kind, base, env
+}
+
+func usesRedis(kind string) bool {
+	return kind == "redis" || kind == "envoy-model" || kind == "envoyproxy"
+}
+
+func startReplica(o options, t *target, name string, logFile io.Writer, redisAddr string) (*child, serviceAddrs, error) {
+	kind, base, env := targetKind(name)
+	bin := o.ratelimitd
+	if base {
+		if o.base == "" {
+			return nil, serviceAddrs{}, fmt.Errorf("target %q needs -ratelimitd-base", name)
+		}
+		bin = o.base
 	}
 	switch kind {
 	case "floor":
@@ -241,4 +262,8 @@ func (t *target) close() {
 	for _, p := range t.procs {
 		p.stop()
 	}
+	if t.info != nil {
+		t.info.close()
+	}
+	t.ownRedis.stop()
 }
