@@ -33,9 +33,9 @@ import (
 // ticks).
 //
 // RATELIMITD_WRITE_LIBRARY=file writes this commit's library (run it at the
-// baseline commit); RATELIMITD_BASELINE_LIBRARY=file loads that one, or one
-// of testdata's: least.lua, the least any library can do for these takes,
-// and least_hash.lua, the same on one hash per window (one write per call).
+// baseline commit); RATELIMITD_BASELINE_LIBRARY=file loads that one. Or it
+// names one of leastLibrary's: "least", the least any library can do for
+// these takes, or "least-hash", the same on one hash per window.
 func BenchmarkAgainstBaseline(b *testing.B) {
 	if path := os.Getenv("RATELIMITD_WRITE_LIBRARY"); path != "" {
 		if err := os.WriteFile(path, []byte(scripts.Library()), 0o600); err != nil {
@@ -43,15 +43,25 @@ func BenchmarkAgainstBaseline(b *testing.B) {
 		}
 	}
 	path := os.Getenv("RATELIMITD_BASELINE_LIBRARY")
-	if path == "" {
+	var code string
+	var err error
+	switch path {
+	case "":
 		b.Skip("RATELIMITD_BASELINE_LIBRARY names no baseline library")
+	case "least":
+		code, err = leastLibrary("strings")
+	case "least-hash":
+		code, err = leastLibrary("hash")
+	default:
+		var c []byte
+		c, err = os.ReadFile(path)
+		code = string(c)
 	}
-	code, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	this := startLibrary(b, scripts.Library())
-	base := startLibrary(b, string(code))
+	base := startLibrary(b, code)
 	for _, mode := range []string{"merged", "alone"} {
 		for _, n := range []int{1, 3} {
 			b.Run(fmt.Sprintf("%s/desc%d", mode, n), func(b *testing.B) {

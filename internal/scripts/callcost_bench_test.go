@@ -24,7 +24,7 @@ import (
 // functions of testdata/callcost.lua, each one part of take_many's work
 // more than the one before (the call's arguments, TIME, the read, a write
 // per counter): takes11 against write is what deciding and replying add.
-// (BenchmarkAgainstBaseline with testdata/least.lua weighs that closer.)
+// (BenchmarkAgainstBaseline with its "least" baseline weighs that closer.)
 // CPU counts in 10 ms ticks: use -benchtime 20000x or more, and compare the
 // lines of one run.
 func BenchmarkCallCost(b *testing.B) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,35 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
-// TestLeastLibraries holds testdata's least libraries to this library's
+// leastLibrary is testdata/least.lua on its layout: "strings" (as this
+// library's counters) or "hash" (one hash per window), under a library
+// and function names of its own.
+func leastLibrary(layout string) (string, error) {
+	b, err := os.ReadFile("testdata/least.lua")
+	if err != nil {
+		return "", err
+	}
+	code := string(b)
+	if layout == "strings" {
+		return code, nil
+	}
+	if layout != "hash" {
+		return "", fmt.Errorf("no layout %q", layout)
+	}
+	for _, r := range [][2]string{
+		{"name=ratelimitd_least\n", "name=ratelimitd_least_hash\n"},
+		{"local LAYOUT = 'strings'", "local LAYOUT = 'hash'"},
+		{"_1ea57'", "_1ea58'"},
+	} {
+		if !strings.Contains(code, r[0]) {
+			return "", fmt.Errorf("testdata/least.lua has no %q", r[0])
+		}
+		code = strings.ReplaceAll(code, r[0], r[1])
+	}
+	return code, nil
+}
+
+// TestLeastLibraries holds leastLibrary's two layouts to this library's
 // decisions on BenchmarkAgainstBaseline's kind of takes (plain fixed_window,
 // no key twice in a take, keys repeating across the takes of a call, some
 // denied), so that the benchmark weighs this library against ones doing the
@@ -26,21 +55,20 @@ func TestLeastLibraries(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	type library struct{ prefix, take, takes string }
 	var libs []library
-	for _, file := range []string{"", "testdata/least.lua", "testdata/least_hash.lua"} {
+	for _, layout := range []string{"this", "strings", "hash"} {
 		code := scripts.Library()
-		if file != "" {
-			b, err := os.ReadFile(file)
-			if err != nil {
+		if layout != "this" {
+			var err error
+			if code, err = leastLibrary(layout); err != nil {
 				t.Fatal(err)
 			}
-			code = string(b)
 		}
 		if err := rdb.FunctionLoad(ctx, code).Err(); err != nil {
-			t.Fatalf("%s: %v", file, err)
+			t.Fatalf("%s: %v", layout, err)
 		}
 		take, takes := functionNames(code)
 		if take == "" || takes == "" {
-			t.Fatalf("%s registers no take or takes function", file)
+			t.Fatalf("%s registers no take or takes function", layout)
 		}
 		libs = append(libs, library{prefix: strconv.Itoa(len(libs)) + ":", take: take, takes: takes})
 	}
