@@ -166,8 +166,9 @@ func run(o options) error {
 // EXPIRATION_JITTER_MAX_SECONDS, 300 s, past their window) must not weigh
 // on another's runs.
 func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*target, error) {
-	t := &target{name: name}
-	if kind, _, _ := targetKind(name); redisAddr == "" && usesRedis(kind) {
+	kind, _, _ := targetKind(name)
+	t := &target{name: name, redis: usesRedis(kind)}
+	if t.redis && redisAddr == "" {
 		proc, addr, err := startRedis(o.redisServer, o.workDir)
 		if err != nil {
 			return nil, err
@@ -179,7 +180,7 @@ func startTarget(o options, name string, logFile io.Writer, redisAddr string) (*
 		}
 	}
 	for range o.replicas {
-		proc, addrs, err := startReplica(o, t, name, logFile, redisAddr)
+		proc, addrs, err := startReplica(o, name, logFile, redisAddr)
 		if err != nil {
 			t.close()
 			return nil, err
@@ -222,7 +223,7 @@ func usesRedis(kind string) bool {
 	return kind == "redis" || kind == "envoy-model" || kind == "envoyproxy"
 }
 
-func startReplica(o options, t *target, name string, logFile io.Writer, redisAddr string) (*child, serviceAddrs, error) {
+func startReplica(o options, name string, logFile io.Writer, redisAddr string) (*child, serviceAddrs, error) {
 	kind, base, env := targetKind(name)
 	bin := o.ratelimitd
 	if base {
@@ -236,20 +237,17 @@ func startReplica(o options, t *target, name string, logFile io.Writer, redisAdd
 		c, addr, err := startFloor()
 		return c, serviceAddrs{GRPC: addr}, err
 	case "envoy-model":
-		t.redis = true
 		c, addr, err := startModel(redisAddr, o.modelUnit, o.modelLimit)
 		return c, serviceAddrs{GRPC: addr}, err
 	case "envoyproxy":
 		if o.envoyproxy == "" {
 			return nil, serviceAddrs{}, fmt.Errorf("target %q needs -envoyproxy", name)
 		}
-		t.redis = true
 		c, addr, err := startEnvoyproxy(o.envoyproxy, o.workDir, o, redisAddr, logFile)
 		return c, serviceAddrs{GRPC: addr}, err
 	case "memory":
 		return startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=memory")...)
 	case "redis":
-		t.redis = true
 		return startService(bin, o.config, logFile, append(env, "BACKEND_TYPE=redis", "REDIS_URL="+redisAddr)...)
 	}
 	return nil, serviceAddrs{}, fmt.Errorf("unknown target %q", name)

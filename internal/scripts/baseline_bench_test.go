@@ -164,15 +164,12 @@ func (s *librarySide) call(rng *rand.Rand, mode string, n, takes int) error {
 		for d := range ops {
 			ops[d] = algorithms.Op{Key: "bench:{d" + strconv.Itoa(d) + "}:" + strconv.Itoa(rng.IntN(mergedKeys)), Limit: lim, Hits: 1}
 		}
-		keys, args, err := scripts.Encode(ops, time.Time{})
+		call, err := takeCall(ops, time.Time{})
 		if err != nil {
 			return err
 		}
-		call := []any{"fcall", s.take, len(keys)}
-		for _, k := range keys {
-			call = append(call, k)
-		}
-		calls[i] = append(call, args...)
+		call[1] = s.take
+		calls[i] = call
 	}
 	args := calls[0]
 	if mode == "merged" {

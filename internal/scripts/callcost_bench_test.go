@@ -44,15 +44,7 @@ func BenchmarkCallCost(b *testing.B) {
 		calls := make([][]any, k)
 		for j := range calls {
 			ops := []algorithms.Op{{Key: prefix + strconv.Itoa((i*k+j)%mergedKeys), Limit: lim, Hits: 1}}
-			keys, args, err := scripts.Encode(ops, time.Time{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			call := []any{"fcall", scripts.TakeFunction(), len(keys)}
-			for _, key := range keys {
-				call = append(call, key)
-			}
-			calls[j] = append(call, args...)
+			calls[j] = fcallArgs(b, ops, time.Time{})
 		}
 		if k == 1 {
 			return calls[0]

@@ -121,15 +121,8 @@ func leastCall(t *testing.T, rdb *redis.Client, takes [][]algorithms.Op, prefix,
 			op.Key = prefix + op.Key
 			named[d] = op
 		}
-		keys, args, err := scripts.Encode(named, time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls[i] = []any{"fcall", take, len(keys)}
-		for _, k := range keys {
-			calls[i] = append(calls[i], k)
-		}
-		calls[i] = append(calls[i], args...)
+		calls[i] = fcallArgs(t, named, time.Time{})
+		calls[i][1] = take
 	}
 	var replies []any
 	if len(takes) == 1 {

@@ -15,18 +15,27 @@ import (
 	"github.com/ratelimitd/ratelimitd/pkg/algorithms"
 )
 
-// fcallArgs is the FCALL a Runner sends for ops: what the coalescer sees.
-func fcallArgs(t *testing.T, ops []algorithms.Op, now time.Time) []any {
-	t.Helper()
+// takeCall is the FCALL a Runner sends for ops: what the coalescer sees.
+func takeCall(ops []algorithms.Op, now time.Time) ([]any, error) {
 	keys, args, err := scripts.Encode(ops, now)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := []any{"fcall", scripts.TakeFunction(), len(keys)}
 	for _, k := range keys {
 		out = append(out, k)
 	}
-	return append(out, args...)
+	return append(out, args...), nil
+}
+
+// fcallArgs is takeCall, failing t on an error.
+func fcallArgs(t testing.TB, ops []algorithms.Op, now time.Time) []any {
+	t.Helper()
+	call, err := takeCall(ops, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return call
 }
 
 // mergeableCall is ops' take FCALL at now (µs), asking for its charges

@@ -124,15 +124,10 @@ func (mb mergedBench) merged(rng *rand.Rand, n int) error {
 		for d := range ops {
 			ops[d] = algorithms.Op{Key: mb.key(rng, d), Limit: mb.lim, Hits: 1}
 		}
-		ks, args, err := scripts.Encode(ops, time.Time{})
-		if err != nil {
+		var err error
+		if calls[i], err = takeCall(ops, time.Time{}); err != nil {
 			return err
 		}
-		call := []any{"fcall", scripts.TakeFunction(), len(ks)}
-		for _, k := range ks {
-			call = append(call, k)
-		}
-		calls[i] = append(call, args...)
 	}
 	cmd := redis.NewCmd(mb.ctx, scripts.MergeTakes(calls)...)
 	_ = mb.rdb.Process(mb.ctx, cmd)

@@ -104,6 +104,7 @@ local function plain_write(key, w, count, kept, now, written)
     if we ~= TTL_E or now ~= TTL_NOW then
       TTL, TTL_E, TTL_NOW = ttl_arg(we, now), we, now
     end
+    -- As counter.lua writes it: the test build's TTL recorder rewrites both.
     local ttl = TTL
     redis.call('SET', key, v, 'PX', ttl)
   end
